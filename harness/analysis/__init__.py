@@ -1,0 +1,1 @@
+"""The final read (PySpark) and the anomaly checks."""

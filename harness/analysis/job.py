@@ -1,0 +1,103 @@
+"""The analysis job: Kafka topic -> log.parquet, and log.parquet + acks.parquet -> metrics.
+
+Used in-process by the CLI, and runnable on its own:
+    spark-submit harness/analysis/job.py --run reports/<run-id>
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from harness.analysis import checks
+from harness.analysis.kafka_source import KafkaLogSource
+
+LOG_COLUMNS = ["partition", "offset", "value", "timestamp"]
+ACKS_COLUMNS = ["partition", "value", "outcome", "offset"]
+
+
+def spark_session(master: str | None = None) -> SparkSession:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
+    log4j = Path(__file__).with_name("log4j2.properties")
+    cores = os.cpu_count() or 2
+    builder = (SparkSession.builder.appName("kafka-chaos-analysis")
+               .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
+               .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_DRIVER_MEMORY", "2g"))
+               .config("spark.python.worker.reuse", "true"))
+    if master:
+        builder = builder.master(master)
+    elif "spark.master" not in SparkSession.builder._options and not os.environ.get("MASTER"):
+        builder = builder.master("local[*]")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(KafkaLogSource)
+    return spark
+
+
+def read_topic(spark: SparkSession, bootstrap: str, topic: str, partitions: int) -> DataFrame:
+    return (spark.read.format(KafkaLogSource.name())
+            .option("bootstrap", bootstrap).option("topic", topic).option("partitions", str(partitions))
+            .load())
+
+
+def save_log(spark: SparkSession, bootstrap: str, topic: str, partitions: int, path: Path) -> None:
+    """The final read: every record of the topic, written to log.parquet."""
+    read_topic(spark, bootstrap, topic, partitions).write.mode("overwrite").parquet(str(path))
+
+
+def load_variant(spark: SparkSession, variant_dir: Path) -> tuple[DataFrame, DataFrame]:
+    for name in ("log.parquet", "acks.parquet"):
+        if not (variant_dir / name).exists():
+            raise FileNotFoundError(f"{variant_dir / name} not found")
+    log = spark.read.parquet(str(variant_dir / "log.parquet"))
+    acks = spark.read.parquet(str(variant_dir / "acks.parquet"))
+    for df, cols, name in ((log, LOG_COLUMNS, "log.parquet"), (acks, ACKS_COLUMNS, "acks.parquet")):
+        absent = [c for c in cols if c not in df.columns]
+        if absent:
+            raise ValueError(f"{variant_dir / name}: missing columns {absent}; expected {cols}")
+    return log, acks
+
+
+def analyze_variant(spark: SparkSession, variant_dir: Path) -> dict[str, int]:
+    log, acks = load_variant(spark, variant_dir)
+    return checks.summarize(log, acks)
+
+
+def variant_dirs(run_dir: Path) -> list[Path]:
+    """Variant folders of a run, in the spec's order when spec.yaml is there."""
+    found = sorted(p.parent for p in run_dir.glob("*/acks.parquet"))
+    spec = run_dir / "spec.yaml"
+    if spec.exists():
+        import yaml
+
+        order = [v["name"] for v in (yaml.safe_load(spec.read_text()) or {}).get("variants", [])]
+        found.sort(key=lambda p: order.index(p.name) if p.name in order else len(order))
+    return found
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="kafka-chaos analysis of a stored run folder")
+    ap.add_argument("--run", required=True, type=Path, help="run folder holding <variant>/log.parquet and acks.parquet")
+    ap.add_argument("--master", default=None, help="Spark master (default: local[*], or spark-submit's)")
+    args = ap.parse_args(argv)
+    spark = spark_session(args.master)
+    try:
+        out = {d.name: analyze_variant(spark, d) for d in variant_dirs(args.run)}
+    finally:
+        spark.stop()
+    print(json.dumps(out, indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""kafka-chaos command line.
+
+Exit codes: 0 every expectation held, 1 an expectation failed, 2 bad input or usage,
+3 infrastructure failed (cluster, proxy, Spark), 130/143 interrupted (SIGINT/SIGTERM).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .spec import SpecError, load_spec
+from .summary import ACCOUNTING, TABLE_COLUMNS, passed
+
+EXIT_OK, EXIT_EXPECTATION, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+console = Console(stderr=False)
+err_console = Console(stderr=True)
+
+
+def _fail(message: str, code: int) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    sys.exit(code)
+
+
+def _writable_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".kafka-chaos-write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        _fail(f"--out {path}: not a writable folder ({e.strerror or e})", EXIT_USAGE)
+
+
+def print_summary(summary: dict, run_dir: Path | None = None) -> None:
+    """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
+    variants = summary["variants"]
+    table = Table(title=f"{summary['experiment']} · {summary['status']}", title_justify="left")
+    table.add_column("")
+    for name in variants:
+        table.add_column(name, justify="right")
+    for key, label in TABLE_COLUMNS + [(k, k) for k in ACCOUNTING]:
+        table.add_row(label, *(f"{v[key]:,}" if isinstance(v.get(key), int) else "-" for v in variants.values()),
+                      style="dim" if key in ACCOUNTING else None)
+    console.print(table)
+    for name, v in variants.items():
+        for e in v.get("expectations", []):
+            mark = "[green]pass[/]" if e["passed"] else "[bold red]FAIL[/]"
+            console.print(f"  {mark}  {name}: {e['metric']} {e['rule']} (actual {e['actual']})", highlight=False)
+    if summary.get("reason"):
+        console.print(f"[yellow]{summary['reason']}[/]", highlight=False)
+    if run_dir is not None:
+        console.print(f"report: {run_dir / 'index.html'}", highlight=False, soft_wrap=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kafka-chaos")
+def main() -> None:
+    """Chaos tests for Kafka delivery guarantees.
+
+    A producer writes increasing integers per partition while faults are injected
+    (lost acks, connection resets, latency); a PySpark job reads the log back and
+    counts duplicates, jump-backs and losses for every variant (e.g. idempotence
+    off vs on) under the same seeded fault schedule.
+    """
+
+
+def _raise_on_sigterm() -> None:
+    from .runner import Interrupted
+
+    def handler(signum, frame):
+        raise Interrupted(143)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+@main.command()
+@click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
+              help="Folder that receives the run folder <run-id>/.")
+@click.option("--seed", type=int, default=None, help="Seed of the fault schedule (default: the experiment's seed).")
+@click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
+def run(experiment: Path, out: Path, seed: int | None, spark_master: str | None) -> None:
+    """Run EXPERIMENT (a YAML file) and write a report.
+
+    Exit 0 when every expectation held, 1 when one failed, 2 on bad input,
+    3 when the cluster or the harness failed.
+    """
+    from .cluster import InfraError
+    from .runner import Interrupted, Run
+
+    try:
+        spec = load_spec(experiment)
+    except SpecError as e:
+        _fail(str(e), EXIT_USAGE)
+    _writable_dir(out)
+    _raise_on_sigterm()
+    the_run = Run(spec, out, spec.seed if seed is None else seed, console, spark_master)
+    console.print(f"[bold]{spec.name}[/]: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
+                  f"{len(the_run.schedule)} planned fault(s), seed {the_run.seed}", highlight=False)
+    try:
+        summary = the_run.execute()
+    except KeyboardInterrupt:
+        err_console.print("interrupted; partial results kept in " + str(the_run.run_dir), highlight=False)
+        sys.exit(130)
+    except Interrupted as e:
+        err_console.print("interrupted; partial results kept in " + str(the_run.run_dir), highlight=False)
+        sys.exit(e.code)
+    except InfraError as e:
+        _fail(f"{e}\npartial results kept in {the_run.run_dir}", EXIT_INFRA)
+    print_summary(summary, the_run.run_dir)
+    sys.exit(EXIT_OK if passed(summary) else EXIT_EXPECTATION)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
+def analyze(run_dir: Path, spark_master: str | None) -> None:
+    """Re-run the analysis of a stored RUN_DIR from its Parquet files (no broker needed).
+
+    Needs <variant>/log.parquet and <variant>/acks.parquet; rewrites summary.json and
+    index.html. Expectations come from RUN_DIR/spec.yaml when it is there.
+    """
+    import yaml
+
+    from . import summary as summary_mod
+    from .analysis.job import analyze_variant, spark_session, variant_dirs
+    from .report.render import render
+
+    dirs = variant_dirs(run_dir)
+    if not dirs:
+        _fail(f"{run_dir}: no <variant>/acks.parquet found; is this a kafka-chaos run folder?", EXIT_USAGE)
+    missing = [str(d / "log.parquet") for d in dirs if not (d / "log.parquet").exists()]
+    if missing:
+        _fail(f"missing {', '.join(missing)}", EXIT_USAGE)
+    spec_doc = yaml.safe_load((run_dir / "spec.yaml").read_text()) if (run_dir / "spec.yaml").exists() else {}
+    old = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+    spark = spark_session(spark_master)
+    try:
+        with console.status("analysing with Spark"):
+            metrics = {d.name: analyze_variant(spark, d) for d in dirs}
+    except (ValueError, FileNotFoundError) as e:
+        _fail(str(e), EXIT_USAGE)
+    finally:
+        spark.stop()
+    keep = {k: old[k] for k in ("seed", "cluster", "started_at", "ended_at", "faults_planned") if k in old}
+    summary = summary_mod.build(old.get("run_id", run_dir.name), spec_doc.get("name", old.get("experiment", run_dir.name)),
+                                old.get("status", "complete"), metrics, spec_doc.get("expectations", {}), keep)
+    summary_mod.write(run_dir / "summary.json", summary)
+    render(run_dir)
+    print_summary(summary, run_dir)
+    sys.exit(EXIT_OK if passed(summary) else EXIT_EXPECTATION)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8474, show_default=True, type=int)
+def proxy(host: str, port: int) -> None:
+    """Run the embedded Toxiproxy-compatible proxy on its own (for users without toxiproxy-server)."""
+    from .proxy.server import serve
+
+    try:
+        serve(host, port, ready=lambda p: console.print(f"Toxiproxy API on http://{host}:{p} (Ctrl-C stops)"))
+    except OSError as e:
+        _fail(f"cannot listen on {host}:{port}: {e.strerror or e}", EXIT_USAGE)

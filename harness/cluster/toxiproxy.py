@@ -1,0 +1,108 @@
+"""The Toxiproxy server the run uses, and a small client over toxiproxy-python.
+
+A real `toxiproxy-server` ($TOXIPROXY_SERVER, else on PATH) is preferred; otherwise
+the embedded stand-in (harness.proxy) runs as its own process, so proxying never
+competes with the producer for the GIL.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from toxiproxy.api import APIConsumer
+from toxiproxy.exceptions import NotFound
+from toxiproxy.proxy import Proxy
+from toxiproxy.server import Toxiproxy
+
+from .. import procs
+
+
+def find_toxiproxy_server() -> str | None:
+    return os.environ.get("TOXIPROXY_SERVER") or shutil.which("toxiproxy-server")
+
+
+class ToxiproxyServer:
+    """A Toxiproxy API server process on a free loopback port."""
+
+    def __init__(self, log_dir: Path):
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        self.kind = ""
+
+    def start(self) -> "ToxiproxyClient":
+        real = find_toxiproxy_server()
+        for _ in range(3):  # the free port may be taken before the server binds it
+            self.port = procs.free_port()
+            if real:
+                self.kind, cmd = "toxiproxy-server", [real, "-host", "127.0.0.1", "-port", str(self.port)]
+            else:
+                self.kind = "embedded"
+                cmd = [sys.executable, "-m", "harness.proxy", "--host", "127.0.0.1", "--port", str(self.port)]
+            self.proc = procs.spawn(cmd, self.log_dir / "toxiproxy.log")
+            try:
+                procs.wait_for_port("127.0.0.1", self.port, timeout=15, proc=self.proc)
+                return ToxiproxyClient("127.0.0.1", self.port)
+            except RuntimeError:
+                continue
+        raise RuntimeError(f"the {self.kind} Toxiproxy server did not start; see {self.log_dir / 'toxiproxy.log'}")
+
+    def stop(self) -> None:
+        procs.stop(self.proc)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+class ToxiproxyClient:
+    """What the harness asks of any Toxiproxy API, through toxiproxy-python.
+
+    toxiproxy-python keeps its address in class attributes; every call sets them
+    first, so one harness process can talk to one server at a time (all it needs).
+    """
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self._proxies: dict[str, Proxy] = {}
+
+    def _api(self) -> Toxiproxy:
+        APIConsumer.host, APIConsumer.port = self.host, self.port
+        return Toxiproxy()
+
+    def version(self) -> str:
+        return self._api().version().decode()
+
+    def create_proxy(self, name: str, upstream: str, listen: str = "127.0.0.1:0") -> str:
+        """Create a proxy; returns the address it listens on."""
+        proxy = self._api().create(upstream=upstream, name=name, listen=listen)
+        self._proxies[name] = proxy
+        return proxy.listen
+
+    def add_toxic(self, proxy: str, name: str, type: str, stream: str = "downstream",
+                  attributes: dict | None = None, toxicity: float = 1.0) -> None:
+        self._api()
+        self._proxies[proxy].add_toxic(name=name, type=type, stream=stream,
+                                       toxicity=toxicity, attributes=attributes or {})
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        self._api()
+        try:
+            self._proxies[proxy].destroy_toxic(name)
+        except NotFound:
+            pass
+
+    def toxics(self, proxy: str) -> list[str]:
+        self._api()
+        return sorted(self._proxies[proxy].toxics())
+
+    def set_enabled(self, proxy: str, enabled: bool) -> None:
+        self._api()
+        (self._proxies[proxy].enable if enabled else self._proxies[proxy].disable)()
+
+    def reset(self) -> None:
+        """Remove every toxic and enable every proxy."""
+        self._api().reset()

@@ -1,0 +1,1 @@
+"""Fault planning (pure) and application (the nemesis)."""

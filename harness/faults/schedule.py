@@ -1,0 +1,60 @@
+"""The fault schedule: a pure function of (spec, seed), computed before any variant runs.
+
+Toxiproxy's own randomness cannot be replayed, so the harness decides every fault
+itself: what, where, when and for how long. Every variant gets the same list.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+
+from ..spec import BrokerTarget, ExperimentSpec
+
+_TIMING = {"kind", "at", "every", "jitter", "start", "duration", "target"}
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    id: int
+    kind: str
+    target: str  # "all" or "broker-N" ("random" is resolved here)
+    at: float  # seconds after the workload starts
+    duration: float
+    params: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def plan(spec: ExperimentSpec, seed: int) -> list[PlannedFault]:
+    out: list[tuple[float, int, str, str, float, dict]] = []
+    window = spec.planning_window
+    for index, fault in enumerate(spec.faults):
+        # One generator per fault entry: editing one entry does not move the others.
+        rng = random.Random(f"{seed}/{index}")
+        if fault.at is not None:
+            times = [fault.at]
+        else:
+            times, t = [], fault.start
+            while t < window:
+                times.append(round(max(0.0, t + rng.uniform(-fault.jitter, fault.jitter)), 3))
+                t += fault.every
+        params = fault.model_dump(exclude=_TIMING)
+        for at in times:
+            out.append((at, index, fault.kind, _target(fault.target, spec.cluster.brokers, rng), fault.duration, params))
+    out.sort(key=lambda f: (f[0], f[1]))
+    return [PlannedFault(i, kind, target, at, dur, params) for i, (at, _, kind, target, dur, params) in enumerate(out)]
+
+
+def _target(target, brokers: int, rng: random.Random) -> str:
+    if isinstance(target, BrokerTarget):
+        return f"broker-{target.broker}"
+    if target == "random":
+        return f"broker-{rng.randrange(brokers)}"
+    return "all"
+
+
+def dumps(schedule: list[PlannedFault]) -> str:
+    return "".join(json.dumps(f.to_json(), sort_keys=True) + "\n" for f in schedule)

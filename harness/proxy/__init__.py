@@ -1,0 +1,1 @@
+"""A Toxiproxy-API-compatible TCP proxy (see server.py for why it exists)."""

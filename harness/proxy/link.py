@@ -1,0 +1,228 @@
+"""Proxies and their connections (links) for the embedded Toxiproxy stand-in.
+
+A Link joins one client connection to one upstream connection with two pipes,
+`upstream` (client -> server) and `downstream` (server -> client). Each pipe has a
+reader task that stamps chunks with their arrival time and a writer that applies
+the toxics present *now*, so toxics added or removed mid-connection take effect
+at once, as in Toxiproxy. Toxicity is drawn once per (connection, toxic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+import struct
+import time
+
+from .toxics import Toxic
+
+CHUNK = 64 * 1024
+
+
+class Proxy:
+    def __init__(self, name: str, listen: str, upstream: str, enabled: bool = True):
+        self.name = name
+        self.listen = listen
+        self.upstream = upstream
+        self.enabled = enabled
+        self.toxics: dict[str, Toxic] = {}
+        self.links: set[Link] = set()
+        self._server: asyncio.base_events.Server | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "listen": self.listen,
+            "upstream": self.upstream,
+            "enabled": self.enabled,
+            "toxics": [t.to_json() for t in self.toxics.values()],
+        }
+
+    async def start(self) -> None:
+        host, port = split_hostport(self.listen)
+        self._server = await asyncio.start_server(self._on_client, host, port, reuse_address=True)
+        # Port 0 means "any": keep the port we got, so a re-enable listens there again.
+        self.listen = f"{host}:{self._server.sockets[0].getsockname()[1]}"
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        for link in list(self.links):
+            link.close()
+
+    async def set_enabled(self, enabled: bool) -> None:
+        if enabled and not self.enabled:
+            await self.start()
+        elif not enabled and self.enabled:
+            await self.stop()
+        self.enabled = enabled
+
+    def add_toxic(self, toxic: Toxic) -> None:
+        self.toxics[toxic.name] = toxic
+        for link in list(self.links):
+            link.toxic_added(toxic)
+
+    def remove_toxic(self, name: str) -> None:
+        del self.toxics[name]
+        for link in list(self.links):
+            link.toxics_changed()
+
+    def toxics_updated(self) -> None:
+        for link in list(self.links):
+            link.toxics_changed()
+
+    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        link = Link(self, reader, writer)
+        self.links.add(link)
+        try:
+            await link.run()
+        finally:
+            self.links.discard(link)
+
+
+def split_hostport(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+class Link:
+    def __init__(self, proxy: Proxy, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter):
+        self.proxy = proxy
+        self.client_r, self.client_w = client_r, client_w
+        self.server_w: asyncio.StreamWriter | None = None
+        self.active: dict[int, bool] = {}  # id(toxic) -> does it apply to this link
+        self.sent: dict[int, int] = {}  # id(limit_data toxic) -> bytes passed since it applied
+        self._changed = asyncio.Event()
+        self._timers: list[asyncio.Task] = []
+        self.closed = asyncio.Event()
+
+    # -- toxic bookkeeping -------------------------------------------------
+    def toxic_added(self, toxic: Toxic) -> None:
+        applies = random.random() < toxic.toxicity
+        self.active[id(toxic)] = applies
+        if applies and toxic.type in ("reset_peer", "timeout"):
+            if toxic.type == "reset_peer" or toxic.attr("timeout") > 0:
+                self._timers.append(asyncio.get_running_loop().create_task(self._close_after(toxic)))
+        self.toxics_changed()
+
+    def toxics_changed(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def chain(self, stream: str) -> list[Toxic]:
+        return [t for t in self.proxy.toxics.values() if t.stream == stream and self.active.get(id(t))]
+
+    async def _close_after(self, toxic: Toxic) -> None:
+        await asyncio.sleep(toxic.attr("timeout") / 1000)
+        if self.proxy.toxics.get(toxic.name) is toxic:
+            self.close(reset=toxic.type == "reset_peer")
+
+    # -- data path ---------------------------------------------------------
+    async def run(self) -> None:
+        try:
+            host, port = split_hostport(self.proxy.upstream)
+            server_r, self.server_w = await asyncio.open_connection(host, port)
+        except OSError:
+            self.close()
+            return
+        for toxic in list(self.proxy.toxics.values()):
+            self.toxic_added(toxic)
+        pipes = [
+            asyncio.ensure_future(self._pipe("upstream", self.client_r, self.server_w)),
+            asyncio.ensure_future(self._pipe("downstream", server_r, self.client_w)),
+        ]
+        await self.closed.wait()
+        for task in pipes + self._timers:
+            task.cancel()
+        await asyncio.gather(*pipes, *self._timers, return_exceptions=True)
+
+    async def _pipe(self, stream: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        queue: asyncio.Queue = asyncio.Queue(maxsize=32)
+
+        async def read() -> None:
+            try:
+                while data := await reader.read(CHUNK):
+                    await queue.put((time.monotonic(), data))
+            except (OSError, asyncio.IncompleteReadError):
+                pass
+            await queue.put(None)
+
+        reading = asyncio.ensure_future(read())
+        try:
+            while (item := await queue.get()) is not None:
+                if not await self._deliver(stream, *item, writer):
+                    return
+            await self._slow_close(stream)
+            self.close()
+        except (OSError, ConnectionError):
+            self.close()
+        finally:
+            reading.cancel()
+
+    async def _deliver(self, stream: str, arrived: float, data: bytes, writer: asyncio.StreamWriter) -> bool:
+        """Pass one chunk through the toxics of `stream`; False when the link closed."""
+        chain = self.chain(stream)
+        # timeout holds all data while present (its timer closes the link when due).
+        while any(t.type == "timeout" for t in chain):
+            await self._changed.wait()
+            chain = self.chain(stream)
+        for t in chain:
+            if t.type == "latency":
+                jitter = random.uniform(-t.attr("jitter"), t.attr("jitter"))
+                delay = arrived + (t.attr("latency") + jitter) / 1000 - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            elif t.type == "bandwidth" and t.attr("rate") > 0:
+                await asyncio.sleep(len(data) / (t.attr("rate") * 1024))
+        for t in chain:
+            if t.type == "limit_data":
+                left = t.attr("bytes") - self.sent.get(id(t), 0)
+                if len(data) >= left:
+                    if left > 0:
+                        writer.write(data[:left])
+                        await writer.drain()
+                    self.close()
+                    return False
+                self.sent[id(t)] = self.sent.get(id(t), 0) + len(data)
+        slicer = next((t for t in chain if t.type == "slicer"), None)
+        if slicer is None:
+            writer.write(data)
+            await writer.drain()
+        else:
+            await self._write_sliced(slicer, data, writer)
+        return True
+
+    async def _write_sliced(self, toxic: Toxic, data: bytes, writer: asyncio.StreamWriter) -> None:
+        avg, var = max(1, toxic.attr("average_size")), toxic.attr("size_variation")
+        pos = 0
+        while pos < len(data):
+            size = max(1, avg + random.randint(-var, var)) if var else avg
+            writer.write(data[pos:pos + size])
+            await writer.drain()
+            pos += size
+            if toxic.attr("delay"):
+                await asyncio.sleep(toxic.attr("delay") / 1e6)
+
+    async def _slow_close(self, stream: str) -> None:
+        delays = [t.attr("delay") for t in self.chain(stream) if t.type == "slow_close"]
+        if delays:
+            await asyncio.sleep(max(delays) / 1000)
+
+    def close(self, reset: bool = False) -> None:
+        if self.closed.is_set():
+            return
+        for w in (self.client_w, self.server_w):
+            if w is None:
+                continue
+            if reset:
+                sock = w.get_extra_info("socket")
+                if sock is not None:
+                    # SO_LINGER with a zero timeout makes close() send RST instead of FIN.
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                w.transport.abort()
+            else:
+                w.close()
+        self.closed.set()

@@ -1,0 +1,163 @@
+"""One experiment run: cluster up, each variant under the same fault schedule, final read, analysis, report."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import summary as summary_mod
+from .cluster import Cluster, InfraError, make_cluster
+from .faults.nemesis import FaultJournal, Nemesis
+from .faults.schedule import PlannedFault, plan
+from .report.render import render
+from .spec import ExperimentSpec
+from .workload.producer import produce
+from .workload.topic import create_topic
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived; `code` is the exit code to use (130 or 143)."""
+
+    def __init__(self, code: int):
+        super().__init__(f"interrupted (exit {code})")
+        self.code = code
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_dir(out_dir: Path, experiment: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = out_dir / f"{stamp}-{experiment}-{uuid.uuid4().hex[:6]}"
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def _client_logger(path: Path) -> logging.Logger:
+    """librdkafka's log lines go to a file in the run folder, not to the terminal."""
+    logger = logging.getLogger(f"kafka-chaos.{path}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    return logger
+
+
+class Run:
+    def __init__(self, spec: ExperimentSpec, out_dir: Path, seed: int, console: Console,
+                 spark_master: str | None = None):
+        self.spec = spec
+        self.seed = seed
+        self.console = console
+        self.spark_master = spark_master
+        self.run_dir = new_run_dir(out_dir, spec.name)
+        self.run_id = self.run_dir.name
+        self.schedule: list[PlannedFault] = plan(spec, seed)
+        self.metrics: dict[str, dict] = {}
+        self.produced: dict[str, dict] = {}
+        self.stop = threading.Event()
+        self.started_at = _now()
+        self.cluster: Cluster | None = None
+
+    def execute(self) -> dict:
+        """Run everything; always leaves a summary.json (status complete, interrupted or error)."""
+        (self.run_dir / "logs").mkdir()
+        spec_doc = {**self.spec.model_dump(mode="json", exclude_none=True), "seed": self.seed}
+        (self.run_dir / "spec.yaml").write_text(yaml.safe_dump(spec_doc, sort_keys=False))
+        status, reason = "complete", ""
+        spark = None
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        try:
+            spark_future = pool.submit(self._start_spark)  # overlaps the JVM start with cluster start-up
+            self.cluster = make_cluster(self.spec.cluster, self.run_dir)
+            self.cluster.up()
+            spark = spark_future.result()
+            for variant in self.spec.variants:
+                self._run_variant(spark, variant)
+            self._analyze(spark)
+        except Interrupted:
+            status, reason = "interrupted", "the run was interrupted before it finished"
+            raise
+        except InfraError as e:
+            status, reason = "error", str(e)
+            raise
+        finally:
+            self.stop.set()
+            if self.cluster is not None:
+                self.cluster.down()
+            if spark is not None:
+                spark.stop()
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.summary = self._write_summary(status, reason)
+        return self.summary
+
+    def _start_spark(self):
+        from .analysis.job import spark_session
+
+        return spark_session(self.spark_master)
+
+    def _run_variant(self, spark, variant) -> None:
+        from .analysis.job import save_log
+
+        spec, cluster = self.spec, self.cluster
+        vdir = self.run_dir / variant.name
+        vdir.mkdir()
+        topic = f"kc-{variant.name}-{self.run_id[-6:]}"
+        create_topic(cluster.bootstrap, topic, spec.topic.partitions, spec.topic.replication_factor)
+        nemesis = Nemesis(cluster, self.schedule, variant.name, FaultJournal(self.run_dir / "faults.jsonl"))
+        with self._progress() as progress:
+            task = progress.add_task(f"{variant.name}: producing", total=spec.workload.messages)
+            nemesis.start()
+            try:
+                result = produce(
+                    cluster.bootstrap, topic, spec.topic.partitions, spec.workload.messages,
+                    spec.producer_config(variant), vdir / "acks.parquet", rate=spec.workload.rate,
+                    flush_timeout=spec.workload.flush_timeout, stop=self.stop,
+                    on_progress=lambda n: progress.update(task, completed=n),
+                    logger=_client_logger(self.run_dir / "logs" / f"producer-{variant.name}.log"),
+                    before_flush=nemesis.stop,
+                )
+            finally:
+                nemesis.stop()
+            self.produced[variant.name] = {"sent": result.sent, "acked": result.acked, "rejected": result.rejected,
+                                           "unknown": result.unknown, "produce_seconds": round(result.duration, 2)}
+            if not summary_mod.accounting_holds(self.produced[variant.name]):
+                raise InfraError(f"{variant.name}: delivery accounting broken: {self.produced[variant.name]}")
+            if nemesis.errors:
+                raise InfraError(f"{variant.name}: faults could not be applied: {'; '.join(nemesis.errors[:3])}")
+            cluster.check_alive()
+            progress.update(task, description=f"{variant.name}: reading back")
+            save_log(spark, cluster.bootstrap, topic, spec.topic.partitions, vdir / "log.parquet")
+            progress.update(task, description=f"{variant.name}: done")
+
+    def _analyze(self, spark) -> None:
+        from .analysis.job import analyze_variant
+
+        with self.console.status("analysing with Spark"):
+            for variant in self.spec.variants:
+                self.metrics[variant.name] = analyze_variant(spark, self.run_dir / variant.name)
+
+    def _progress(self) -> Progress:
+        return Progress(TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=self.console)
+
+    def _write_summary(self, status: str, reason: str) -> dict:
+        extra = {"seed": self.seed, "cluster": self.cluster.description if self.cluster else "",
+                 "started_at": self.started_at, "ended_at": _now(), "reason": reason,
+                 "faults_planned": len(self.schedule)}
+        # Variants that were produced but not analysed (interrupted) still show their delivery counts.
+        variants = {name: {**produced, **self.metrics.get(name, {})} for name, produced in self.produced.items()}
+        s = summary_mod.build(self.run_id, self.spec.name, status, variants, self.spec.expectations, extra)
+        summary_mod.write(self.run_dir / "summary.json", s)
+        render(self.run_dir)
+        return s

@@ -1,0 +1,224 @@
+"""Experiment files: YAML -> validated ExperimentSpec, with errors that name the field.
+
+Every problem is reported as `FILE: FIELD.PATH: what is wrong (what is allowed)`
+and raised as SpecError, which the CLI turns into exit code 2 before anything starts.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+METRICS = (
+    "sent", "acked", "rejected", "unknown", "received", "unique", "duplicates",
+    "jump_back_runs", "max_jump_back", "lost", "missing", "received_unacked", "reorders",
+)
+RULE = re.compile(r"^\s*(==|!=|<=|>=|<|>)?\s*(-?\d+)\s*$")
+
+
+class SpecError(Exception):
+    """A bad experiment file; str() is the full message for the user."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ClusterSpec(Strict):
+    backend: Literal["local"] = "local"
+    broker: Literal["tansu"] = "tansu"
+    brokers: Annotated[int, Field(ge=1)] = 1
+
+    @model_validator(mode="after")
+    def _tansu_single(self):
+        if self.broker == "tansu" and self.brokers != 1:
+            # Tansu's memory storage is per process: several would be separate clusters.
+            raise ValueError("broker tansu runs exactly 1 broker (memory storage is not shared); use brokers: 1")
+        return self
+
+
+class TopicSpec(Strict):
+    partitions: Annotated[int, Field(ge=1, le=1000)] = 3
+    replication_factor: Annotated[int, Field(ge=1)] = 1
+
+
+class WorkloadSpec(Strict):
+    messages: Annotated[int, Field(ge=1)] = Field(description="messages per variant, spread over the partitions")
+    rate: Annotated[float, Field(gt=0)] | None = Field(None, description="messages per second; null = as fast as possible")
+    flush_timeout: Annotated[float, Field(gt=0)] = 60.0
+
+    @property
+    def expected_duration(self) -> float | None:
+        return self.messages / self.rate if self.rate else None
+
+
+class BrokerTarget(Strict):
+    broker: Annotated[int, Field(ge=0)]
+
+
+Target = Union[Literal["all", "random"], BrokerTarget]
+
+
+class FaultBase(Strict):
+    at: Annotated[float, Field(ge=0)] | None = Field(None, description="seconds after the variant's workload starts")
+    every: Annotated[float, Field(gt=0)] | None = Field(None, description="repeat period in seconds")
+    jitter: Annotated[float, Field(ge=0)] = 0.0
+    start: Annotated[float, Field(ge=0)] = Field(0.5, description="with every: first fault not before this")
+    duration: Annotated[float, Field(gt=0)] = 0.3
+    target: Target = "all"
+
+    @model_validator(mode="after")
+    def _timing(self):
+        if (self.at is None) == (self.every is None):
+            raise ValueError("give exactly one of 'at' (one fault) or 'every' (repeated faults)")
+        if self.every is not None and self.jitter >= self.every:
+            raise ValueError("jitter must be smaller than every")
+        return self
+
+
+class LostAcks(FaultBase):
+    """Responses are held back and the connection cut: requests reach the broker, acks never return."""
+
+    kind: Literal["lost-acks"]
+    cut_after_ms: Annotated[int, Field(ge=1)] = 100
+
+
+class ResetConnections(FaultBase):
+    """Every client connection to the target is reset (TCP RST), and new ones while the fault lasts."""
+
+    kind: Literal["reset-connections"]
+    duration: Annotated[float, Field(gt=0)] = 0.05
+
+
+class Latency(FaultBase):
+    kind: Literal["latency"]
+    latency_ms: Annotated[int, Field(ge=1)] = 100
+    jitter_ms: Annotated[int, Field(ge=0)] = 0
+
+
+Fault = Annotated[Union[LostAcks, ResetConnections, Latency], Field(discriminator="kind")]
+
+
+class VariantSpec(Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
+    producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+
+
+class ExperimentSpec(Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
+    description: str = ""
+    seed: int = 1
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
+    topic: TopicSpec = Field(default_factory=TopicSpec)
+    workload: WorkloadSpec
+    producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    variants: Annotated[list[VariantSpec], Field(min_length=1)]
+    faults: list[Fault] = Field(default_factory=list)
+    fault_window: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="seconds over which repeated faults are planned; default messages / rate")
+    expectations: dict[str, dict[str, Union[int, str]]] = Field(default_factory=dict)
+
+    @field_validator("variants")
+    @classmethod
+    def _unique_variants(cls, variants):
+        names = [v.name for v in variants]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"variant names must be unique; repeated: {', '.join(dupes)}")
+        return variants
+
+    @model_validator(mode="after")
+    def _cross_checks(self):
+        names = {v.name for v in self.variants}
+        for variant, rules in self.expectations.items():
+            if variant not in names:
+                raise ValueError(f"expectations name unknown variant {variant!r}; variants: {', '.join(sorted(names))}")
+            for metric, rule in rules.items():
+                if metric not in METRICS:
+                    raise ValueError(f"expectations.{variant}: unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+                parse_rule(rule)
+        for i, fault in enumerate(self.faults):
+            if isinstance(fault.target, BrokerTarget) and fault.target.broker >= self.cluster.brokers:
+                raise ValueError(f"faults.{i}.target: broker {fault.target.broker} does not exist "
+                                 f"(cluster has brokers 0..{self.cluster.brokers - 1})")
+        if any(f.every is not None for f in self.faults) and self.planning_window is None:
+            raise ValueError("repeated faults need a time window: set workload.rate or fault_window")
+        return self
+
+    @property
+    def planning_window(self) -> float | None:
+        return self.fault_window or self.workload.expected_duration
+
+    def producer_config(self, variant: VariantSpec) -> dict:
+        return {**self.producer, **variant.producer}
+
+
+def parse_rule(rule: int | str) -> tuple[str, int]:
+    """'>= 1' -> ('>=', 1); a bare number means equality."""
+    if isinstance(rule, bool):
+        raise ValueError(f"rule {rule!r}: use a number or a comparison such as '== 0' or '> 0'")
+    if isinstance(rule, int):
+        return "==", rule
+    m = RULE.match(str(rule))
+    if not m:
+        raise ValueError(f"rule {rule!r}: use a number or a comparison such as '== 0' or '> 0'")
+    return m.group(1) or "==", int(m.group(2))
+
+
+def check_rule(rule: int | str, actual: int) -> bool:
+    op, n = parse_rule(rule)
+    return {"==": actual == n, "!=": actual != n, "<=": actual <= n, ">=": actual >= n,
+            "<": actual < n, ">": actual > n}[op]
+
+
+def _where(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union")))
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read: {e}") from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: the experiment must be a YAML mapping with keys name, workload, variants, ...")
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            where = _where(err["loc"]) or "(top level)"
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field"
+            lines.append(f"{path}: {where}: {msg}")
+        raise SpecError("\n".join(lines)) from None
+    check_producer_configs(spec, path)
+    return spec
+
+
+def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
+    """Let librdkafka itself judge each variant's settings, without connecting anywhere."""
+    import logging
+
+    from confluent_kafka import KafkaException, Producer
+
+    quiet = logging.getLogger("kafka-chaos.config-check")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    for i, variant in enumerate(spec.variants):
+        conf = {**spec.producer_config(variant), "bootstrap.servers": "127.0.0.1:9", "logger": quiet}
+        try:
+            Producer(conf)
+        except (KafkaException, ValueError, TypeError) as e:
+            detail = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            raise SpecError(f"{path}: variants.{i}.producer ({variant.name}): librdkafka rejects it: {detail}") from None

@@ -1,0 +1,1 @@
+"""What the clients do during a run."""

@@ -1,0 +1,18 @@
+"""Topic creation for a variant."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int, timeout: float = 30) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, partitions, replication_factor)], operation_timeout=timeout)
+    try:
+        futures[name].result(timeout)
+    except KafkaException as e:
+        raise RuntimeError(f"could not create topic {name}: {e.args[0].str()}") from e
+    md = admin.list_topics(name, timeout=timeout)
+    if len(md.topics[name].partitions) != partitions:
+        raise RuntimeError(f"topic {name} has {len(md.topics[name].partitions)} partitions, expected {partitions}")
