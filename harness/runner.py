@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import threading
 import uuid
 from datetime import datetime, timezone
@@ -21,6 +22,8 @@ from .report.render import render
 from .spec import ExperimentSpec
 from .workload.producer import produce
 from .workload.topic import create_topic
+
+RUN_ENV = "KAFKA_CHAOS_RUN"
 
 
 class Interrupted(Exception):
@@ -72,6 +75,8 @@ class Run:
     def execute(self) -> dict:
         """Run everything; always leaves a summary.json (status complete, interrupted or error)."""
         (self.run_dir / "logs").mkdir()
+        # Inherited by every process the run starts (brokers, proxy, Spark), so they can be found by it.
+        os.environ[RUN_ENV] = str(self.run_dir.resolve())
         spec_doc = {**self.spec.model_dump(mode="json", exclude_none=True), "seed": self.seed}
         (self.run_dir / "spec.yaml").write_text(yaml.safe_dump(spec_doc, sort_keys=False))
         status, reason = "complete", ""

@@ -17,6 +17,7 @@ METRICS = (
     "sent", "acked", "rejected", "unknown", "received", "unique", "duplicates",
     "jump_back_runs", "max_jump_back", "lost", "missing", "received_unacked", "reorders",
 )
+FIELD_FIRST = re.compile(r"^[\w.-]+: ")
 RULE = re.compile(r"^\s*(==|!=|<=|>=|<|>)?\s*(-?\d+)\s*$")
 
 
@@ -136,17 +137,20 @@ class ExperimentSpec(Strict):
         names = {v.name for v in self.variants}
         for variant, rules in self.expectations.items():
             if variant not in names:
-                raise ValueError(f"expectations name unknown variant {variant!r}; variants: {', '.join(sorted(names))}")
+                raise ValueError(f"expectations.{variant}: unknown variant {variant!r}; variants: {', '.join(sorted(names))}")
             for metric, rule in rules.items():
                 if metric not in METRICS:
-                    raise ValueError(f"expectations.{variant}: unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
-                parse_rule(rule)
+                    raise ValueError(f"expectations.{variant}.{metric}: unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+                try:
+                    parse_rule(rule)
+                except ValueError as e:
+                    raise ValueError(f"expectations.{variant}.{metric}: {e}") from None
         for i, fault in enumerate(self.faults):
             if isinstance(fault.target, BrokerTarget) and fault.target.broker >= self.cluster.brokers:
                 raise ValueError(f"faults.{i}.target: broker {fault.target.broker} does not exist "
                                  f"(cluster has brokers 0..{self.cluster.brokers - 1})")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
-            raise ValueError("repeated faults need a time window: set workload.rate or fault_window")
+            raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         return self
 
     @property
@@ -196,8 +200,10 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     except ValidationError as e:
         lines = []
         for err in e.errors():
-            where = _where(err["loc"]) or "(top level)"
+            where = _where(err["loc"])
             msg = err["msg"].removeprefix("Value error, ")
+            if not where:  # whole-file checks name their field at the start of the message
+                where, _, msg = msg.partition(": ") if FIELD_FIRST.match(msg) else ("(top level)", "", msg)
             if err["type"] == "extra_forbidden":
                 msg = "unknown field"
             lines.append(f"{path}: {where}: {msg}")

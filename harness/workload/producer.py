@@ -61,41 +61,65 @@ class ProduceResult:
 
 
 class DeliveryLog:
-    """Delivery reports, spilled to acks.parquet in batches so a long run stays small in memory."""
+    """Delivery reports, spilled to acks.parquet in batches so a long run stays small in memory.
+
+    on_delivery runs once per message inside poll()/flush(), so it only appends a
+    tuple; classification and Arrow conversion happen in spill(), off the hot path.
+    """
 
     SPILL = 100_000
 
     def __init__(self, path: Path):
         self.path = path
-        self._rows: list[tuple] = []
+        # Acked reports as three parallel columns (no per-message tuple); failures are rare.
+        self._part: list[int] = []
+        self._value: list[bytes] = []
+        self._offset: list[int] = []
+        self._failed: list[tuple] = []  # (partition, raw value, KafkaError)
         self._writer = pq.ParquetWriter(path, ACKS_SCHEMA)
         self.counts = {"acked": 0, "rejected": 0, "unknown": 0}
-        self._seen: list[set] = []  # filled only by close(), to find sends without a report
+        part, value, offset, failed = self._part.append, self._value.append, self._offset.append, self._failed.append
 
-    def on_delivery(self, err, msg) -> None:
-        # Runs once per message inside poll()/flush(): keep it to one append.
-        self._rows.append((msg.partition(), msg.value(), classify(err), msg.offset() if err is None else None))
-        if len(self._rows) >= self.SPILL:
-            self._spill()
+        def on_delivery(err, msg) -> None:  # a closure: no attribute look-ups per message
+            if err is None:
+                part(msg.partition())
+                value(msg.value())
+                offset(msg.offset())
+            else:
+                failed((msg.partition(), msg.value(), err))
 
-    def _spill(self) -> None:
-        rows, self._rows = self._rows, []
-        if not rows:
-            return
-        part, raw, outcome, offset = zip(*rows)
-        values = pc.cast(pc.cast(pa.array(raw, pa.binary()), pa.string()), pa.int64())
-        batch = pa.record_batch([pa.array(part, pa.int32()), values, pa.array(outcome, pa.string()),
-                                 pa.array(offset, pa.int64())], schema=ACKS_SCHEMA)
-        for name, n in zip(*pc.value_counts(batch.column("outcome")).flatten()):
-            self.counts[name.as_py()] += n.as_py()
-        self._writer.write_batch(batch)
+        self.on_delivery = on_delivery
+
+    def maybe_spill(self) -> None:
+        if len(self._part) + len(self._failed) >= self.SPILL:
+            self.spill()
+
+    def spill(self) -> None:
+        if self._part:
+            n = len(self._part)
+            self._write(self._part, self._value, pa.array(["acked"] * n, pa.string()),
+                        pa.array(self._offset, pa.int64()))
+            self.counts["acked"] += n
+            for column in (self._part, self._value, self._offset):
+                column.clear()
+        if self._failed:
+            part, raw, errors = zip(*self._failed)
+            outcomes = [classify(e) for e in errors]
+            self._write(part, raw, pa.array(outcomes, pa.string()), pa.nulls(len(part), pa.int64()))
+            for name in outcomes:
+                self.counts[name] += 1
+            self._failed.clear()
+
+    def _write(self, part, raw, outcome: pa.Array, offset: pa.Array) -> None:
+        values = pc.cast(pa.array(raw, pa.string()), pa.int64())
+        self._writer.write_batch(pa.record_batch([pa.array(part, pa.int32()), values, outcome, offset],
+                                                 schema=ACKS_SCHEMA))
 
     def close(self, sent_per_partition: list[int]) -> None:
         """Write the rest; any send with no report becomes unknown; fsync the file."""
-        self._spill()
-        reported = sum(self.counts.values())
+        self.spill()
         self._writer.close()
-        if reported != sum(sent_per_partition):
+        if sum(self.counts.values()) != sum(sent_per_partition):
             self._add_unreported(sent_per_partition)
         with open(self.path, "rb+") as f:
             os.fsync(f.fileno())
@@ -140,33 +164,32 @@ def produce(
     if logger is not None:
         conf["logger"] = logger
     producer = Producer(conf)
-    sent = [0] * partitions
+    produce_one, poll, on_delivery = producer.produce, producer.poll, log.on_delivery
     t0 = time.monotonic()
-    i = 0
+    count = 0  # messages handed to the client: message i -> partition i % P, value i // P
     try:
         for i in range(messages):
-            p = i % partitions
-            value = b"%d" % sent[p]
+            value = b"%d" % (i // partitions)
             while True:
                 try:
-                    producer.produce(topic, value, partition=p, on_delivery=log.on_delivery)
+                    produce_one(topic, value, partition=i % partitions, on_delivery=on_delivery)
                     break
                 except BufferError:  # local queue full: serve callbacks, then retry
-                    producer.poll(0.01)
-            sent[p] += 1
-            if i & 1023 == 1023:
-                producer.poll(0)
+                    poll(0.01)
+            count = i + 1
+            if count & 1023 == 0:
+                poll(0)
+                log.maybe_spill()
                 if on_progress:
-                    on_progress(i + 1)
+                    on_progress(count)
                 if stop.is_set():
                     break
                 if rate:
-                    ahead = t0 + (i + 1) / rate - time.monotonic()
+                    ahead = t0 + count / rate - time.monotonic()
                     if ahead > 0:
                         time.sleep(ahead)
-        total = sum(sent)
         if on_progress:
-            on_progress(total)
+            on_progress(count)
         if before_flush:
             before_flush()
         left = producer.flush(0.0 if stop.is_set() else flush_timeout)
@@ -176,6 +199,7 @@ def produce(
             producer.flush(5.0)
     finally:
         producer.poll(0)
+        sent = [count // partitions + (1 if p < count % partitions else 0) for p in range(partitions)]
         log.close(sent)
-    return ProduceResult(sum(sent), log.counts["acked"], log.counts["rejected"], log.counts["unknown"],
+    return ProduceResult(count, log.counts["acked"], log.counts["rejected"], log.counts["unknown"],
                          time.monotonic() - t0, stop.is_set())

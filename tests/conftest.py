@@ -1,0 +1,27 @@
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from harness.analysis.job import spark_session
+
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_running(tmp_path_factory):
+    """After the whole session, no process started by a test's run may remain."""
+    import psutil
+
+    base = str(tmp_path_factory.getbasetemp().resolve())
+    yield
+    leftovers = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if p.environ().get("KAFKA_CHAOS_RUN", "").startswith(base):
+                leftovers.append((p.info["pid"], p.info["cmdline"]))
+        except psutil.Error:
+            pass
+    assert not leftovers, f"processes left running by tests: {leftovers}"

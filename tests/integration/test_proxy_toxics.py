@@ -1,0 +1,185 @@
+"""The embedded proxy driven through toxiproxy-python, each toxic measured on a real TCP stream.
+
+The server comes from ToxiproxyServer, so a real toxiproxy-server is tested instead
+when one is on PATH or in $TOXIPROXY_SERVER.
+"""
+
+import re
+import socket
+import socketserver
+import threading
+import time
+
+import pytest
+import requests
+from toxiproxy.api import APIConsumer
+from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
+from toxiproxy.server import Toxiproxy
+
+from harness.cluster.toxiproxy import ToxiproxyServer
+
+
+class Echo(socketserver.BaseRequestHandler):
+    def handle(self):
+        while data := self.request.recv(65536):
+            self.request.sendall(data)
+
+
+@pytest.fixture(scope="module")
+def echo():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    server = ToxiproxyServer(tmp_path_factory.mktemp("proxy"))
+    client = server.start()
+    APIConsumer.host, APIConsumer.port = client.host, client.port
+    yield Toxiproxy()
+    server.stop()
+
+
+@pytest.fixture
+def proxy(api, echo, request):
+    p = api.create(upstream=echo, name=re.sub(r"\W", "_", request.node.name)[:60])
+    yield p
+    p.destroy()
+
+
+def connect(proxy) -> socket.socket:
+    host, port = proxy.listen.rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=5)
+
+
+def roundtrip(sock, payload=b"ping") -> float:
+    t = time.monotonic()
+    sock.sendall(payload)
+    got = b""
+    while len(got) < len(payload):
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed"
+        got += chunk
+    assert got == payload
+    return time.monotonic() - t
+
+
+def test_plain_proxy_passes_data(proxy):
+    with connect(proxy) as s:
+        assert roundtrip(s, b"x" * 100_000) < 1
+
+
+@pytest.mark.parametrize("stream", ["downstream", "upstream"])
+def test_latency_adds_delay_then_goes_away(proxy, stream):
+    with connect(proxy) as s:
+        proxy.add_toxic(type="latency", stream=stream, name="lat", attributes={"latency": 200})
+        assert roundtrip(s) >= 0.2
+        proxy.destroy_toxic("lat")
+        assert roundtrip(s) < 0.1
+
+
+def test_reset_peer_resets_the_connection(proxy):
+    with connect(proxy) as s:
+        roundtrip(s)
+        proxy.add_toxic(type="reset_peer", name="rst", attributes={"timeout": 0})
+        with pytest.raises(ConnectionResetError):
+            for _ in range(50):
+                s.sendall(b"x")
+                if not s.recv(10):
+                    break
+                time.sleep(0.02)
+    proxy.destroy_toxic("rst")
+    with connect(proxy) as s:
+        roundtrip(s)
+
+
+def test_timeout_holds_data_then_closes(proxy):
+    with connect(proxy) as s:
+        proxy.add_toxic(type="timeout", name="to", attributes={"timeout": 300})
+        t = time.monotonic()
+        s.sendall(b"held")
+        assert s.recv(10) == b""  # nothing delivered, then closed
+        assert time.monotonic() - t >= 0.25
+
+
+def test_timeout_zero_holds_data_until_removed(proxy):
+    with connect(proxy) as s:
+        proxy.add_toxic(type="timeout", name="to0", attributes={"timeout": 0})
+        s.sendall(b"held")
+        s.settimeout(0.3)
+        with pytest.raises(socket.timeout):
+            s.recv(10)
+        proxy.destroy_toxic("to0")
+        s.settimeout(5)
+        assert s.recv(10) == b"held"
+
+
+def test_limit_data_closes_after_n_bytes(proxy):
+    with connect(proxy) as s:
+        proxy.add_toxic(type="limit_data", name="lim", attributes={"bytes": 10})
+        s.sendall(b"0123456789abcdef")
+        got = b""
+        while chunk := s.recv(100):
+            got += chunk
+        assert got == b"0123456789"
+
+
+def test_toxicity_zero_never_applies(proxy):
+    proxy.add_toxic(type="latency", name="never", toxicity=0.0, attributes={"latency": 500})
+    with connect(proxy) as s:
+        assert roundtrip(s) < 0.2
+
+
+def test_lost_ack_request_arrives_response_does_not(proxy, echo):
+    # The shape the lost-acks fault uses: upstream flows, downstream is held, then cut.
+    received = []
+
+    class Recorder(socketserver.BaseRequestHandler):
+        def handle(self):
+            while data := self.request.recv(100):
+                received.append(data)
+                self.request.sendall(b"ack")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    requests.post(f"http://{APIConsumer.host}:{APIConsumer.port}/proxies/{proxy.name}",
+                  json={"upstream": f"127.0.0.1:{server.server_address[1]}"})
+    try:
+        with connect(proxy) as s:
+            proxy.add_toxic(type="timeout", stream="downstream", name="lost", attributes={"timeout": 200})
+            s.sendall(b"request")
+            assert s.recv(10) == b""
+        assert received == [b"request"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_api_errors_and_listing(api, proxy):
+    with pytest.raises(ProxyExists):
+        api.create(upstream=proxy.upstream, name=proxy.name)
+    proxy.add_toxic(type="latency", name="dup", attributes={"latency": 1})
+    with pytest.raises(ProxyExists):  # 409 for a toxic name too
+        proxy.add_toxic(type="latency", name="dup", attributes={"latency": 1})
+    with pytest.raises(InvalidToxic):
+        proxy.add_toxic(type="no_such_toxic", name="bad")
+    with pytest.raises(NotFound):
+        proxy.destroy_toxic("absent")
+    assert set(proxy.toxics()) == {"dup"}
+    assert proxy.name in api.proxies()
+    api.reset()
+    assert proxy.toxics() == {}
+    assert api.version()
+
+
+def test_disabled_proxy_refuses_connections(proxy):
+    proxy.disable()
+    with pytest.raises(OSError):
+        connect(proxy).recv(1)
+    proxy.enable()
+    with connect(proxy) as s:
+        roundtrip(s)

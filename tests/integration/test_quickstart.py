@@ -1,0 +1,128 @@
+"""End to end through the CLI: own Tansu broker and proxy, real faults, Spark analysis."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+VARIANTS = [
+    {"name": "idempotence-off", "producer": {"enable.idempotence": False}},
+    {"name": "idempotence-on", "producer": {"enable.idempotence": True}},
+]
+SMALL = {
+    "name": "small-quickstart",
+    "seed": 11,
+    "topic": {"partitions": 3},
+    "workload": {"messages": 20000, "rate": 8000},
+    "producer": {"acks": "all", "retries": 10000000, "linger.ms": 5},
+    "variants": VARIANTS,
+    "faults": [
+        {"kind": "lost-acks", "every": 0.4, "jitter": 0.1, "duration": 0.25, "start": 0.3},
+        {"kind": "reset-connections", "at": 1.3},
+    ],
+    "expectations": {"idempotence-on": {"duplicates": 0, "jump_back_runs": 0, "lost": 0}},
+}
+CONTROL = {
+    **SMALL,
+    "name": "control",
+    "faults": [],
+    "expectations": {v["name"]: {"duplicates": 0, "jump_back_runs": 0, "lost": 0, "missing": 0} for v in VARIANTS},
+}
+
+
+def kafka_chaos(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=300)
+
+
+def run_experiment(tmp_path, doc):
+    exp = tmp_path / f"{doc['name']}.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "reports"
+    result = kafka_chaos("run", str(exp), "--out", str(out))
+    runs = list(out.iterdir())
+    assert len(runs) == 1, result.stdout + result.stderr
+    return result, runs[0], json.loads((runs[0] / "summary.json").read_text())
+
+
+def processes_of(run_dir: Path):
+    """Processes started by the run: they inherit KAFKA_CHAOS_RUN=<run dir>."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if p.environ().get("KAFKA_CHAOS_RUN") == str(run_dir.resolve()):
+                found.append(p.info["cmdline"])
+        except psutil.Error:
+            pass
+    return found
+
+
+def accounting(v):
+    return v["sent"] == v["acked"] + v["rejected"] + v["unknown"]
+
+
+@pytest.fixture(scope="module")
+def faulty_run(tmp_path_factory):
+    return run_experiment(tmp_path_factory.mktemp("faulty"), SMALL)
+
+
+def test_idempotence_off_duplicates_on_does_not(faulty_run):
+    result, run_dir, summary = faulty_run
+    assert result.returncode == 0, result.stdout + result.stderr
+    off, on = summary["variants"]["idempotence-off"], summary["variants"]["idempotence-on"]
+    assert off["duplicates"] > 0 and off["jump_back_runs"] >= 1
+    assert (on["duplicates"], on["jump_back_runs"], on["lost"]) == (0, 0, 0)
+    for v in (off, on):
+        assert accounting(v) and v["sent"] == 20000
+        assert v["unexpected"] == 0
+    assert "idempotence-off" in result.stdout and "report:" in result.stdout
+    faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
+    applied = [f for f in faults if f["outcome"] == "healed"]
+    assert {f["variant"] for f in applied} == {"idempotence-off", "idempotence-on"}
+    assert all(f["applied_at"] and f["healed_at"] for f in applied)
+    html = (run_dir / "index.html").read_text()
+    assert f">{off['duplicates']}<" in html and "lost-acks" in html
+
+
+def test_run_leaves_no_process_behind(faulty_run):
+    _, run_dir, _ = faulty_run
+    assert processes_of(run_dir) == []
+
+
+def test_analyze_reproduces_the_summary_from_parquet_alone(faulty_run, tmp_path):
+    _, run_dir, summary = faulty_run
+    bare = tmp_path / "bare"
+    for variant in summary["variants"]:
+        (bare / variant).mkdir(parents=True)
+        shutil.copy(run_dir / variant / "acks.parquet", bare / variant / "acks.parquet")
+        shutil.copytree(run_dir / variant / "log.parquet", bare / variant / "log.parquet")
+    result = kafka_chaos("analyze", str(bare))
+    assert result.returncode == 0, result.stdout + result.stderr  # no spec.yaml: no expectations
+    again = json.loads((bare / "summary.json").read_text())
+    for name, v in summary["variants"].items():
+        metrics = {k: x for k, x in v.items() if k not in ("expectations", "produce_seconds")}
+        assert {k: again["variants"][name][k] for k in metrics} == metrics
+    assert (bare / "index.html").exists()
+
+
+def test_no_fault_control_is_clean(tmp_path):
+    result, _, summary = run_experiment(tmp_path, CONTROL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name, v in summary["variants"].items():
+        assert (v["duplicates"], v["jump_back_runs"], v["lost"], v["missing"], v["reorders"]) == (0, 0, 0, 0, 0), name
+        assert v["received"] == v["unique"] == v["acked"] == v["sent"] == 20000
+
+
+def test_bad_experiment_exits_2_and_starts_nothing(tmp_path):
+    exp = tmp_path / "bad.yaml"
+    exp.write_text(yaml.safe_dump({**SMALL, "workload": {"messages": -5}}))
+    result = kafka_chaos("run", str(exp), "--out", str(tmp_path / "reports"))
+    assert result.returncode == 2
+    assert "workload.messages" in result.stderr
+    assert not (tmp_path / "reports").exists()

@@ -1,0 +1,84 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.spec import SpecError, check_rule, load_spec, parse_rule
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = {
+    "name": "t",
+    "workload": {"messages": 100, "rate": 100},
+    "variants": [{"name": "a", "producer": {"enable.idempotence": True}}],
+}
+
+
+def write(tmp_path, doc) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(doc) if isinstance(doc, dict) else doc)
+    return path
+
+
+def error_of(tmp_path, doc) -> str:
+    with pytest.raises(SpecError) as e:
+        load_spec(write(tmp_path, doc))
+    return str(e.value)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "experiments").glob("*.yaml")))
+def test_shipped_experiments_are_valid(name):
+    load_spec(ROOT / "experiments" / name)
+
+
+def test_minimal_spec_gets_defaults(tmp_path):
+    spec = load_spec(write(tmp_path, BASE))
+    assert spec.cluster.backend == "local" and spec.cluster.broker == "tansu"
+    assert spec.topic.partitions == 3
+    assert spec.planning_window == 1.0
+
+
+@pytest.mark.parametrize("patch, where, says", [
+    ({"workload": {"messages": 0}}, "workload.messages", "greater than or equal to 1"),
+    ({"workload": {"messages": 10, "rate": -1}}, "workload.rate", "greater than 0"),
+    ({"bogus": 1}, "bogus", "unknown field"),
+    ({"variants": []}, "variants", "at least 1"),
+    ({"variants": [{"name": "a"}, {"name": "a"}]}, "variants", "repeated: a"),
+    ({"faults": [{"kind": "meteor", "at": 1}]}, "faults.0", "meteor"),
+    ({"faults": [{"kind": "lost-acks"}]}, "faults.0", "exactly one of 'at'"),
+    ({"faults": [{"kind": "lost-acks", "at": 1, "target": {"broker": 3}}]}, "faults.0.target", "broker 3 does not exist"),
+    ({"expectations": {"nope": {"duplicates": 0}}}, "expectations", "unknown variant 'nope'"),
+    ({"expectations": {"a": {"dupes": 0}}}, "expectations", "unknown metric 'dupes'"),
+    ({"expectations": {"a": {"duplicates": "about 3"}}}, "expectations", "comparison"),
+    ({"cluster": {"broker": "tansu", "brokers": 3}}, "cluster", "exactly 1 broker"),
+])
+def test_bad_fields_are_named(tmp_path, patch, where, says):
+    message = error_of(tmp_path, {**BASE, **patch})
+    assert f"exp.yaml: {where}" in message
+    assert says in message
+
+
+def test_librdkafka_rejects_idempotence_with_acks_1(tmp_path):
+    doc = {**BASE, "variants": [{"name": "a", "producer": {"enable.idempotence": True, "acks": 1}}]}
+    message = error_of(tmp_path, doc)
+    assert "variants.0.producer (a)" in message and "acks" in message
+
+
+def test_unreadable_or_non_mapping_files(tmp_path):
+    assert "file not found" in str(pytest.raises(SpecError, load_spec, tmp_path / "none.yaml").value)
+    assert "not valid YAML" in error_of(tmp_path, "name: [unclosed")
+    assert "must be a YAML mapping" in error_of(tmp_path, "- 1\n- 2\n")
+
+
+@pytest.mark.parametrize("rule, actual, ok", [
+    (0, 0, True), (0, 1, False), ("> 0", 5, True), ("> 0", 0, False), ("<= 3", 3, True), ("!= 2", 2, False),
+])
+def test_rules(rule, actual, ok):
+    assert check_rule(rule, actual) is ok
+
+
+def test_rule_parsing():
+    assert parse_rule(">= 10") == (">=", 10)
+    assert parse_rule("7") == ("==", 7)
+    with pytest.raises(ValueError):
+        parse_rule(True)
