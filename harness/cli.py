@@ -98,15 +98,23 @@ def run(experiment: Path, out: Path, seed: int | None, spark_master: str | None)
     from .cluster import InfraError
     from .runner import Interrupted, Run
 
+    from .cluster import unsupported_faults
+
     try:
         spec = load_spec(experiment)
     except SpecError as e:
         _fail(str(e), EXIT_USAGE)
+    cannot = unsupported_faults(spec.cluster, {f.kind for f in spec.faults})
+    if cannot:
+        _fail(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} cannot "
+              f"inject {', '.join(cannot)}", EXIT_USAGE)
     _writable_dir(out)
     _raise_on_sigterm()
     the_run = Run(spec, out, spec.seed if seed is None else seed, console, spark_master)
     console.print(f"[bold]{spec.name}[/]: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
                   f"{len(the_run.schedule)} planned fault(s), seed {the_run.seed}", highlight=False)
+    for warning in the_run.warnings:
+        console.print(f"[yellow]note:[/] {warning}", highlight=False)
     try:
         summary = the_run.execute()
     except KeyboardInterrupt:

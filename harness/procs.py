@@ -3,10 +3,15 @@
 On Linux each child gets PR_SET_PDEATHSIG=SIGKILL, so even `kill -9` of the harness
 leaves no broker or proxy running; it also gets its own session so a terminal's
 Ctrl-C reaches only the harness, which then stops its children in order.
+
+The kernel sends that signal when the *thread* that forked the child ends, not the
+process; so every child is forked from one spawner thread that lives as long as the
+harness (a broker restarted by the nemesis thread would otherwise die with it).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import os
 import signal
@@ -24,14 +29,21 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+_spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spawner")
+
+
 def spawn(cmd: list[str], log_path: Path, env: dict | None = None) -> subprocess.Popen:
     """Start cmd with stdout+stderr appended to log_path."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True, preexec_fn=_die_with_parent,
-        )
+
+    def start() -> subprocess.Popen:
+        with open(log_path, "ab") as log:
+            return subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, start_new_session=True, preexec_fn=_die_with_parent,
+            )
+
+    return _spawner.submit(start).result()
 
 
 def stop(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:

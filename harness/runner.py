@@ -19,7 +19,7 @@ from .cluster import Cluster, InfraError, make_cluster
 from .faults.nemesis import FaultJournal, Nemesis
 from .faults.schedule import PlannedFault, plan
 from .report.render import render
-from .spec import ExperimentSpec
+from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .workload.producer import produce
 from .workload.topic import create_topic
 
@@ -56,16 +56,30 @@ def _client_logger(path: Path) -> logging.Logger:
     return logger
 
 
+def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str]:
+    """What the user must know to read the numbers right, said before the run starts."""
+    out = []
+    kinds = {f.kind for f in schedule}
+    if spec.cluster.broker == "tansu" and kinds & set(LOSES_MEMORY_LOG):
+        out.append(
+            f"{', '.join(sorted(kinds & set(LOSES_MEMORY_LOG)))} on Tansu: its memory storage lives in the broker "
+            "process, so a killed or restarted broker comes back empty. Every record written before is counted "
+            "as lost (that is the truth about this broker), and an idempotent producer then gets "
+            "UnknownProducerId and times out until it is recreated. Use Apache Kafka to test failover.")
+    return out
+
+
 class Run:
     def __init__(self, spec: ExperimentSpec, out_dir: Path, seed: int, console: Console,
-                 spark_master: str | None = None):
+                 spark_master: str | None = None, schedule: list[PlannedFault] | None = None):
         self.spec = spec
         self.seed = seed
         self.console = console
         self.spark_master = spark_master
         self.run_dir = new_run_dir(out_dir, spec.name)
         self.run_id = self.run_dir.name
-        self.schedule: list[PlannedFault] = plan(spec, seed)
+        self.schedule: list[PlannedFault] = schedule if schedule is not None else plan(spec, seed)
+        self.warnings = warnings_for(spec, self.schedule)
         self.metrics: dict[str, dict] = {}
         self.produced: dict[str, dict] = {}
         self.stop = threading.Event()
@@ -80,7 +94,7 @@ class Run:
         spec_doc = {**self.spec.model_dump(mode="json", exclude_none=True), "seed": self.seed}
         (self.run_dir / "spec.yaml").write_text(yaml.safe_dump(spec_doc, sort_keys=False))
         status, reason = "complete", ""
-        spark = None
+        spark = spark_future = None
         pool = concurrent.futures.ThreadPoolExecutor(1)
         try:
             spark_future = pool.submit(self._start_spark)  # overlaps the JVM start with cluster start-up
@@ -100,9 +114,14 @@ class Run:
             self.stop.set()
             if self.cluster is not None:
                 self.cluster.down()
+            if spark is None and spark_future is not None and spark_future.cancel() is False:
+                try:  # a JVM still starting must not outlive the run
+                    spark = spark_future.result()
+                except Exception:
+                    spark = None
             if spark is not None:
                 spark.stop()
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=False)
             self.summary = self._write_summary(status, reason)
         return self.summary
 
@@ -119,7 +138,7 @@ class Run:
         vdir.mkdir()
         topic = f"kc-{variant.name}-{self.run_id[-6:]}"
         create_topic(cluster.bootstrap, topic, spec.topic.partitions, spec.topic.replication_factor)
-        nemesis = Nemesis(cluster, self.schedule, variant.name, FaultJournal(self.run_dir / "faults.jsonl"))
+        nemesis = Nemesis(cluster, self.schedule, variant.name, FaultJournal(self.run_dir / "faults.jsonl"), topic)
         with self._progress() as progress:
             task = progress.add_task(f"{variant.name}: producing", total=spec.workload.messages)
             nemesis.start()
@@ -141,6 +160,8 @@ class Run:
             if nemesis.errors:
                 raise InfraError(f"{variant.name}: faults could not be applied: {'; '.join(nemesis.errors[:3])}")
             cluster.check_alive()
+            progress.update(task, description=f"{variant.name}: healing")
+            cluster.settle(topic, spec.topic.partitions)
             progress.update(task, description=f"{variant.name}: reading back")
             save_log(spark, cluster.bootstrap, topic, spec.topic.partitions, vdir / "log.parquet")
             progress.update(task, description=f"{variant.name}: done")
@@ -157,7 +178,7 @@ class Run:
                         TimeElapsedColumn(), console=self.console)
 
     def _write_summary(self, status: str, reason: str) -> dict:
-        extra = {"seed": self.seed, "cluster": self.cluster.description if self.cluster else "",
+        extra = {"seed": self.seed, "warnings": self.warnings, "cluster": self.cluster.description if self.cluster else "",
                  "started_at": self.started_at, "ended_at": _now(), "reason": reason,
                  "faults_planned": len(self.schedule)}
         # Variants that were produced but not analysed (interrupted) still show their delivery counts.

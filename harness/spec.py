@@ -61,7 +61,13 @@ class BrokerTarget(Strict):
     broker: Annotated[int, Field(ge=0)]
 
 
-Target = Union[Literal["all", "random"], BrokerTarget]
+class LeaderTarget(Strict):
+    """The broker that leads this partition of the variant's topic when the fault starts."""
+
+    leader_of: Annotated[int, Field(ge=0, alias="leader-of")]
+
+
+Target = Union[Literal["all", "random"], BrokerTarget, LeaderTarget]
 
 
 class FaultBase(Strict):
@@ -96,12 +102,69 @@ class ResetConnections(FaultBase):
 
 
 class Latency(FaultBase):
+    """Broker responses delayed by latency_ms +/- jitter_ms."""
+
     kind: Literal["latency"]
     latency_ms: Annotated[int, Field(ge=1)] = 100
     jitter_ms: Annotated[int, Field(ge=0)] = 0
 
 
-Fault = Annotated[Union[LostAcks, ResetConnections, Latency], Field(discriminator="kind")]
+class Bandwidth(FaultBase):
+    """Broker responses throttled to rate_kbps kilobytes per second."""
+
+    kind: Literal["bandwidth"]
+    rate_kbps: Annotated[int, Field(ge=1)] = 100
+
+
+class SlowClose(FaultBase):
+    """Closing connections linger delay_ms before they close."""
+
+    kind: Literal["slow-close"]
+    delay_ms: Annotated[int, Field(ge=1)] = 1000
+
+
+class Partition(FaultBase):
+    """The broker's proxy is down: connections dropped, new ones refused (a network partition)."""
+
+    kind: Literal["partition"]
+
+
+class BrokerPause(FaultBase):
+    """The broker process is frozen (SIGSTOP, or docker pause) for the duration."""
+
+    kind: Literal["broker-pause"]
+
+
+class _Downtime(FaultBase):
+    downtime: Annotated[float, Field(gt=0)] = 2.0
+
+    @model_validator(mode="after")
+    def _downtime_is_duration(self):
+        if "duration" in self.model_fields_set:
+            raise ValueError(f"{self.kind} takes 'downtime' (seconds until the broker starts again), not 'duration'")
+        self.duration = self.downtime
+        return self
+
+
+class BrokerKill(_Downtime):
+    """SIGKILL the broker, start it again after downtime seconds."""
+
+    kind: Literal["broker-kill"]
+
+
+class BrokerRestart(_Downtime):
+    """Stop the broker gracefully (SIGTERM), start it again after downtime seconds."""
+
+    kind: Literal["broker-restart"]
+    downtime: Annotated[float, Field(gt=0)] = 0.5
+
+
+Fault = Annotated[
+    Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, BrokerPause, BrokerKill, BrokerRestart],
+    Field(discriminator="kind"),
+]
+BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")
+LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 
 
 class VariantSpec(Strict):
@@ -149,6 +212,9 @@ class ExperimentSpec(Strict):
             if isinstance(fault.target, BrokerTarget) and fault.target.broker >= self.cluster.brokers:
                 raise ValueError(f"faults.{i}.target: broker {fault.target.broker} does not exist "
                                  f"(cluster has brokers 0..{self.cluster.brokers - 1})")
+            if isinstance(fault.target, LeaderTarget) and fault.target.leader_of >= self.topic.partitions:
+                raise ValueError(f"faults.{i}.target: partition {fault.target.leader_of} does not exist "
+                                 f"(topic has partitions 0..{self.topic.partitions - 1})")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         return self

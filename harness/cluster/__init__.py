@@ -13,14 +13,38 @@ class InfraError(RuntimeError):
 
 
 class Cluster(Protocol):
+    """What the runner and the nemesis need of any backend. Brokers are numbered 0..N-1."""
+
     bootstrap: str  # comma-separated proxy addresses: all client traffic goes through them
     description: str  # backend, broker kind and version, for reports
+    broker_count: int
+    supported_faults: frozenset[str]  # fault kinds this backend can inject
 
-    def up(self) -> None: ...
-    def down(self) -> None: ...
-    def proxy_names(self, broker: int | None = None) -> list[str]: ...
+    def up(self) -> None: ...  # start everything and run the preflight; InfraError on failure
+    def down(self) -> None: ...  # stop everything it started; safe to call twice
     def toxiproxy(self): ...  # a ToxiproxyClient
-    def check_alive(self) -> None: ...  # raise InfraError when a component died
+    def proxy_name(self, broker: int) -> str: ...
+    def leader_of(self, topic: str, partition: int) -> int: ...
+    def pause_broker(self, broker: int) -> None: ...
+    def resume_broker(self, broker: int) -> None: ...
+    def kill_broker(self, broker: int) -> None: ...
+    def stop_broker(self, broker: int) -> None: ...
+    def start_broker(self, broker: int) -> None: ...
+    def settle(self, topic: str, partitions: int) -> None: ...  # heal all; wait until the topic is readable
+    def check_alive(self) -> None: ...  # raise InfraError when a component died outside the schedule
+
+
+def supported_faults(spec: ClusterSpec) -> frozenset[str]:
+    if spec.backend == "local" and spec.broker == "tansu":
+        from .local import LocalTansuCluster
+
+        return LocalTansuCluster.supported_faults
+    return frozenset()
+
+
+def unsupported_faults(spec: ClusterSpec, kinds: set[str]) -> list[str]:
+    """Fault kinds this backend cannot inject (checked before anything starts: exit 2)."""
+    return sorted(kinds - supported_faults(spec))
 
 
 def make_cluster(spec: ClusterSpec, run_dir: Path) -> Cluster:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -51,7 +53,24 @@ class TansuBroker:
         procs.wait_for_port("127.0.0.1", self.port, timeout=20, proc=self.proc)
 
     def stop(self) -> None:
+        """Graceful: SIGTERM, SIGKILL only if it does not exit in time."""
         procs.stop(self.proc)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def pause(self) -> None:
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, sig: int) -> None:
+        if not self.alive():
+            raise RuntimeError(f"broker {self.index} is not running")
+        os.kill(self.proc.pid, sig)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -10,16 +10,16 @@ import json
 import random
 from dataclasses import asdict, dataclass, field
 
-from ..spec import BrokerTarget, ExperimentSpec
+from ..spec import BrokerTarget, ExperimentSpec, LeaderTarget
 
-_TIMING = {"kind", "at", "every", "jitter", "start", "duration", "target"}
+_TIMING = {"kind", "at", "every", "jitter", "start", "duration", "downtime", "target"}
 
 
 @dataclass(frozen=True)
 class PlannedFault:
     id: int
     kind: str
-    target: str  # "all" or "broker-N" ("random" is resolved here)
+    target: str  # "all", "broker-N" ("random" is resolved here) or "leader-of-P" (resolved when applied)
     at: float  # seconds after the workload starts
     duration: float
     params: dict = field(default_factory=dict)
@@ -51,6 +51,8 @@ def plan(spec: ExperimentSpec, seed: int) -> list[PlannedFault]:
 def _target(target, brokers: int, rng: random.Random) -> str:
     if isinstance(target, BrokerTarget):
         return f"broker-{target.broker}"
+    if isinstance(target, LeaderTarget):
+        return f"leader-of-{target.leader_of}"
     if target == "random":
         return f"broker-{rng.randrange(brokers)}"
     return "all"

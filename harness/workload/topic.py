@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int, timeout: float = 30) -> None:
@@ -16,3 +16,14 @@ def create_topic(bootstrap: str, name: str, partitions: int, replication_factor:
     md = admin.list_topics(name, timeout=timeout)
     if len(md.topics[name].partitions) != partitions:
         raise RuntimeError(f"topic {name} has {len(md.topics[name].partitions)} partitions, expected {partitions}")
+
+
+def restore_topic(bootstrap: str, name: str, partitions: int, timeout: float = 30) -> None:
+    """Make `name` exist with `partitions` partitions again (after a broker lost its storage)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    md = admin.list_topics(timeout=timeout)
+    existing = md.topics.get(name)
+    if existing is None or existing.error is not None:
+        create_topic(bootstrap, name, partitions, 1, timeout)
+    elif len(existing.partitions) < partitions:
+        admin.create_partitions([NewPartitions(name, partitions)])[name].result(timeout)

@@ -1,0 +1,32 @@
+"""Pure helpers over cluster metadata (no I/O), shared by every backend."""
+
+from __future__ import annotations
+
+
+def broker_index(advertised: dict[int, str], broker_id: int, proxy_addresses: list[str]) -> int:
+    """The harness's index (0..N-1) of a Kafka broker id, through the proxy address it advertises.
+
+    Every broker advertises its own proxy, so the address identifies the broker even
+    when node ids are arbitrary (Tansu's are) or brokers were renumbered.
+    """
+    address = advertised.get(broker_id)
+    if address is None:
+        raise LookupError(f"broker id {broker_id} is not in the metadata (known: {sorted(advertised)})")
+    if address not in proxy_addresses:
+        raise LookupError(f"broker id {broker_id} advertises {address}, which is none of the proxies {proxy_addresses}")
+    return proxy_addresses.index(address)
+
+
+def leader_index(advertised: dict[int, str], leaders: dict[int, int], partition: int,
+                 proxy_addresses: list[str]) -> int:
+    """The index of the broker leading `partition`; leaders maps partition -> leader broker id (-1: none)."""
+    if partition not in leaders:
+        raise LookupError(f"partition {partition} is not in the metadata (partitions: {sorted(leaders)})")
+    if leaders[partition] < 0:
+        raise LookupError(f"partition {partition} has no leader right now")
+    return broker_index(advertised, leaders[partition], proxy_addresses)
+
+
+def unreachable_proxies(advertised: list[str], proxy_addresses: list[str]) -> list[str]:
+    """Advertised addresses that are not proxies: client traffic to them would bypass every fault."""
+    return sorted(a for a in advertised if a not in proxy_addresses)
