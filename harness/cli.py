@@ -88,8 +88,10 @@ def _raise_on_sigterm() -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
               help="Folder that receives the run folder <run-id>/.")
 @click.option("--seed", type=int, default=None, help="Seed of the fault schedule (default: the experiment's seed).")
+@click.option("--replay", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Apply the fault schedule recorded in a run's faults.jsonl instead of planning one.")
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
-def run(experiment: Path, out: Path, seed: int | None, spark_master: str | None) -> None:
+def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spark_master: str | None) -> None:
     """Run EXPERIMENT (a YAML file) and write a report.
 
     Exit 0 when every expectation held, 1 when one failed, 2 on bad input,
@@ -104,15 +106,25 @@ def run(experiment: Path, out: Path, seed: int | None, spark_master: str | None)
         spec = load_spec(experiment)
     except SpecError as e:
         _fail(str(e), EXIT_USAGE)
-    cannot = unsupported_faults(spec.cluster, {f.kind for f in spec.faults})
+    schedule = None
+    if replay is not None:
+        from .faults.schedule import ScheduleError, load
+
+        try:
+            schedule = load(replay, spec)
+        except ScheduleError as e:
+            _fail(str(e), EXIT_USAGE)
+    kinds = {f.kind for f in (schedule if schedule is not None else spec.faults)}
+    cannot = unsupported_faults(spec.cluster, kinds)
     if cannot:
         _fail(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} cannot "
               f"inject {', '.join(cannot)}", EXIT_USAGE)
     _writable_dir(out)
     _raise_on_sigterm()
-    the_run = Run(spec, out, spec.seed if seed is None else seed, console, spark_master)
+    the_run = Run(spec, out, spec.seed if seed is None else seed, console, spark_master, schedule)
+    origin = f"replayed from {replay}" if replay else f"seed {the_run.seed}"
     console.print(f"[bold]{spec.name}[/]: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
-                  f"{len(the_run.schedule)} planned fault(s), seed {the_run.seed}", highlight=False)
+                  f"{len(the_run.schedule)} planned fault(s), {origin}", highlight=False)
     for warning in the_run.warnings:
         console.print(f"[yellow]note:[/] {warning}", highlight=False)
     try:

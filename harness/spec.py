@@ -163,6 +163,8 @@ Fault = Annotated[
     Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, BrokerPause, BrokerKill, BrokerRestart],
     Field(discriminator="kind"),
 ]
+FAULT_KINDS = ("lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
+               "broker-pause", "broker-kill", "broker-restart")
 BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")
 LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from dataclasses import asdict, dataclass, field
 
 from ..spec import BrokerTarget, ExperimentSpec, LeaderTarget
@@ -60,3 +61,37 @@ def _target(target, brokers: int, rng: random.Random) -> str:
 
 def dumps(schedule: list[PlannedFault]) -> str:
     return "".join(json.dumps(f.to_json(), sort_keys=True) + "\n" for f in schedule)
+
+
+class ScheduleError(ValueError):
+    """A replayed faults.jsonl that cannot be used; str() names the file and line."""
+
+
+def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
+    """The planned schedule recorded in a run's faults.jsonl (each fault once, whatever the variants)."""
+    from ..spec import FAULT_KINDS
+
+    faults: dict[int, PlannedFault] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise ScheduleError(f"{path}: cannot read: {e.strerror or e}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            fault = PlannedFault(int(r["id"]), r["kind"], r["target"], float(r["planned_at"]),
+                                 float(r["planned_duration"]), dict(r.get("params") or {}))
+        except (ValueError, KeyError, TypeError) as e:
+            raise ScheduleError(f"{path}:{n}: not a faults.jsonl line ({type(e).__name__}: {e})") from None
+        if fault.kind not in FAULT_KINDS:
+            raise ScheduleError(f"{path}:{n}: unknown fault kind {fault.kind!r}")
+        kind, _, index = fault.target.rpartition("-")
+        limit = {"broker": spec.cluster.brokers, "leader-of": spec.topic.partitions}.get(kind)
+        if fault.target != "all" and (limit is None or not index.isdigit() or int(index) >= limit):
+            raise ScheduleError(f"{path}:{n}: target {fault.target!r} does not exist in this experiment")
+        faults.setdefault(fault.id, fault)
+    if not faults:
+        raise ScheduleError(f"{path}: no faults recorded")
+    return sorted(faults.values(), key=lambda f: (f.at, f.id))

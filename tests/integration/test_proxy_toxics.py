@@ -183,3 +183,85 @@ def test_disabled_proxy_refuses_connections(proxy):
     proxy.enable()
     with connect(proxy) as s:
         roundtrip(s)
+
+
+def receive_all(sock, n, timeout=10) -> bytes:
+    sock.settimeout(timeout)
+    got = b""
+    while len(got) < n:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def test_bandwidth_caps_throughput_within_20_percent(proxy):
+    rate_kb = 200  # KB/s
+    payload = b"b" * (rate_kb * 1024)  # one second's worth at the cap
+    with connect(proxy) as s:
+        proxy.add_toxic(type="bandwidth", name="bw", attributes={"rate": rate_kb})
+        t = time.monotonic()
+        s.sendall(payload)
+        assert receive_all(s, len(payload)) == payload
+        elapsed = time.monotonic() - t
+    measured = len(payload) / 1024 / elapsed
+    assert 0.8 * rate_kb <= measured <= 1.2 * rate_kb, f"{measured:.0f} KB/s for a cap of {rate_kb}"
+
+
+def test_slicer_delivers_every_byte_in_pieces(proxy):
+    payload = bytes(range(256)) * 40  # 10 KB
+    with connect(proxy) as s:
+        proxy.add_toxic(type="slicer", name="sl",
+                        attributes={"average_size": 100, "size_variation": 20, "delay": 2000})
+        t = time.monotonic()
+        s.sendall(payload)
+        got, reads = b"", 0
+        s.settimeout(10)
+        while len(got) < len(payload):
+            got += s.recv(65536)
+            reads += 1
+        assert got == payload
+    assert reads > 5  # arrived in many pieces, not one
+    assert time.monotonic() - t >= 0.05  # ~100 pieces each way with a 2 ms delay
+
+
+def test_slow_close_delays_the_close(proxy):
+    proxy.add_toxic(type="slow_close", name="sc", stream="upstream", attributes={"delay": 300})
+    with connect(proxy) as s:
+        roundtrip(s)
+        t = time.monotonic()
+        s.shutdown(socket.SHUT_WR)  # client closes; the proxy waits before closing upstream and us
+        assert s.recv(10) == b""
+        assert time.monotonic() - t >= 0.25
+
+
+def test_raw_http_routes_and_status_codes(api, echo):
+    base = f"http://{APIConsumer.host}:{APIConsumer.port}"
+    r = requests.post(f"{base}/proxies", json={"name": "raw", "upstream": echo, "listen": "127.0.0.1:0"})
+    assert r.status_code == 201 and r.json()["enabled"] is True and r.json()["toxics"] == []
+    assert requests.post(f"{base}/proxies", json={"name": "raw", "upstream": echo}).status_code == 409
+    assert requests.post(f"{base}/proxies", json={"name": "noupstream"}).status_code == 400
+    assert requests.get(f"{base}/proxies/raw").json()["name"] == "raw"
+    assert requests.get(f"{base}/proxies/absent").status_code == 404
+    r = requests.post(f"{base}/proxies/raw/toxics",
+                      json={"name": "lat", "type": "latency", "stream": "upstream", "attributes": {"latency": 10}})
+    assert r.status_code == 200 and r.json()["attributes"] == {"latency": 10, "jitter": 0}
+    assert requests.get(f"{base}/proxies/raw/toxics/lat").json()["stream"] == "upstream"
+    r = requests.post(f"{base}/proxies/raw/toxics/lat", json={"attributes": {"latency": 20}})
+    assert r.status_code == 200 and r.json()["attributes"]["latency"] == 20
+    assert requests.post(f"{base}/proxies/raw/toxics", json={"name": "x", "type": "latency",
+                                                             "attributes": {"latency": -1}}).status_code == 400
+    assert requests.post(f"{base}/proxies/raw/toxics", json={"name": "y", "type": "latency",
+                                                             "stream": "sideways"}).status_code == 400
+    assert requests.get(f"{base}/proxies/raw/toxics/absent").status_code == 404
+    assert requests.delete(f"{base}/proxies/raw/toxics/lat").status_code == 204
+    assert requests.get(f"{base}/proxies/raw/toxics").json() == []
+    r = requests.post(f"{base}/proxies/raw", json={"enabled": False})
+    assert r.status_code == 200 and r.json()["enabled"] is False
+    r = requests.post(f"{base}/populate", json=[{"name": "raw", "upstream": echo, "listen": r.json()["listen"]},
+                                                 {"name": "pop2", "upstream": echo, "listen": "127.0.0.1:0"}])
+    assert r.status_code == 201 and {p["name"] for p in r.json()["proxies"]} == {"raw", "pop2"}
+    assert requests.delete(f"{base}/proxies/raw").status_code == 204
+    assert requests.delete(f"{base}/proxies/pop2").status_code == 204
+    assert requests.delete(f"{base}/proxies/raw").status_code == 404

@@ -1,0 +1,35 @@
+"""A broker that advertises its own address instead of its proxy's: the run must refuse (exit 3)."""
+
+import json
+import subprocess
+import sys
+
+import yaml
+
+MISCONFIGURED = """
+import sys
+from harness.cluster import brokers
+
+start = brokers.TansuBroker.start
+
+def advertise_itself(self):
+    self.advertised = self.address  # the misconfiguration under test
+    start(self)
+
+brokers.TansuBroker.start = advertise_itself
+from harness.cli import main
+main()
+"""
+
+
+def test_broker_bypassing_its_proxy_fails_the_preflight(tmp_path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"name": "preflight", "workload": {"messages": 100, "rate": 100},
+                                   "variants": [{"name": "a"}]}))
+    out = tmp_path / "reports"
+    r = subprocess.run([sys.executable, "-c", MISCONFIGURED, "run", str(exp), "--out", str(out)],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "preflight failed" in r.stderr and "bypassing the proxies" in r.stderr
+    summary = json.loads(next(out.iterdir()).joinpath("summary.json").read_text())
+    assert summary["status"] == "error" and "preflight failed" in summary["reason"]

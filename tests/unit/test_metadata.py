@@ -1,0 +1,28 @@
+import pytest
+
+from harness.cluster.metadata import broker_index, leader_index, unreachable_proxies
+
+PROXIES = ["127.0.0.1:9001", "127.0.0.1:9002", "127.0.0.1:9003"]
+ADVERTISED = {111: "127.0.0.1:9002", 7: "127.0.0.1:9001", 3: "127.0.0.1:9003"}
+
+
+def test_broker_ids_map_to_indexes_through_their_proxy_address():
+    assert broker_index(ADVERTISED, 111, PROXIES) == 1
+    assert broker_index(ADVERTISED, 7, PROXIES) == 0
+
+
+def test_leader_of_partition():
+    leaders = {0: 3, 1: 111, 2: -1}
+    assert leader_index(ADVERTISED, leaders, 0, PROXIES) == 2
+    assert leader_index(ADVERTISED, leaders, 1, PROXIES) == 1
+    with pytest.raises(LookupError, match="no leader"):
+        leader_index(ADVERTISED, leaders, 2, PROXIES)
+    with pytest.raises(LookupError, match="partition 5"):
+        leader_index(ADVERTISED, leaders, 5, PROXIES)
+
+
+def test_a_broker_advertising_itself_is_caught():
+    with pytest.raises(LookupError, match="none of the proxies"):
+        broker_index({1: "127.0.0.1:5555"}, 1, PROXIES)
+    assert unreachable_proxies(["127.0.0.1:5555", PROXIES[0]], PROXIES) == ["127.0.0.1:5555"]
+    assert unreachable_proxies(PROXIES, PROXIES) == []
