@@ -22,8 +22,8 @@ from .summary import ACCOUNTING, TABLE_COLUMNS, passed
 
 EXIT_OK, EXIT_EXPECTATION, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
-console = Console(stderr=False)
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)  # never break paths or messages: CI logs get read and grepped
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str, code: int) -> None:

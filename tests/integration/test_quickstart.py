@@ -126,3 +126,42 @@ def test_bad_experiment_exits_2_and_starts_nothing(tmp_path):
     assert result.returncode == 2
     assert "workload.messages" in result.stderr
     assert not (tmp_path / "reports").exists()
+
+
+ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset", "outcome", "brokers", "error"}
+
+
+def planned(path: Path) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k not in ACTUAL} for line in path.read_text().splitlines()]
+
+
+def test_replay_applies_the_recorded_schedule_again(faulty_run, tmp_path):
+    _, run_dir, _ = faulty_run
+    doc = {**SMALL, "seed": 999}  # another seed: only the replayed file can give the same faults
+    exp = tmp_path / "replay.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "reports"
+    r = kafka_chaos("run", str(exp), "--out", str(out), "--replay", str(run_dir / "faults.jsonl"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "replayed from" in r.stdout
+    again = next(out.iterdir()) / "faults.jsonl"
+    assert planned(again) == planned(run_dir / "faults.jsonl")
+
+
+BROKER_PAUSE = {
+    **SMALL,
+    "name": "small-broker-pause",
+    "workload": {"messages": 30000, "rate": 8000},
+    "producer": {**SMALL["producer"], "request.timeout.ms": 600, "socket.timeout.ms": 600},
+    "faults": [{"kind": "broker-pause", "every": 1.5, "start": 0.5, "duration": 0.9, "target": {"leader-of": 0}}],
+}
+
+
+def test_broker_pause_leaves_idempotent_variant_clean(tmp_path):
+    result, run_dir, summary = run_experiment(tmp_path, BROKER_PAUSE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    on = summary["variants"]["idempotence-on"]
+    assert (on["duplicates"], on["lost"]) == (0, 0) and accounting(on)
+    faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
+    assert any(f["outcome"] == "healed" and f["brokers"] == [0] for f in faults)
+    assert processes_of(run_dir) == []
