@@ -1,134 +1,214 @@
-"""Anomaly checks: pure DataFrame -> DataFrame functions, one per anomaly (see DESIGN.md, Words).
+"""Anomaly checks on Spark: DataFrames in, DataFrames out, the definitions in kernel.py.
 
-Inputs:
-  log  (partition int, offset long, value long, ...)       the topic as read back
-  acks (partition int, value long, outcome string, offset)  the producer's delivery log
+    findings = checks.analyze(log, acks)        # one pass over the data
+    checks.jump_back_runs(findings), checks.duplicates(findings), checks.lost(findings),
+    checks.gaps(findings), checks.partitions(findings), checks.series(findings)
+    checks.summarize(findings) -> dict            # the summary table's numbers
 
-Per partition, in offset order:
-  duplicate         an extra copy of a value already read (duplicates = received - unique)
-  jump-back         a record whose value is not above the highest value read before it
-  jump-back run     consecutive jump-backs; size = highest_before - first_value + 1,
-                    length = records in the run; kind = duplicate (all values read before),
-                    reorder (none read before) or mixed
-  reorders          jump-back records whose value had not been read before
-  lost              an acked value never read (data loss)
-  missing           a rejected or unknown value never read
-  received-unacked  a rejected or unknown value that is in the log anyway
-  unexpected        a value read that the producer never sent (should never happen)
-  gap               a run of consecutive absent values, lost if any of them was acked
+Inputs: log (partition int, offset long, value long, timestamp), the topic as read back;
+acks (partition int, value long, outcome string, offset long), the delivery log.
+
+How it runs: every Spark task streams one file through the numpy kernel (mapInArrow),
+with no shuffle of records: the final read writes one file per topic partition, in
+offset order. Each task emits small findings per topic partition (counts, jump-back
+runs, duplicate copies, a bitmap of the values it read, or the outcome of every value
+sent); a second, small step (applyInArrow) joins bitmaps and outcomes per partition. Input laid out
+any other way (a partition split over files, or out of offset order) is detected and
+re-read through a shuffle sorted by (partition, offset), so results never depend on
+the layout.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from . import kernel
+
+SCAN_SCHEMA = (
+    "kind string, partition int, fragment long, ordered boolean, received long, repeats long, reorders long, "
+    "bits binary, beyond long, first_offset long, last_offset long, first_value long, highest_before long, "
+    "size long, length long, run_kind string, value long, offset long, second long, records long, "
+    "duplicates long, jump_backs long"
+)
+_SCAN = pa.schema([
+    ("kind", pa.string()), ("partition", pa.int32()), ("fragment", pa.int64()), ("ordered", pa.bool_()),
+    ("received", pa.int64()), ("repeats", pa.int64()), ("reorders", pa.int64()), ("bits", pa.binary()),
+    ("beyond", pa.int64()), ("first_offset", pa.int64()), ("last_offset", pa.int64()), ("first_value", pa.int64()),
+    ("highest_before", pa.int64()), ("size", pa.int64()), ("length", pa.int64()), ("run_kind", pa.string()),
+    ("value", pa.int64()), ("offset", pa.int64()), ("second", pa.int64()), ("records", pa.int64()),
+    ("duplicates", pa.int64()), ("jump_backs", pa.int64()),
+])
+PARTITION_SCHEMA = (
+    "kind string, partition int, sent long, acked long, rejected long, unknown long, received long, unique long, "
+    "duplicates long, jump_back_runs long, max_jump_back long, lost long, missing long, received_unacked long, "
+    "reorders long, unexpected long, value long, first_value long, last_value long, values long, gap_kind string"
+)
+METRICS = ("sent", "acked", "rejected", "unknown", "received", "unique", "duplicates", "jump_back_runs",
+           "max_jump_back", "lost", "missing", "received_unacked", "reorders", "unexpected")
 
 
-def _by_offset():
-    # A function, not a constant: a Window needs an active SparkSession to be built.
-    return Window.partitionBy("partition").orderBy("offset")
+def _rows(kind: str, partition: int, fragment: int, rows: list[dict]) -> pa.RecordBatch:
+    cols = {name: [r.get(name) for r in rows] for name in _SCAN.names}
+    cols["kind"], cols["partition"], cols["fragment"] = [kind] * len(rows), [partition] * len(rows), [fragment] * len(rows)
+    return pa.record_batch([pa.array(cols[f.name], f.type) for f in _SCAN], schema=_SCAN)
 
 
-def annotate(log: DataFrame) -> DataFrame:
-    """Add highest_before, jump_back and repeat (this value was read at a lower offset)."""
-    highest_before = F.max("value").over(_by_offset().rowsBetween(Window.unboundedPreceding, -1))
-    copy_number = F.row_number().over(Window.partitionBy("partition", "value").orderBy("offset"))
-    return (log.select("partition", "offset", "value")
-            .withColumn("highest_before", highest_before)
-            .withColumn("jump_back", F.coalesce(F.col("value") <= F.col("highest_before"), F.lit(False)))
-            .withColumn("repeat", copy_number > 1))
+def _scan(batches):
+    """mapInArrow body: stream one task's rows (log or acks) through the kernel."""
+    from pyspark import TaskContext
+
+    fragment = TaskContext.get().taskAttemptId()
+    logs: dict[int, kernel.PartitionLog] = {}
+    acks: dict[int, kernel.PartitionAcks] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        parts = batch.column("partition").to_numpy(zero_copy_only=False)
+        is_acks = batch.column("source")[0].as_py() == "acks"
+        if (parts == parts[0]).all():  # the usual case: a file holds one topic partition
+            groups = [(int(parts[0]), batch)]
+        else:  # filtering keeps each partition's rows in their order
+            groups = [(int(p), batch.filter(pa.array(parts == p))) for p in np.unique(parts)]
+        for p, rows in groups:
+            values = rows.column("value").to_numpy(zero_copy_only=False)
+            if is_acks:
+                codes = np.zeros(len(values), dtype=np.int8)
+                outcome = rows.column("outcome").to_numpy(zero_copy_only=False)
+                for name, code in kernel.OUTCOME_CODES.items():
+                    codes[outcome == name] = code
+                acks.setdefault(p, kernel.PartitionAcks(p)).feed(values, codes)
+            else:
+                stamps = rows.column("timestamp")
+                ts = None if stamps.null_count else stamps.cast(pa.int64()).to_numpy(zero_copy_only=False) // 1000
+                logs.setdefault(p, kernel.PartitionLog(p)).feed(
+                    rows.column("offset").to_numpy(zero_copy_only=False), values, ts)
+    for p, st in logs.items():
+        st.finish()
+        present = st.seen.present(len(st.seen.array))
+        yield _rows("log", p, fragment, [{
+            "ordered": st.ordered, "received": st.received, "repeats": st.repeats, "reorders": st.reorders,
+            "bits": np.packbits(present).tobytes(), "size": len(present), "beyond": len(st.seen.other)}])
+        runs = st.runs_with_kind()
+        if runs:
+            keys = ("first_offset", "last_offset", "first_value", "highest_before", "size", "length", "run_kind")
+            yield _rows("run", p, fragment, [dict(zip(keys, r)) for r in runs])
+        if st.duplicates:
+            yield _rows("duplicate", p, fragment,
+                        [{"value": v, "offset": o, "first_offset": f} for v, o, f in st.duplicates])
+        if st.seconds:
+            yield _rows("second", p, fragment, [{"second": s, "records": r, "duplicates": d, "jump_backs": j}
+                                                 for s, (r, d, j) in st.seconds.items()])
+    for p, st in acks.items():
+        codes = st.trimmed()
+        yield _rows("acks", p, fragment, [{"bits": codes.tobytes(), "size": len(codes)}])
 
 
-def duplicates(log: DataFrame) -> DataFrame:
-    """One row per value read more than once: copies and the offsets of every copy."""
-    return (log.groupBy("partition", "value")
-            .agg(F.count("*").alias("copies"), F.sort_array(F.collect_list("offset")).alias("offsets"))
-            .where("copies > 1"))
+_PARTITION = pa.schema([(c.split()[0], {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}[c.split()[1]])
+                        for c in PARTITION_SCHEMA.split(", ")])
 
 
-def jump_back_runs(annotated: DataFrame) -> DataFrame:
-    starts = F.col("jump_back") & ~F.coalesce(F.lag("jump_back").over(_by_offset()), F.lit(False))
-    run = F.sum(starts.cast("int")).over(_by_offset().rowsBetween(Window.unboundedPreceding, 0))
-    runs = (annotated.withColumn("run", run).where("jump_back")
-            .groupBy("partition", "run")
-            .agg(F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
-                 F.min_by("value", "offset").alias("first_value"),
-                 F.min_by("highest_before", "offset").alias("highest_before"),
-                 F.count("*").alias("length"), F.sum(F.col("repeat").cast("int")).alias("repeats")))
-    kind = (F.when(F.col("repeats") == F.col("length"), "duplicate")
-            .when(F.col("repeats") == 0, "reorder").otherwise("mixed"))
-    return (runs.withColumn("size", F.col("highest_before") - F.col("first_value") + 1)
-            .withColumn("kind", kind)
-            .select("partition", "first_offset", "last_offset", "first_value", "highest_before",
-                    "size", "length", "kind"))
+def _combine(table: pa.Table) -> pa.Table:
+    """applyInArrow body, one topic partition: its log, acks and run rows -> metrics, lost values, gaps."""
+    rows = table.to_pylist()
+    p = rows[0]["partition"]
+    log = [r for r in rows if r["kind"] == "log"]
+    runs = [r for r in rows if r["kind"] == "run"]
+    if log:
+        r = log[0]
+        present = np.unpackbits(np.frombuffer(r["bits"], dtype=np.uint8), count=r["size"]).astype(bool)
+        received, repeats, reorders, beyond = r["received"], r["repeats"], r["reorders"], r["beyond"]
+    else:
+        present, received, repeats, reorders, beyond = np.zeros(0, bool), 0, 0, 0, 0
+    acks = [np.frombuffer(r["bits"], dtype=np.int8) for r in rows if r["kind"] == "acks"]
+    codes = np.zeros(max((len(c) for c in acks), default=0), dtype=np.int8)
+    for c in acks:  # one per acks file holding this partition; their values are disjoint
+        np.maximum(codes[: len(c)], c, out=codes[: len(c)])
+    n = len(codes)
+    metrics, lost_values, gaps = kernel.combine(p, present[:n], int(present[n:].sum()) + beyond, codes)
+    out = [{"kind": "partition", "partition": p, **metrics, "received": received, "unique": received - repeats,
+            "duplicates": repeats, "reorders": reorders, "jump_back_runs": len(runs),
+            "max_jump_back": max((r["size"] for r in runs), default=0)}]
+    out += [{"kind": "lost", "partition": p, "value": v} for v in lost_values]
+    out += [{"kind": "gap", "partition": p, "first_value": f, "last_value": last, "values": k, "lost": lost,
+             "gap_kind": kind} for f, last, k, lost, kind in gaps]
+    return pa.Table.from_pylist(out, schema=_PARTITION)
 
 
-def absent(log: DataFrame, acks: DataFrame) -> DataFrame:
-    """Sent values that are not in the log, with their outcome."""
-    return acks.join(log.select("partition", "value"), ["partition", "value"], "left_anti")
+@dataclass
+class Findings:
+    scan: DataFrame  # kinds log, acks, run, duplicate, second
+    per_partition: DataFrame  # kinds partition, lost, gap
+
+    def unpersist(self) -> None:
+        self.scan.unpersist()
+        self.per_partition.unpersist()
 
 
-def lost(log: DataFrame, acks: DataFrame) -> DataFrame:
-    return absent(log, acks).where(F.col("outcome") == "acked")
+def _tagged(log: DataFrame, acks: DataFrame) -> DataFrame:
+    ts = F.col("timestamp").cast("timestamp") if "timestamp" in log.columns else F.lit(None).cast("timestamp")
+    return log.select(F.lit("log").alias("source"), F.col("partition").cast("int"), F.col("offset").cast("long"),
+                      F.col("value").cast("long"), ts.alias("timestamp"), F.lit(None).cast("string").alias("outcome")
+                      ).unionByName(
+        acks.select(F.lit("acks").alias("source"), F.col("partition").cast("int"),
+                    F.col("offset").cast("long"), F.col("value").cast("long"),
+                    F.lit(None).cast("timestamp").alias("timestamp"), F.col("outcome")))
 
 
-def missing(log: DataFrame, acks: DataFrame) -> DataFrame:
-    return absent(log, acks).where(F.col("outcome") != "acked")
+def _needs_sorting(scan: DataFrame) -> bool:
+    logs = scan.where("kind = 'log'").groupBy("partition").agg(
+        F.count("*").alias("fragments"), F.min(F.col("ordered").cast("int")).alias("ordered")).collect()
+    return any(r["fragments"] > 1 or r["ordered"] == 0 for r in logs)
 
 
-def received_unacked(log: DataFrame, acks: DataFrame) -> DataFrame:
-    return acks.where(F.col("outcome") != "acked").join(
-        log.select("partition", "value"), ["partition", "value"], "left_semi")
+def analyze(log: DataFrame, acks: DataFrame) -> Findings:
+    """One pass over log and acks; the result is cached (it is small: findings, not records)."""
+    scan = _tagged(log, acks).mapInArrow(_scan, SCAN_SCHEMA).cache()
+    if _needs_sorting(scan):
+        scan.unpersist()
+        spark = log.sparkSession
+        n = max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
+        ordered_log = log.repartition(n, "partition").sortWithinPartitions("partition", "offset")
+        scan = _tagged(ordered_log, acks).mapInArrow(_scan, SCAN_SCHEMA).cache()
+    joined = (scan.where("kind in ('log', 'acks', 'run')")
+              .groupBy("partition").applyInArrow(_combine, PARTITION_SCHEMA).cache())
+    return Findings(scan, joined)
 
 
-def unexpected(log: DataFrame, acks: DataFrame) -> DataFrame:
-    return log.join(acks.select("partition", "value"), ["partition", "value"], "left_anti")
+def jump_back_runs(f: Findings) -> DataFrame:
+    return f.scan.where("kind = 'run'").select(
+        "partition", "first_offset", "last_offset", "first_value", "highest_before", "size", "length",
+        F.col("run_kind").alias("kind"))
 
 
-def gaps(log: DataFrame, acks: DataFrame) -> DataFrame:
-    """Runs of consecutive absent values per partition; kind lost if any value in it was acked."""
-    by_value = Window.partitionBy("partition").orderBy("value")
-    return (absent(log, acks)
-            .withColumn("grp", F.col("value") - F.row_number().over(by_value))
-            .groupBy("partition", "grp")
-            .agg(F.min("value").alias("first_value"), F.max("value").alias("last_value"),
-                 F.count("*").alias("values"), F.sum((F.col("outcome") == "acked").cast("int")).alias("lost"))
-            .withColumn("kind", F.when(F.col("lost") > 0, "lost").otherwise("missing"))
-            .drop("grp"))
+def duplicates(f: Findings) -> DataFrame:
+    """One row per extra copy: the value, where this copy is, and where its first copy is."""
+    return f.scan.where("kind = 'duplicate'").select("partition", "value", "offset", "first_offset")
 
 
-def summarize(log: DataFrame, acks: DataFrame) -> dict[str, int]:
-    """Every metric of the summary table, as plain ints."""
-    annotated = annotate(log).cache()
-    try:
-        row = annotated.agg(
-            F.count("*").alias("received"),
-            F.sum(F.col("repeat").cast("long")).alias("duplicates"),
-            F.sum((F.col("jump_back") & ~F.col("repeat")).cast("long")).alias("reorders"),
-        ).first()
-        runs = jump_back_runs(annotated).agg(F.count("*").alias("n"), F.max("size").alias("max")).first()
-    finally:
-        annotated.unpersist()
-    outcomes = {r["outcome"]: r["count"] for r in acks.groupBy("outcome").count().collect()}
-    gone = absent(log, acks).agg(
-        F.sum((F.col("outcome") == "acked").cast("long")).alias("lost"),
-        F.sum((F.col("outcome") != "acked").cast("long")).alias("missing")).first()
-    received = row["received"] or 0
-    dups = row["duplicates"] or 0
-    return {
-        "sent": sum(outcomes.values()),
-        "acked": outcomes.get("acked", 0),
-        "rejected": outcomes.get("rejected", 0),
-        "unknown": outcomes.get("unknown", 0),
-        "received": received,
-        "unique": received - dups,
-        "duplicates": dups,
-        "jump_back_runs": runs["n"] or 0,
-        "max_jump_back": runs["max"] or 0,
-        "lost": gone["lost"] or 0,
-        "missing": gone["missing"] or 0,
-        "received_unacked": received_unacked(log, acks).count(),
-        "reorders": row["reorders"] or 0,
-        "unexpected": unexpected(log, acks).count(),
-    }
+def series(f: Findings) -> DataFrame:
+    """Per second of record timestamp: records, duplicates and jump-backs read."""
+    return (f.scan.where("kind = 'second'").groupBy("second")
+            .agg(*(F.sum(c).alias(c) for c in ("records", "duplicates", "jump_backs"))).orderBy("second"))
+
+
+def partitions(f: Findings) -> DataFrame:
+    return f.per_partition.where("kind = 'partition'").select("partition", *METRICS).orderBy("partition")
+
+
+def lost(f: Findings) -> DataFrame:
+    return f.per_partition.where("kind = 'lost'").select("partition", "value")
+
+
+def gaps(f: Findings) -> DataFrame:
+    return f.per_partition.where("kind = 'gap'").select(
+        "partition", "first_value", "last_value", "values", "lost", F.col("gap_kind").alias("kind"))
+
+
+def summarize(f: Findings) -> dict[str, int]:
+    row = partitions(f).agg(*(F.max(m) if m == "max_jump_back" else F.sum(m) for m in METRICS)).first()
+    return {m: int(v or 0) for m, v in zip(METRICS, row)}

@@ -34,7 +34,11 @@ def spark_session(master: str | None = None) -> SparkSession:
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
                .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_DRIVER_MEMORY", "2g"))
-               .config("spark.python.worker.reuse", "true"))
+               .config("spark.python.worker.reuse", "true")
+               # One task per file, never split: the final read writes one file per topic partition in
+               # offset order, which lets checks.analyze stream each partition without a shuffle.
+               .config("spark.sql.files.maxPartitionBytes", str(1 << 40))
+               .config("spark.sql.files.openCostInBytes", str(1 << 40)))
     if master:
         builder = builder.master(master)
     elif "spark.master" not in SparkSession.builder._options and not os.environ.get("MASTER"):
@@ -69,9 +73,21 @@ def load_variant(spark: SparkSession, variant_dir: Path) -> tuple[DataFrame, Dat
     return log, acks
 
 
-def analyze_variant(spark: SparkSession, variant_dir: Path) -> dict[str, int]:
+ANOMALY_TABLES = ("partitions", "jump_back_runs", "duplicates", "lost", "gaps", "series")
+
+
+def analyze_variant(spark: SparkSession, variant_dir: Path, details: bool = True) -> dict[str, int]:
+    """Metrics of one variant; with details, each anomaly also goes to <variant>/anomalies/<name>.parquet."""
     log, acks = load_variant(spark, variant_dir)
-    return checks.summarize(log, acks)
+    findings = checks.analyze(log, acks)
+    try:
+        if details:
+            for name in ANOMALY_TABLES:
+                (getattr(checks, name)(findings).coalesce(1).write.mode("overwrite")
+                 .parquet(str(variant_dir / "anomalies" / f"{name}.parquet")))
+        return checks.summarize(findings)
+    finally:
+        findings.unpersist()
 
 
 def variant_dirs(run_dir: Path) -> list[Path]:

@@ -1,0 +1,199 @@
+"""Analysis speed: the Spark checks against a single-core numpy reference, on one synthetic stored run.
+
+Generates a run folder of N records (default 10 million) over 6 partitions with planted
+anomalies (~0.1% duplicates in retried blocks of 1-3000 values, ~0.01% of acked values
+lost, some unknown sends half of which were written), laid out as a real run: one
+log file per partition in offset order, and one acks.parquet. Then, in this process:
+
+  (a) Spark: checks.analyze + summarize (Spark start-up timed separately);
+  (b) numpy: the kernel over every partition in one process, on one core;
+
+checks that both give the same numbers, and prints both times, the ratio, and the peak
+memory of the whole process tree.
+
+    python bench/analysis.py [--records 10000000] [--partitions 6] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import psutil  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from harness.analysis import kernel  # noqa: E402
+
+
+def generate(folder: Path, records: int, partitions: int, seed: int = 1) -> dict:
+    rng = np.random.default_rng(seed)
+    (folder / "log.parquet").mkdir(parents=True)
+    writer = pq.ParquetWriter(folder / "acks.parquet", pa.schema([
+        ("partition", pa.int32()), ("value", pa.int64()), ("outcome", pa.string()), ("offset", pa.int64())]))
+    planted = {"duplicates": 0, "lost": 0}
+    per = records // partitions
+    for p in range(partitions):
+        n = int(per / 1.001)  # leave room for the duplicates
+        outcome = np.full(n, 1, dtype=np.int8)
+        unknown = rng.choice(n, size=max(1, n // 20000), replace=False)
+        outcome[unknown] = 3
+        keep = np.ones(n, dtype=bool)
+        keep[unknown[: len(unknown) // 2]] = False  # half the unknown sends never made it
+        acked = np.flatnonzero(outcome == 1)
+        lost = rng.choice(acked, size=max(1, n // 10000), replace=False)
+        keep[lost] = False
+        planted["lost"] += len(lost)
+        values = np.flatnonzero(keep)
+        # Retried blocks: a block of already written values written again a little later.
+        pieces, pos, budget = [], 0, int(n * 0.001)
+        while budget > 0:
+            size = int(min(budget, rng.integers(1, 3001)))
+            start = int(rng.integers(pos, max(pos + 1, len(values) - size - 200)))
+            later = min(len(values), start + size + int(rng.integers(0, 200)))
+            if later <= pos or start + size > len(values):
+                break
+            pieces += [values[pos:later], values[start:start + size]]
+            pos, budget = later, budget - size
+            planted["duplicates"] += size
+        pieces.append(values[pos:])
+        log_values = np.concatenate(pieces)
+        ts = (1_700_000_000_000 + np.arange(len(log_values)) // 20).astype("datetime64[ms]")
+        pq.write_table(pa.table({"partition": pa.array(np.full(len(log_values), p, np.int32)),
+                                 "offset": np.arange(len(log_values), dtype=np.int64), "value": log_values,
+                                 "timestamp": pa.array(ts, pa.timestamp("ms", tz="UTC"))}),
+                       folder / "log.parquet" / f"part-{p:05d}.parquet")
+        names = np.array(["", "acked", "rejected", "unknown"], dtype=object)
+        for lo in range(0, n, 1_000_000):
+            hi = min(n, lo + 1_000_000)
+            writer.write_table(pa.table({
+                "partition": pa.array(np.full(hi - lo, p, np.int32)), "value": np.arange(lo, hi, dtype=np.int64),
+                "outcome": pa.array(names[outcome[lo:hi]], pa.string()),
+                "offset": pa.array(np.arange(lo, hi), mask=outcome[lo:hi] != 1)}))
+    writer.close()
+    return planted
+
+
+def numpy_reference(folder: Path) -> dict[str, int]:
+    """Every partition through the kernel in this process, on one core."""
+    totals = dict.fromkeys(("received", "duplicates", "reorders", "jump_back_runs"), 0)
+    totals["max_jump_back"] = 0
+    presents = {}
+    for path in sorted((folder / "log.parquet").glob("*.parquet")):
+        t = pq.read_table(path, columns=["partition", "offset", "value"])
+        p = int(t["partition"][0].as_py())
+        st = kernel.PartitionLog(p)
+        st.feed(t["offset"].to_numpy(), t["value"].to_numpy())
+        st.finish()
+        runs = st.runs_with_kind()
+        totals["received"] += st.received
+        totals["duplicates"] += st.repeats
+        totals["reorders"] += st.reorders
+        totals["jump_back_runs"] += len(runs)
+        totals["max_jump_back"] = max([totals["max_jump_back"]] + [r[4] for r in runs])
+        presents[p] = (st.seen.present(len(st.seen.array)), len(st.seen.other))
+    acks = pq.read_table(folder / "acks.parquet")
+    part = acks["partition"].to_numpy()
+    codes = np.zeros(len(acks), np.int8)
+    outcome = acks["outcome"].to_numpy(zero_copy_only=False)
+    for name, code in kernel.OUTCOME_CODES.items():
+        codes[outcome == name] = code
+    values = acks["value"].to_numpy()
+    for p in sorted(set(np.unique(part).tolist()) | set(presents)):
+        pa_ = kernel.PartitionAcks(p)
+        mask = part == p
+        pa_.feed(values[mask], codes[mask])
+        c = pa_.trimmed()
+        present, beyond = presents.get(p, (np.zeros(0, bool), 0))
+        metrics, _, _ = kernel.combine(p, present[: len(c)], int(present[len(c):].sum()) + beyond, c)
+        for k, v in metrics.items():
+            totals[k] = totals.get(k, 0) + v
+    totals["unique"] = totals["received"] - totals["duplicates"]
+    return totals
+
+
+class PeakMemory:
+    """Samples the RSS of this process and all its children (the Spark JVM, Python workers)."""
+
+    def __init__(self):
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        me = psutil.Process()
+        while not self._stop.wait(0.2):
+            total = 0
+            for proc in [me] + me.children(recursive=True):
+                try:
+                    total += proc.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, total)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=10_000_000)
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--keep", type=Path, default=None, help="generate into this folder and keep it")
+    args = ap.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="kafka-chaos-bench-"))
+    try:
+        t = time.perf_counter()
+        planted = generate(folder / "bench", args.records, args.partitions)
+        print(f"generated {args.records:,} records in {time.perf_counter() - t:.1f}s: {planted}", flush=True)
+
+        t = time.perf_counter()
+        reference = numpy_reference(folder / "bench")
+        numpy_s = time.perf_counter() - t
+        print(f"numpy reference   {numpy_s:8.2f}s", flush=True)
+
+        from harness.analysis import checks
+        from harness.analysis.job import load_variant, spark_session
+
+        with PeakMemory() as mem:
+            t = time.perf_counter()
+            spark = spark_session()
+            startup_s = time.perf_counter() - t
+            t = time.perf_counter()
+            log, acks = load_variant(spark, folder / "bench")
+            findings = checks.analyze(log, acks)
+            got = checks.summarize(findings)
+            spark_s = time.perf_counter() - t
+            findings.unpersist()
+            spark.stop()
+        print(f"spark start-up    {startup_s:8.2f}s")
+        print(f"spark checks      {spark_s:8.2f}s")
+        same = all(got[k] == v for k, v in reference.items())
+        print(f"agree exactly     {same}")
+        if not same:
+            print({k: (got.get(k), v) for k, v in reference.items() if got.get(k) != v})
+        print(f"metrics           {got}")
+        print(f"spark / numpy     {spark_s / numpy_s:.1f}x   (goal: within 8x)")
+        print(f"peak memory       {mem.peak / 2**30:.1f} GiB (this process and its children)")
+        if not same:
+            sys.exit(1)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
