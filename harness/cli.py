@@ -150,10 +150,8 @@ def analyze(run_dir: Path, spark_master: str | None) -> None:
     Needs <variant>/log.parquet and <variant>/acks.parquet; rewrites summary.json and
     index.html. Expectations come from RUN_DIR/spec.yaml when it is there.
     """
-    import yaml
-
     from . import summary as summary_mod
-    from .analysis.job import analyze_variant, spark_session, variant_dirs
+    from .analysis.job import analyze_run, spark_session, variant_dirs
     from .report.render import render
 
     dirs = variant_dirs(run_dir)
@@ -162,19 +160,14 @@ def analyze(run_dir: Path, spark_master: str | None) -> None:
     missing = [str(d / "log.parquet") for d in dirs if not (d / "log.parquet").exists()]
     if missing:
         _fail(f"missing {', '.join(missing)}", EXIT_USAGE)
-    spec_doc = yaml.safe_load((run_dir / "spec.yaml").read_text()) if (run_dir / "spec.yaml").exists() else {}
-    old = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
     spark = spark_session(spark_master)
     try:
         with console.status("analysing with Spark"):
-            metrics = {d.name: analyze_variant(spark, d) for d in dirs}
+            summary = analyze_run(spark, run_dir)
     except (ValueError, FileNotFoundError) as e:
         _fail(str(e), EXIT_USAGE)
     finally:
         spark.stop()
-    keep = {k: old[k] for k in ("seed", "cluster", "started_at", "ended_at", "faults_planned") if k in old}
-    summary = summary_mod.build(old.get("run_id", run_dir.name), spec_doc.get("name", old.get("experiment", run_dir.name)),
-                                old.get("status", "complete"), metrics, spec_doc.get("expectations", {}), keep)
     summary_mod.write(run_dir / "summary.json", summary)
     render(run_dir)
     print_summary(summary, run_dir)

@@ -1,6 +1,6 @@
 """Anomaly checks on Spark: DataFrames in, DataFrames out, the definitions in kernel.py.
 
-    findings = checks.analyze(log, acks)        # one pass over the data
+    findings = checks.analyze(log, acks)        # one pass over the data (or analyze_files for a stored run)
     checks.jump_back_runs(findings), checks.duplicates(findings), checks.lost(findings),
     checks.gaps(findings), checks.partitions(findings), checks.series(findings)
     checks.summarize(findings) -> dict            # the summary table's numbers
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -58,54 +59,90 @@ def _rows(kind: str, partition: int, fragment: int, rows: list[dict]) -> pa.Reco
     return pa.record_batch([pa.array(cols[f.name], f.type) for f in _SCAN], schema=_SCAN)
 
 
-def _scan(batches):
-    """mapInArrow body: stream one task's rows (log or acks) through the kernel."""
+class Scanner:
+    """One task's share of the data: log and acks batches in, findings batches out."""
+
+    def __init__(self, fragment: int):
+        self.fragment = fragment
+        self.logs: dict[int, kernel.PartitionLog] = {}
+        self.acks: dict[int, kernel.PartitionAcks] = {}
+
+    @staticmethod
+    def _by_partition(batch):
+        parts = batch.column("partition").to_numpy(zero_copy_only=False)
+        if (parts == parts[0]).all():  # the usual case: a file holds one topic partition
+            return [(int(parts[0]), batch)]
+        return [(int(p), batch.filter(pa.array(parts == p))) for p in np.unique(parts)]  # keeps row order
+
+    def feed_log(self, batch) -> None:
+        if batch.num_rows == 0:
+            return
+        for p, rows in self._by_partition(batch):
+            ts = None
+            if "timestamp" in rows.schema.names and rows.column("timestamp").null_count == 0:
+                ts = rows.column("timestamp").cast(pa.timestamp("ms")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            self.logs.setdefault(p, kernel.PartitionLog(p)).feed(
+                rows.column("offset").to_numpy(zero_copy_only=False), rows.column("value").to_numpy(zero_copy_only=False), ts)
+
+    def feed_acks(self, batch) -> None:
+        if batch.num_rows == 0:
+            return
+        for p, rows in self._by_partition(batch):
+            codes = np.zeros(rows.num_rows, dtype=np.int8)
+            for name, code in kernel.OUTCOME_CODES.items():  # Arrow compute: no Python strings
+                codes[pc.fill_null(pc.equal(rows.column("outcome"), name), False).to_numpy(zero_copy_only=False)] = code
+            self.acks.setdefault(p, kernel.PartitionAcks(p)).feed(rows.column("value").to_numpy(zero_copy_only=False), codes)
+
+    def findings(self):
+        frag = self.fragment
+        for p, st in self.logs.items():
+            st.finish()
+            present = st.seen.present(len(st.seen.array))
+            yield _rows("log", p, frag, [{
+                "ordered": st.ordered, "received": st.received, "repeats": st.repeats, "reorders": st.reorders,
+                "bits": np.packbits(present).tobytes(), "size": len(present), "beyond": len(st.seen.other)}])
+            runs = st.runs_with_kind()
+            if runs:
+                keys = ("first_offset", "last_offset", "first_value", "highest_before", "size", "length", "run_kind")
+                yield _rows("run", p, frag, [dict(zip(keys, r)) for r in runs])
+            if st.duplicates:
+                yield _rows("duplicate", p, frag, [{"value": v, "offset": o, "first_offset": f} for v, o, f in st.duplicates])
+            if st.seconds:
+                yield _rows("second", p, frag, [{"second": sec, "records": r, "duplicates": d, "jump_backs": j}
+                                                for sec, (r, d, j) in st.seconds.items()])
+        for p, st in self.acks.items():
+            codes = st.trimmed()
+            yield _rows("acks", p, frag, [{"bits": codes.tobytes(), "size": len(codes)}])
+
+
+def _task_id() -> int:
     from pyspark import TaskContext
 
-    fragment = TaskContext.get().taskAttemptId()
-    logs: dict[int, kernel.PartitionLog] = {}
-    acks: dict[int, kernel.PartitionAcks] = {}
+    return TaskContext.get().taskAttemptId()
+
+
+def _scan(batches):
+    """mapInArrow body over DataFrame rows tagged with their source (log or acks)."""
+    scanner = Scanner(_task_id())
     for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        parts = batch.column("partition").to_numpy(zero_copy_only=False)
-        is_acks = batch.column("source")[0].as_py() == "acks"
-        if (parts == parts[0]).all():  # the usual case: a file holds one topic partition
-            groups = [(int(parts[0]), batch)]
-        else:  # filtering keeps each partition's rows in their order
-            groups = [(int(p), batch.filter(pa.array(parts == p))) for p in np.unique(parts)]
-        for p, rows in groups:
-            values = rows.column("value").to_numpy(zero_copy_only=False)
-            if is_acks:
-                codes = np.zeros(len(values), dtype=np.int8)
-                outcome = rows.column("outcome").to_numpy(zero_copy_only=False)
-                for name, code in kernel.OUTCOME_CODES.items():
-                    codes[outcome == name] = code
-                acks.setdefault(p, kernel.PartitionAcks(p)).feed(values, codes)
-            else:
-                stamps = rows.column("timestamp")
-                ts = None if stamps.null_count else stamps.cast(pa.int64()).to_numpy(zero_copy_only=False) // 1000
-                logs.setdefault(p, kernel.PartitionLog(p)).feed(
-                    rows.column("offset").to_numpy(zero_copy_only=False), values, ts)
-    for p, st in logs.items():
-        st.finish()
-        present = st.seen.present(len(st.seen.array))
-        yield _rows("log", p, fragment, [{
-            "ordered": st.ordered, "received": st.received, "repeats": st.repeats, "reorders": st.reorders,
-            "bits": np.packbits(present).tobytes(), "size": len(present), "beyond": len(st.seen.other)}])
-        runs = st.runs_with_kind()
-        if runs:
-            keys = ("first_offset", "last_offset", "first_value", "highest_before", "size", "length", "run_kind")
-            yield _rows("run", p, fragment, [dict(zip(keys, r)) for r in runs])
-        if st.duplicates:
-            yield _rows("duplicate", p, fragment,
-                        [{"value": v, "offset": o, "first_offset": f} for v, o, f in st.duplicates])
-        if st.seconds:
-            yield _rows("second", p, fragment, [{"second": s, "records": r, "duplicates": d, "jump_backs": j}
-                                                 for s, (r, d, j) in st.seconds.items()])
-    for p, st in acks.items():
-        codes = st.trimmed()
-        yield _rows("acks", p, fragment, [{"bits": codes.tobytes(), "size": len(codes)}])
+        if batch.num_rows:
+            source = batch.column("source")[0].as_py()
+            (scanner.feed_acks if source == "acks" else scanner.feed_log)(batch)
+    yield from scanner.findings()
+
+
+def _scan_files(batches):
+    """mapInArrow body over (path, source) rows: read each Parquet file right here, in the worker."""
+    import pyarrow.parquet as pq
+
+    scanner = Scanner(_task_id())
+    for batch in batches:
+        for path, source in zip(batch.column("path").to_pylist(), batch.column("source").to_pylist()):
+            columns = ["partition", "value", "outcome"] if source == "acks" else None
+            feed = scanner.feed_acks if source == "acks" else scanner.feed_log
+            for rows in pq.ParquetFile(path).iter_batches(batch_size=1 << 20, columns=columns):
+                feed(rows)
+    yield from scanner.findings()
 
 
 _PARTITION = pa.schema([(c.split()[0], {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}[c.split()[1]])
@@ -165,18 +202,36 @@ def _needs_sorting(scan: DataFrame) -> bool:
     return any(r["fragments"] > 1 or r["ordered"] == 0 for r in logs)
 
 
-def analyze(log: DataFrame, acks: DataFrame) -> Findings:
-    """One pass over log and acks; the result is cached (it is small: findings, not records)."""
-    scan = _tagged(log, acks).mapInArrow(_scan, SCAN_SCHEMA).cache()
-    if _needs_sorting(scan):
-        scan.unpersist()
-        spark = log.sparkSession
-        n = max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
-        ordered_log = log.repartition(n, "partition").sortWithinPartitions("partition", "offset")
-        scan = _tagged(ordered_log, acks).mapInArrow(_scan, SCAN_SCHEMA).cache()
+def _join(scan: DataFrame) -> Findings:
     joined = (scan.where("kind in ('log', 'acks', 'run')")
               .groupBy("partition").applyInArrow(_combine, PARTITION_SCHEMA).cache())
     return Findings(scan, joined)
+
+
+def analyze(log: DataFrame, acks: DataFrame) -> Findings:
+    """One pass over log and acks DataFrames; the result is cached (it is small: findings, not records)."""
+    scan = _tagged(log, acks).mapInArrow(_scan, SCAN_SCHEMA).cache()
+    if _needs_sorting(scan):
+        scan.unpersist()
+        n = max(1, int(log.sparkSession.conf.get("spark.sql.shuffle.partitions")))
+        ordered_log = log.repartition(n, "partition").sortWithinPartitions("partition", "offset")
+        scan = _tagged(ordered_log, acks).mapInArrow(_scan, SCAN_SCHEMA).cache()
+    return _join(scan)
+
+
+def analyze_files(spark, log_files: list[str], acks_files: list[str]) -> Findings:
+    """The same, for a stored run: one task per Parquet file, each read by pyarrow in its Python worker.
+
+    No record crosses between the JVM and Python; only findings do. Files laid out any
+    other way than one topic partition per log file, in offset order, go through analyze().
+    """
+    tasks = [(p, "log") for p in log_files] + [(p, "acks") for p in acks_files]
+    paths = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("path string, source string")
+    scan = paths.mapInArrow(_scan_files, SCAN_SCHEMA).cache()
+    if _needs_sorting(scan):
+        scan.unpersist()
+        return analyze(spark.read.parquet(*log_files), spark.read.parquet(*acks_files))
+    return _join(scan)
 
 
 def jump_back_runs(f: Findings) -> DataFrame:

@@ -35,6 +35,7 @@ def spark_session(master: str | None = None) -> SparkSession:
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
                .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_DRIVER_MEMORY", "2g"))
                .config("spark.python.worker.reuse", "true")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
                # One task per file, never split: the final read writes one file per topic partition in
                # offset order, which lets checks.analyze stream each partition without a shuffle.
                .config("spark.sql.files.maxPartitionBytes", str(1 << 40))
@@ -46,7 +47,20 @@ def spark_session(master: str | None = None) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(KafkaLogSource)
+    _warm_up(spark, cores)
     return spark
+
+
+def _warm(batches):
+    import harness.analysis.checks  # noqa: F401  (numpy, pyarrow and the kernel, imported once per worker)
+
+    yield from batches
+
+
+def _warm_up(spark: SparkSession, cores: int) -> None:
+    """Start the Python workers and import the analysis in them now, as part of Spark's start-up
+    (the CLI overlaps it with the cluster's), rather than inside the first timed analysis."""
+    spark.range(cores, numPartitions=cores).mapInArrow(_warm, "id long").collect()
 
 
 def read_topic(spark: SparkSession, bootstrap: str, topic: str, partitions: int) -> DataFrame:
@@ -76,10 +90,18 @@ def load_variant(spark: SparkSession, variant_dir: Path) -> tuple[DataFrame, Dat
 ANOMALY_TABLES = ("partitions", "jump_back_runs", "duplicates", "lost", "gaps", "series")
 
 
+def parquet_files(path: Path) -> list[str]:
+    """A Parquet dataset's data files: the file itself, or the visible *.parquet files of a folder, sorted."""
+    if path.is_file():
+        return [str(path)]
+    return sorted(str(p) for p in path.rglob("*.parquet") if not p.name.startswith(("_", ".")))
+
+
 def analyze_variant(spark: SparkSession, variant_dir: Path, details: bool = True) -> dict[str, int]:
     """Metrics of one variant; with details, each anomaly also goes to <variant>/anomalies/<name>.parquet."""
-    log, acks = load_variant(spark, variant_dir)
-    findings = checks.analyze(log, acks)
+    load_variant(spark, variant_dir)  # validates the files and their columns
+    findings = checks.analyze_files(spark, parquet_files(variant_dir / "log.parquet"),
+                                    parquet_files(variant_dir / "acks.parquet"))
     try:
         if details:
             for name in ANOMALY_TABLES:
@@ -102,17 +124,50 @@ def variant_dirs(run_dir: Path) -> list[Path]:
     return found
 
 
+KEPT_RUN_FIELDS = ("seed", "cluster", "started_at", "ended_at", "faults_planned", "warnings", "reason")
+
+
+def analyze_run(spark: SparkSession, run_dir: Path) -> dict:
+    """The summary of a stored run from its Parquet files alone (what `kafka-chaos analyze` writes).
+
+    Expectations come from spec.yaml when present; what only the live run knew (times,
+    cluster, produce duration) is kept from an earlier summary.json.
+    """
+    import yaml
+
+    from harness import summary as summary_mod
+
+    dirs = variant_dirs(run_dir)
+    if not dirs:
+        raise FileNotFoundError(f"{run_dir}: no <variant>/acks.parquet found; is this a kafka-chaos run folder?")
+    spec = yaml.safe_load((run_dir / "spec.yaml").read_text()) if (run_dir / "spec.yaml").exists() else {}
+    old = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+    variants = {}
+    for d in dirs:
+        kept = {k: v for k, v in old.get("variants", {}).get(d.name, {}).items() if k == "produce_seconds"}
+        variants[d.name] = {**kept, **analyze_variant(spark, d)}
+    return summary_mod.build(old.get("run_id", run_dir.name), (spec or {}).get("name", old.get("experiment", run_dir.name)),
+                             old.get("status", "complete"), variants, (spec or {}).get("expectations", {}),
+                             {k: old[k] for k in KEPT_RUN_FIELDS if k in old})
+
+
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="kafka-chaos analysis of a stored run folder")
+    ap = argparse.ArgumentParser(description="kafka-chaos analysis of a stored run folder: rewrites its "
+                                             "summary.json, index.html and anomalies/, and prints the summary")
     ap.add_argument("--run", required=True, type=Path, help="run folder holding <variant>/log.parquet and acks.parquet")
     ap.add_argument("--master", default=None, help="Spark master (default: local[*], or spark-submit's)")
     args = ap.parse_args(argv)
+    from harness import summary as summary_mod
+    from harness.report.render import render
+
     spark = spark_session(args.master)
     try:
-        out = {d.name: analyze_variant(spark, d) for d in variant_dirs(args.run)}
+        summary = analyze_run(spark, args.run)
     finally:
         spark.stop()
-    print(json.dumps(out, indent=2, sort_keys=True))
+    summary_mod.write(args.run / "summary.json", summary)
+    render(args.run)
+    print(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":

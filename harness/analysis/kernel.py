@@ -150,11 +150,18 @@ class PartitionLog:
 
     def _series(self, timestamps_ms, repeat, jump) -> None:
         secs = timestamps_ms // 1000
-        keys, inverse = np.unique(secs, return_inverse=True)
-        counts = [np.bincount(inverse, minlength=len(keys)),
-                  np.bincount(inverse, weights=repeat, minlength=len(keys)).astype(np.int64),
-                  np.bincount(inverse, weights=jump, minlength=len(keys)).astype(np.int64)]
+        low = int(secs.min())
+        span = int(secs.max()) - low + 1
+        if span <= 4 * len(secs) + 1024:  # the usual case: a batch covers a few seconds, count in O(n)
+            index, keys = secs - low, np.arange(low, low + span)
+        else:  # timestamps all over the place
+            keys, index = np.unique(secs, return_inverse=True)
+        counts = [np.bincount(index, minlength=len(keys)),
+                  np.bincount(index[repeat], minlength=len(keys)),
+                  np.bincount(index[jump], minlength=len(keys))]
         for k, r, d, j in zip(keys.tolist(), *(c.tolist() for c in counts)):
+            if not r:
+                continue
             row = self.seconds.setdefault(k, [0, 0, 0])
             row[0] += r
             row[1] += d
