@@ -1,6 +1,7 @@
 """End to end through the CLI: own Tansu broker and proxy, real faults, Spark analysis."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -165,3 +166,24 @@ def test_broker_pause_leaves_idempotent_variant_clean(tmp_path):
     faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
     assert any(f["outcome"] == "healed" and f["brokers"] == [0] for f in faults)
     assert processes_of(run_dir) == []
+
+
+def test_spark_submit_job_reproduces_the_cli_summary_byte_for_byte(faulty_run, tmp_path):
+    _, run_dir, _ = faulty_run
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    if not spark_submit.exists():
+        pytest.skip(f"pyspark's spark-submit is not next to {sys.executable}")
+    by_cli, by_submit = tmp_path / "cli", tmp_path / "submit"
+    shutil.copytree(run_dir, by_cli)
+    shutil.copytree(run_dir, by_submit)
+    r = kafka_chaos("analyze", str(by_cli))
+    assert r.returncode == 0, r.stdout + r.stderr
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    r = subprocess.run([str(spark_submit), "--master", "local[2]", str(ROOT / "harness/analysis/job.py"),
+                        "--run", str(by_submit)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    cli_bytes = (by_cli / "summary.json").read_bytes()
+    assert (by_submit / "summary.json").read_bytes() == cli_bytes
+    assert json.loads(r.stdout[r.stdout.index("{"):]) == json.loads(cli_bytes)
+    for name in ("jump_back_runs", "duplicates", "lost", "gaps", "series", "partitions"):
+        assert (by_submit / "idempotence-off" / "anomalies" / f"{name}.parquet").exists()

@@ -1,0 +1,96 @@
+"""The final read's throughput: the PySpark data source against a bare confluent-kafka consumer loop.
+
+One embedded Tansu broker behind its proxy, one topic of --records records over --partitions
+partitions (written once, without faults), then in one run and alternating --repeat times:
+  bare    one consumer, all partitions assigned from offset 0, consume() until every
+          partition reports EOF;
+  spark   the harness's data source (one Spark task per partition) into a no-op sink.
+
+    python bench/read.py [--records 1000000] [--partitions 6] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
+
+from harness.cluster.local import LocalTansuCluster  # noqa: E402
+from harness.spec import ClusterSpec  # noqa: E402
+from harness.workload.producer import produce  # noqa: E402
+from harness.workload.topic import create_topic  # noqa: E402
+
+
+def bare_loop(bootstrap: str, topic: str, partitions: int, records: int) -> float:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-bare", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "fetch.max.bytes": 52428800})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    t = time.perf_counter()
+    n, eof = 0, set()
+    while len(eof) < partitions:
+        for m in c.consume(50_000, timeout=0.1):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                continue
+            m.value()
+            n += 1
+    elapsed = time.perf_counter() - t
+    c.close()
+    assert n == records, (n, records)
+    return n / elapsed
+
+
+def spark_read(spark, bootstrap: str, topic: str, partitions: int, records: int) -> float:
+    from harness.analysis.job import read_topic
+
+    df = read_topic(spark, bootstrap, topic, partitions)
+    t = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    elapsed = time.perf_counter() - t
+    return records / elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    from harness.analysis.job import spark_session
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = LocalTansuCluster(ClusterSpec(), Path(tmp))
+        spark = spark_session()
+        try:
+            cluster.up()
+            topic = "bench-read"
+            create_topic(cluster.bootstrap, topic, args.partitions, 1)
+            r = produce(cluster.bootstrap, topic, args.partitions, args.records, {"linger.ms": 20},
+                        Path(tmp) / "acks.parquet")
+            assert r.acked == args.records, r
+            rates = {"bare": [], "spark": []}
+            for i in range(args.repeat):
+                rates["bare"].append(bare_loop(cluster.bootstrap, topic, args.partitions, args.records))
+                rates["spark"].append(spark_read(spark, cluster.bootstrap, topic, args.partitions, args.records))
+                print(f"round {i + 1}: bare {rates['bare'][-1]:>10,.0f} rec/s   spark {rates['spark'][-1]:>10,.0f} rec/s",
+                      flush=True)
+        finally:
+            spark.stop()
+            cluster.down()
+    bare, spark_rate = statistics.median(rates["bare"]), statistics.median(rates["spark"])
+    print(f"\n{args.records:,} records, {args.partitions} partitions, through the proxy, medians of {args.repeat}")
+    print(f"bare consumer loop   {bare:>10,.0f} records/s")
+    print(f"spark data source    {spark_rate:>10,.0f} records/s")
+    print(f"spark / bare         {spark_rate / bare:.2f}x   (goal >= 0.7)")
+
+
+if __name__ == "__main__":
+    main()
