@@ -28,7 +28,7 @@ from harness import procs  # noqa: E402
 from harness.cluster.brokers import TansuBroker  # noqa: E402
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import ClusterSpec  # noqa: E402
-from harness.workload.producer import produce  # noqa: E402
+from harness.workload.producer import DeliveryLog, produce  # noqa: E402
 from harness.workload.topic import create_topic  # noqa: E402
 
 PARTITIONS = 3
@@ -58,7 +58,7 @@ def bare_loop_with_reports(bootstrap: str, topic: str, messages: int) -> float:
 
 def harness_loop(bootstrap: str, topic: str, messages: int, workdir: Path) -> float:
     t = time.perf_counter()
-    r = produce(bootstrap, topic, PARTITIONS, messages, CONFIG, workdir / f"{topic}.parquet")
+    r = produce(bootstrap, topic, PARTITIONS, messages, CONFIG, DeliveryLog(workdir / f"{topic}.parquet"))
     assert r.acked == messages, r
     return messages / (time.perf_counter() - t)
 

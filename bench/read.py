@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import ClusterSpec  # noqa: E402
-from harness.workload.producer import produce  # noqa: E402
+from harness.workload.producer import DeliveryLog, produce  # noqa: E402
 from harness.workload.topic import create_topic  # noqa: E402
 
 
@@ -74,7 +74,7 @@ def main() -> None:
             topic = "bench-read"
             create_topic(cluster.bootstrap, topic, args.partitions, 1)
             r = produce(cluster.bootstrap, topic, args.partitions, args.records, {"linger.ms": 20},
-                        Path(tmp) / "acks.parquet")
+                        DeliveryLog(Path(tmp) / "acks.parquet"))
             assert r.acked == args.records, r
             rates = {"bare": [], "spark": []}
             for i in range(args.repeat):

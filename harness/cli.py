@@ -175,6 +175,25 @@ def analyze(run_dir: Path, spark_master: str | None) -> None:
 
 
 @main.command()
+def doctor() -> None:
+    """Show what is available (Tansu, Java, Spark, toxiproxy-server, Docker, KAFKA_HOME) and how to fix what is not.
+
+    Exit 0 when the embedded default (local Tansu broker, embedded proxy, Spark) can run, 1 otherwise.
+    """
+    from .doctor import embedded_default_ready, run_checks
+
+    checks = run_checks()
+    for c in checks:
+        mark = "[green]ok     [/]" if c.ok else ("[bold red]MISSING[/]" if c.needed else "[yellow]absent [/]")
+        console.print(f"{mark} {c.name:<17} {c.detail}", highlight=False)
+        if not c.ok and c.fix:
+            console.print(f"         fix: {c.fix}", highlight=False)
+    ready = embedded_default_ready(checks)
+    console.print("the embedded default can run" if ready else "[bold red]the embedded default cannot run[/]")
+    sys.exit(EXIT_OK if ready else EXIT_EXPECTATION)
+
+
+@main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8474, show_default=True, type=int)
 def proxy(host: str, port: int) -> None:

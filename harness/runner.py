@@ -6,6 +6,7 @@ import concurrent.futures
 import logging
 import os
 import threading
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +21,7 @@ from .faults.nemesis import FaultJournal, Nemesis
 from .faults.schedule import PlannedFault, plan
 from .report.render import render
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
-from .workload.producer import produce
+from .workload.producer import DeliveryLog, produce
 from .workload.topic import create_topic
 
 RUN_ENV = "KAFKA_CHAOS_RUN"
@@ -69,6 +70,30 @@ def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str
     return out
 
 
+class Watchdog:
+    """Checks every half second that the cluster's processes are alive; stops the workload if one died."""
+
+    def __init__(self, cluster: Cluster, stop: threading.Event):
+        self.cluster, self.workload_stop = cluster, stop
+        self.error = ""
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="watchdog", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.5):
+            try:
+                self.cluster.check_alive()
+            except InfraError as e:
+                self.error = str(e)
+                self.workload_stop.set()
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
 class Run:
     def __init__(self, spec: ExperimentSpec, out_dir: Path, seed: int, console: Console,
                  spark_master: str | None = None, schedule: list[PlannedFault] | None = None):
@@ -104,7 +129,7 @@ class Run:
             for variant in self.spec.variants:
                 self._run_variant(spark, variant)
             self._analyze(spark)
-        except Interrupted:
+        except (Interrupted, KeyboardInterrupt):
             status, reason = "interrupted", "the run was interrupted before it finished"
             raise
         except InfraError as e:
@@ -120,7 +145,10 @@ class Run:
                 except Exception:
                     spark = None
             if spark is not None:
-                spark.stop()
+                try:
+                    spark.stop()
+                except Exception:  # the JVM may already be gone (e.g. Ctrl-C reached it too)
+                    pass
             pool.shutdown(wait=False)
             self.summary = self._write_summary(status, reason)
         return self.summary
@@ -142,19 +170,25 @@ class Run:
         with self._progress() as progress:
             task = progress.add_task(f"{variant.name}: producing", total=spec.workload.messages)
             nemesis.start()
+            watchdog = Watchdog(cluster, self.stop)
+            log = DeliveryLog(vdir / "acks.parquet")
+            t0 = time.monotonic()
             try:
-                result = produce(
+                produce(
                     cluster.bootstrap, topic, spec.topic.partitions, spec.workload.messages,
-                    spec.producer_config(variant), vdir / "acks.parquet", rate=spec.workload.rate,
+                    spec.producer_config(variant), log, rate=spec.workload.rate,
                     flush_timeout=spec.workload.flush_timeout, stop=self.stop,
                     on_progress=lambda n: progress.update(task, completed=n),
                     logger=_client_logger(self.run_dir / "logs" / f"producer-{variant.name}.log"),
                     before_flush=nemesis.stop,
                 )
-            finally:
+            finally:  # whatever happened, keep what was recorded
+                watchdog.stop()
                 nemesis.stop()
-            self.produced[variant.name] = {"sent": result.sent, "acked": result.acked, "rejected": result.rejected,
-                                           "unknown": result.unknown, "produce_seconds": round(result.duration, 2)}
+                self.produced[variant.name] = {"sent": log.sent, **log.counts,
+                                               "produce_seconds": round(time.monotonic() - t0, 2)}
+            if watchdog.error:
+                raise InfraError(f"{variant.name}: {watchdog.error}")
             if not summary_mod.accounting_holds(self.produced[variant.name]):
                 raise InfraError(f"{variant.name}: delivery accounting broken: {self.produced[variant.name]}")
             if nemesis.errors:

@@ -78,6 +78,7 @@ class DeliveryLog:
         self._failed: list[tuple] = []  # (partition, raw value, KafkaError)
         self._writer = pq.ParquetWriter(path, ACKS_SCHEMA)
         self.counts = {"acked": 0, "rejected": 0, "unknown": 0}
+        self.sent = 0  # set by close()
         part, value, offset, failed = self._part.append, self._value.append, self._offset.append, self._failed.append
 
         def on_delivery(err, msg) -> None:  # a closure: no attribute look-ups per message
@@ -117,6 +118,7 @@ class DeliveryLog:
 
     def close(self, sent_per_partition: list[int]) -> None:
         """Write the rest; any send with no report becomes unknown; fsync the file."""
+        self.sent = sum(sent_per_partition)
         self.spill()
         self._writer.close()
         if sum(self.counts.values()) != sum(sent_per_partition):
@@ -145,7 +147,7 @@ def produce(
     partitions: int,
     messages: int,
     config: dict,
-    acks_path: Path,
+    log: DeliveryLog,
     rate: float | None = None,
     flush_timeout: float = 60.0,
     stop: threading.Event | None = None,
@@ -155,11 +157,14 @@ def produce(
 ) -> ProduceResult:
     """Send `messages` counters round-robin over the partitions, at `rate` msg/s if given.
 
+    Every report goes to `log`, which is closed (fsynced, with sent == acked + rejected
+    + unknown) however this ends, an exception or Ctrl-C included; log.sent and
+    log.counts then hold what was recorded.
+
     `before_flush` runs once every message is handed to the client and before the
     final flush: the runner heals all faults there, so the flush can complete.
     """
     stop = stop or threading.Event()
-    log = DeliveryLog(acks_path)
     conf = {**config, "bootstrap.servers": bootstrap}
     if logger is not None:
         conf["logger"] = logger
@@ -197,9 +202,13 @@ def produce(
             # Still queued or in flight: purge so each gets its report (never silence).
             producer.purge(in_queue=True, in_flight=True, blocking=False)
             producer.flush(5.0)
+    except BaseException:
+        # Interrupted or failed: collect what reports can still come, quickly; the rest become unknown.
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        producer.flush(2.0)
+        raise
     finally:
         producer.poll(0)
-        sent = [count // partitions + (1 if p < count % partitions else 0) for p in range(partitions)]
-        log.close(sent)
+        log.close([count // partitions + (1 if p < count % partitions else 0) for p in range(partitions)])
     return ProduceResult(count, log.counts["acked"], log.counts["rejected"], log.counts["unknown"],
                          time.monotonic() - t0, stop.is_set())

@@ -1,0 +1,118 @@
+"""Interrupts and crashes: the run stops, keeps what it recorded, and leaves no process behind."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from tests.integration.test_quickstart import ROOT, processes_of
+
+EXPERIMENT = {
+    "name": "interruptible",
+    "topic": {"partitions": 3},
+    "workload": {"messages": 40000, "rate": 5000},
+    "producer": {"acks": "all", "linger.ms": 5},
+    "variants": [{"name": "a", "producer": {"enable.idempotence": False}},
+                 {"name": "b", "producer": {"enable.idempotence": True}}],
+    "faults": [{"kind": "lost-acks", "every": 1.0, "duration": 0.3}],
+}
+
+
+def start(tmp_path, doc=EXPERIMENT):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "reports"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(exp), "--out", str(out)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc, out
+
+
+def wait_for(condition, timeout=120, what=""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def run_dir_of(out: Path):
+    return wait_for(lambda: next(out.iterdir(), None) if out.exists() else None, what="the run folder")
+
+
+def tansu_of(run_dir):
+    for p in psutil.process_iter(["name", "cmdline"]):
+        try:
+            if p.environ().get("KAFKA_CHAOS_RUN") == str(run_dir.resolve()) and "tansu" in " ".join(p.info["cmdline"]):
+                return p
+        except psutil.Error:
+            pass
+    return None
+
+
+def assert_clean_stop(proc, run_dir, code, status="interrupted"):
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == code, out[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == status, summary
+    wait_for(lambda: processes_of(run_dir) == [], timeout=10, what="every process of the run to exit")
+    return summary
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_workload(tmp_path, sig, code):
+    proc, out = start(tmp_path)
+    run_dir = run_dir_of(out)
+    wait_for(lambda: (run_dir / "a").exists(), what="the first variant to start")
+    time.sleep(2)
+    proc.send_signal(sig)
+    summary = assert_clean_stop(proc, run_dir, code)
+    a = summary["variants"]["a"]
+    assert 0 < a["sent"] < 40000 and a["sent"] == a["acked"] + a["rejected"] + a["unknown"]
+    assert (run_dir / "a" / "acks.parquet").exists() and (run_dir / "faults.jsonl").exists()
+
+
+def test_sigint_during_startup(tmp_path):
+    proc, out = start(tmp_path)
+    run_dir = run_dir_of(out)
+    wait_for(lambda: tansu_of(run_dir), what="the broker to start")
+    proc.send_signal(signal.SIGINT)
+    assert_clean_stop(proc, run_dir, 130)
+
+
+def test_sigint_during_analysis(tmp_path):
+    doc = {**EXPERIMENT, "workload": {"messages": 6000, "rate": 6000}, "faults": []}
+    proc, out = start(tmp_path, doc)
+    run_dir = run_dir_of(out)
+    wait_for(lambda: (run_dir / "b" / "log.parquet" / "_SUCCESS").exists(), what="the final read of the last variant")
+    proc.send_signal(signal.SIGINT)
+    assert_clean_stop(proc, run_dir, 130)
+
+
+def test_kill_9_of_the_harness_leaves_no_orphan(tmp_path):
+    proc, out = start(tmp_path)
+    run_dir = run_dir_of(out)
+    wait_for(lambda: (run_dir / "a").exists(), what="the first variant to start")
+    time.sleep(1)
+    assert processes_of(run_dir)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    wait_for(lambda: processes_of(run_dir) == [], timeout=5, what="no orphan within 5 s of kill -9")
+
+
+def test_broker_dying_outside_the_schedule_is_an_error(tmp_path):
+    proc, out = start(tmp_path)
+    run_dir = run_dir_of(out)
+    wait_for(lambda: (run_dir / "a").exists(), what="the first variant to start")
+    time.sleep(1)
+    wait_for(lambda: tansu_of(run_dir), what="the broker").kill()
+    summary = assert_clean_stop(proc, run_dir, 3, status="error")
+    assert "broker 0 died outside the fault schedule" in summary["reason"]
