@@ -12,7 +12,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.integration.test_quickstart import ROOT, processes_of
+from tests.integration.test_quickstart import ROOT, SMALL, processes_of
 
 EXPERIMENT = {
     "name": "interruptible",
@@ -116,3 +116,21 @@ def test_broker_dying_outside_the_schedule_is_an_error(tmp_path):
     wait_for(lambda: tansu_of(run_dir), what="the broker").kill()
     summary = assert_clean_stop(proc, run_dir, 3, status="error")
     assert "broker 0 died outside the fault schedule" in summary["reason"]
+
+
+def test_two_runs_at_once_do_not_collide(tmp_path):
+    doc = {**SMALL, "workload": {"messages": 15000, "rate": 5000}}
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    runs = [start(tmp_path / "one", doc), start(tmp_path / "two", doc)]
+    summaries = []
+    for proc, out in runs:
+        output, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, output[-3000:]
+        summaries.append(json.loads((next(out.iterdir()) / "summary.json").read_text()))
+    for s in summaries:
+        assert s["status"] == "complete"
+        off, on = s["variants"]["idempotence-off"], s["variants"]["idempotence-on"]
+        assert off["duplicates"] > 0  # the faults reached each run's own broker
+        assert (on["duplicates"], on["lost"]) == (0, 0)
+        assert on["received"] == on["sent"] == 15000
