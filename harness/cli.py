@@ -175,6 +175,24 @@ def analyze(run_dir: Path, spark_master: str | None) -> None:
 
 
 @main.command()
+@click.argument("run_dir", required=False, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--index", "index_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Rebuild DIR/index.html, the list of every run in DIR with the trend across runs.")
+def report(run_dir: Path | None, index_dir: Path | None) -> None:
+    """Re-render RUN_DIR/index.html from its summary.json, faults.jsonl and anomalies (no Spark needed)."""
+    from .report.render import render, render_index
+
+    if (run_dir is None) == (index_dir is None):
+        _fail("give a RUN_DIR, or --index DIR", EXIT_USAGE)
+    if index_dir is not None:
+        console.print(f"index: {render_index(index_dir)}", highlight=False)
+        return
+    if not (run_dir / "summary.json").exists():
+        _fail(f"{run_dir}: no summary.json; run `kafka-chaos analyze {run_dir}` first", EXIT_USAGE)
+    console.print(f"report: {render(run_dir)}", highlight=False)
+
+
+@main.command()
 def doctor() -> None:
     """Show what is available (Tansu, Java, Spark, toxiproxy-server, Docker, KAFKA_HOME) and how to fix what is not.
 

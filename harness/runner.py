@@ -19,7 +19,7 @@ from . import summary as summary_mod
 from .cluster import Cluster, InfraError, make_cluster
 from .faults.nemesis import FaultJournal, Nemesis
 from .faults.schedule import PlannedFault, plan
-from .report.render import render
+from .report.render import render, render_index
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .workload.producer import DeliveryLog, produce
 from .workload.topic import create_topic
@@ -220,4 +220,5 @@ class Run:
         s = summary_mod.build(self.run_id, self.spec.name, status, variants, self.spec.expectations, extra)
         summary_mod.write(self.run_dir / "summary.json", s)
         render(self.run_dir)
+        render_index(self.run_dir.parent)
         return s

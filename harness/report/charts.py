@@ -1,0 +1,102 @@
+"""Charts for the HTML report as inline SVG strings.
+
+Why static SVG written here rather than a charting library: the report must open
+offline, be printable, forwardable as one file, and stay small with a million records;
+inline SVG needs no script, no bundled JS asset and no network, renders the same in
+every browser and in print, and the few chart shapes we need (a time series with
+shaded fault periods, a histogram, a trend line) take a few dozen lines. Every text
+that reaches the SVG is escaped.
+"""
+
+from __future__ import annotations
+
+from markupsafe import Markup, escape
+
+W, H = 720, 180
+PAD_L, PAD_R, PAD_T, PAD_B = 56, 12, 22, 26
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
+
+
+def _scale(lo: float, hi: float, a: float, b: float):
+    span = (hi - lo) or 1.0
+    return lambda v: a + (v - lo) / span * (b - a)
+
+
+def _frame(title: str, y_max: float, x_labels: tuple[str, str], body: list[str]) -> Markup:
+    plot_b = H - PAD_B
+    parts = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
+        f'role="img" aria-label="{escape(title)}">',
+        f'<text x="{PAD_L}" y="14" class="title">{escape(title)}</text>',
+        f'<line x1="{PAD_L}" y1="{plot_b}" x2="{W - PAD_R}" y2="{plot_b}" class="axis"/>',
+        f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{plot_b}" class="axis"/>',
+        f'<text x="{PAD_L - 4}" y="{PAD_T + 8}" class="tick" text-anchor="end">{_num(y_max)}</text>',
+        f'<text x="{PAD_L - 4}" y="{plot_b}" class="tick" text-anchor="end">0</text>',
+        f'<text x="{PAD_L}" y="{H - 6}" class="tick">{escape(x_labels[0])}</text>',
+        f'<text x="{W - PAD_R}" y="{H - 6}" class="tick" text-anchor="end">{escape(x_labels[1])}</text>',
+        *body,
+        "</svg>",
+    ]
+    return Markup("\n".join(parts))
+
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if v >= 10 or float(v).is_integer() else f"{v:.2g}"
+
+
+def timeline(title: str, t0: float, t1: float, lines: dict[str, list[tuple[float, float]]],
+             faults: list[tuple[float, float, str]]) -> Markup:
+    """Lines over time (seconds since t0) with each fault drawn as a shaded bar over its active period."""
+    x = _scale(0, max(t1 - t0, 1e-9), PAD_L, W - PAD_R)
+    y_max = max([v for pts in lines.values() for _, v in pts] + [1])
+    y = _scale(0, y_max, H - PAD_B, PAD_T)
+    body = []
+    for start, end, label in faults:
+        x0, x1 = x(max(0.0, start - t0)), x(min(t1 - t0, max(start, end) - t0))
+        body.append(f'<rect class="fault" x="{x0:.1f}" y="{PAD_T}" width="{max(1.0, x1 - x0):.1f}" '
+                    f'height="{H - PAD_B - PAD_T}"><title>{escape(label)}</title></rect>')
+    for i, (name, pts) in enumerate(lines.items()):
+        color = COLORS[i % len(COLORS)]
+        coords = " ".join(f"{x(t - t0):.1f},{y(v):.1f}" for t, v in pts)
+        dash = ' stroke-dasharray="5,3"' if i else ""  # later lines dashed: they may lie on the first
+        body.append(f'<polyline class="series" fill="none" stroke="{color}" stroke-width="1.5"{dash} points="{coords}">'
+                    f'<title>{escape(name)}</title></polyline>')
+        body.append(f'<text x="{W - PAD_R - 4}" y="{PAD_T + 12 + 12 * i}" class="legend" text-anchor="end" '
+                    f'fill="{color}">{escape(name)}</text>')
+    return _frame(title, y_max, ("0 s", f"{t1 - t0:.0f} s"), body)
+
+
+def histogram(title: str, values: list[int], bins: int = 20) -> Markup:
+    """Counts of values in log-spaced bins (jump-back sizes span 1 to thousands)."""
+    if not values:
+        return _frame(title, 1, ("", ""), [f'<text x="{W / 2}" y="{H / 2}" class="tick" '
+                                           f'text-anchor="middle">none</text>'])
+    top = max(values)
+    edges = sorted({1} | {max(1, round(top ** (k / bins))) for k in range(bins + 1)} | {top + 1})
+    counts = [sum(1 for v in values if lo <= v < hi) for lo, hi in zip(edges, edges[1:])]
+    y_max = max(counts)
+    y = _scale(0, y_max, H - PAD_B, PAD_T)
+    bw = (W - PAD_L - PAD_R) / len(counts)
+    body = []
+    for i, (c, lo, hi) in enumerate(zip(counts, edges, edges[1:])):
+        body.append(f'<rect class="bar" x="{PAD_L + i * bw + 1:.1f}" y="{y(c):.1f}" width="{max(1.0, bw - 2):.1f}" '
+                    f'height="{H - PAD_B - y(c):.1f}"><title>size {lo}-{hi - 1}: {c}</title></rect>')
+    return _frame(title, y_max, ("size 1", f"size {top}"), body)
+
+
+def trend(title: str, runs: list[str], lines: dict[str, list[float | None]]) -> Markup:
+    """One point per run (oldest left), one line per series; gaps where a run lacks the series."""
+    x = _scale(0, max(len(runs) - 1, 1), PAD_L, W - PAD_R)
+    y_max = max([v for vs in lines.values() for v in vs if v is not None] + [1])
+    y = _scale(0, y_max, H - PAD_B, PAD_T)
+    body = []
+    for i, (name, values) in enumerate(lines.items()):
+        color = COLORS[i % len(COLORS)]
+        pts = [(x(k), y(v)) for k, v in enumerate(values) if v is not None]
+        body.append(f'<polyline class="series" fill="none" stroke="{color}" stroke-width="1.5" '
+                    f'points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}"><title>{escape(name)}</title></polyline>')
+        body += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="2.5" fill="{color}"/>' for a, b in pts]
+        body.append(f'<text x="{W - PAD_R - 4}" y="{PAD_T + 12 + 12 * i}" class="legend" text-anchor="end" '
+                    f'fill="{color}">{escape(name)}</text>')
+    labels = (runs[0], runs[-1]) if runs else ("", "")
+    return _frame(title, y_max, labels, body)
