@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -91,7 +92,10 @@ def _raise_on_sigterm() -> None:
 @click.option("--replay", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Apply the fault schedule recorded in a run's faults.jsonl instead of planning one.")
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
-def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spark_master: str | None) -> None:
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write JUnit XML here: one test case per variant and expectation, for CI.")
+def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spark_master: str | None,
+        junit: Path | None) -> None:
     """Run EXPERIMENT (a YAML file) and write a report.
 
     Exit 0 when every expectation held, 1 when one failed, 2 on bad input,
@@ -127,18 +131,27 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
                   f"{len(the_run.schedule)} planned fault(s), {origin}", highlight=False)
     for warning in the_run.warnings:
         console.print(f"[yellow]note:[/] {warning}", highlight=False)
+    started = time.monotonic()
     try:
         summary = the_run.execute()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted) as e:
+        _write_junit(junit, the_run, started)
         err_console.print("interrupted; partial results kept in " + str(the_run.run_dir), highlight=False)
-        sys.exit(130)
-    except Interrupted as e:
-        err_console.print("interrupted; partial results kept in " + str(the_run.run_dir), highlight=False)
-        sys.exit(e.code)
+        sys.exit(e.code if isinstance(e, Interrupted) else 130)
     except InfraError as e:
+        _write_junit(junit, the_run, started)
         _fail(f"{e}\npartial results kept in {the_run.run_dir}", EXIT_INFRA)
+    _write_junit(junit, the_run, started)
     print_summary(summary, the_run.run_dir)
     sys.exit(EXIT_OK if passed(summary) else EXIT_EXPECTATION)
+
+
+def _write_junit(path: Path | None, the_run, started: float) -> None:
+    summary = getattr(the_run, "summary", None)
+    if path is not None and summary is not None:
+        from .junit import write
+
+        write(path, summary, time.monotonic() - started)
 
 
 @main.command()

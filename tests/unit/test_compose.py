@@ -1,0 +1,58 @@
+"""The Compose file's wiring, checked without Docker."""
+
+import json
+from pathlib import Path
+
+import yaml
+
+COMPOSE = Path(__file__).resolve().parents[2] / "compose"
+
+
+def load():
+    doc = yaml.safe_load((COMPOSE / "docker-compose.yml").read_text())
+    return doc["services"], json.loads((COMPOSE / "toxiproxy.json").read_text())
+
+
+def listeners(value: str) -> dict[str, str]:
+    return dict(item.split("://", 1) for item in value.split(","))
+
+
+def test_three_kraft_brokers_one_cluster_full_quorum():
+    services, _ = load()
+    brokers = {name: s for name, s in services.items() if name.startswith("kafka-")}
+    assert len(brokers) == 3
+    envs = [s["environment"] for s in brokers.values()]
+    assert sorted(e["KAFKA_NODE_ID"] for e in envs) == [1, 2, 3]
+    assert len({e["CLUSTER_ID"] for e in envs}) == 1
+    for name, s in brokers.items():
+        e = s["environment"]
+        assert e["KAFKA_PROCESS_ROLES"] == "broker,controller"
+        voters = dict(v.split("@") for v in e["KAFKA_CONTROLLER_QUORUM_VOTERS"].split(","))
+        assert voters == {"1": "kafka-1:9093", "2": "kafka-2:9093", "3": "kafka-3:9093"}
+        assert (e["KAFKA_DEFAULT_REPLICATION_FACTOR"], e["KAFKA_MIN_INSYNC_REPLICAS"]) == (3, 2)
+        assert s["image"].startswith("apache/kafka:4.") and s["healthcheck"]["test"]
+
+
+def test_every_client_address_is_a_proxy_whose_upstream_is_that_broker():
+    services, proxies = load()
+    published = {}
+    for mapping in services["toxiproxy"]["ports"]:
+        host_ip, host_port, container_port = mapping.split(":")
+        assert host_ip == "127.0.0.1"
+        published[container_port] = f"{host_ip}:{host_port}"
+    ports = [m.split(":")[1] for s in services.values() for m in s.get("ports", [])]
+    assert len(ports) == len(set(ports))  # unique host ports
+    by_host_address = {published[p["listen"].rsplit(":", 1)[1]]: p for p in proxies}
+    for name in ("kafka-1", "kafka-2", "kafka-3"):
+        e = services[name]["environment"]
+        advertised = listeners(e["KAFKA_ADVERTISED_LISTENERS"])["CLIENT"]
+        proxy = by_host_address[advertised]  # the advertised client address is a proxy's address
+        client_port = listeners(e["KAFKA_LISTENERS"])["CLIENT"].rsplit(":", 1)[1]
+        assert proxy["upstream"] == f"{name}:{client_port}"  # ... that forwards to this broker's client listener
+        assert proxy["name"] == f"broker-{e['KAFKA_NODE_ID'] - 1}"
+        assert listeners(e["KAFKA_ADVERTISED_LISTENERS"])["INTERNAL"].startswith(name)  # replication stays direct
+
+
+def test_healthchecks_make_up_wait_meaningful():
+    services, _ = load()
+    assert all(s.get("healthcheck") for s in services.values())
