@@ -12,7 +12,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.integration.test_quickstart import ROOT, SMALL, processes_of
+from tests.integration.test_quickstart import ROOT, SMALL, processes_of, run_dirs
 
 EXPERIMENT = {
     "name": "interruptible",
@@ -45,7 +45,7 @@ def wait_for(condition, timeout=120, what=""):
 
 
 def run_dir_of(out: Path):
-    return wait_for(lambda: next(out.iterdir(), None) if out.exists() else None, what="the run folder")
+    return wait_for(lambda: next(run_dirs(out), None) if out.exists() else None, what="the run folder")
 
 
 def tansu_of(run_dir):
@@ -126,7 +126,7 @@ def test_two_runs_at_once_do_not_collide(tmp_path):
     for proc, out in runs:
         output, _ = proc.communicate(timeout=300)
         assert proc.returncode == 0, output[-3000:]
-        run_dir = next(out.iterdir())
+        run_dir = next(run_dirs(out))
         s = json.loads((run_dir / "summary.json").read_text())
         off, on = s["variants"]["idempotence-off"], s["variants"]["idempotence-on"]
         assert s["status"] == "complete"

@@ -6,6 +6,8 @@ import sys
 
 import yaml
 
+from tests.integration.test_quickstart import run_dirs
+
 MISCONFIGURED = """
 import sys
 from harness.cluster import brokers
@@ -31,5 +33,5 @@ def test_broker_bypassing_its_proxy_fails_the_preflight(tmp_path):
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 3, r.stdout + r.stderr
     assert "preflight failed" in r.stderr and "bypassing the proxies" in r.stderr
-    summary = json.loads(next(out.iterdir()).joinpath("summary.json").read_text())
+    summary = json.loads(next(run_dirs(out)).joinpath("summary.json").read_text())
     assert summary["status"] == "error" and "preflight failed" in summary["reason"]

@@ -37,6 +37,11 @@ CONTROL = {
 }
 
 
+def run_dirs(out: Path):
+    """Run folders in an --out folder (which also holds index.html, the list of runs)."""
+    return (p for p in sorted(out.iterdir()) if p.is_dir())
+
+
 def kafka_chaos(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
                           cwd=cwd or ROOT, timeout=300)
@@ -47,7 +52,8 @@ def run_experiment(tmp_path, doc):
     exp.write_text(yaml.safe_dump(doc))
     out = tmp_path / "reports"
     result = kafka_chaos("run", str(exp), "--out", str(out))
-    runs = list(out.iterdir())
+    runs = list(run_dirs(out))
+    assert (out / "index.html").exists()  # the folder's list of runs
     assert len(runs) == 1, result.stdout + result.stderr
     return result, runs[0], json.loads((runs[0] / "summary.json").read_text())
 
@@ -145,7 +151,7 @@ def test_replay_applies_the_recorded_schedule_again(faulty_run, tmp_path):
     r = kafka_chaos("run", str(exp), "--out", str(out), "--replay", str(run_dir / "faults.jsonl"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "replayed from" in r.stdout
-    again = next(out.iterdir()) / "faults.jsonl"
+    again = next(run_dirs(out)) / "faults.jsonl"
     assert planned(again) == planned(run_dir / "faults.jsonl")
 
 
