@@ -69,9 +69,10 @@ def main() -> None:
     """Chaos tests for Kafka delivery guarantees.
 
     A producer writes increasing integers per partition while faults are injected
-    (lost acks, connection resets, latency); a PySpark job reads the log back and
-    counts duplicates, jump-backs and losses for every variant (e.g. idempotence
-    off vs on) under the same seeded fault schedule.
+    (lost acks, connection resets, latency, bandwidth, partitions, broker pauses,
+    kills and restarts); a PySpark job reads the log back and counts duplicates,
+    jump-backs and losses for every variant (e.g. idempotence off vs on) under the
+    same seeded fault schedule. Start with: kafka-chaos run experiments/quickstart.yaml
     """
 
 
