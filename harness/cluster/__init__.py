@@ -34,12 +34,18 @@ class Cluster(Protocol):
     def check_alive(self) -> None: ...  # raise InfraError when a component died outside the schedule
 
 
-def supported_faults(spec: ClusterSpec) -> frozenset[str]:
+def _backend(spec: ClusterSpec):
+    """The one place that maps an experiment's cluster section to its backend class."""
     if spec.backend == "local" and spec.broker == "tansu":
         from .local import LocalTansuCluster
 
-        return LocalTansuCluster.supported_faults
-    return frozenset()
+        return LocalTansuCluster
+    return None
+
+
+def supported_faults(spec: ClusterSpec) -> frozenset[str]:
+    backend = _backend(spec)
+    return backend.supported_faults if backend else frozenset()
 
 
 def unsupported_faults(spec: ClusterSpec, kinds: set[str]) -> list[str]:
@@ -48,8 +54,7 @@ def unsupported_faults(spec: ClusterSpec, kinds: set[str]) -> list[str]:
 
 
 def make_cluster(spec: ClusterSpec, run_dir: Path) -> Cluster:
-    if spec.backend == "local" and spec.broker == "tansu":
-        from .local import LocalTansuCluster
-
-        return LocalTansuCluster(spec, run_dir)
-    raise InfraError(f"backend {spec.backend!r} with broker {spec.broker!r} is not available")
+    backend = _backend(spec)
+    if backend is None:
+        raise InfraError(f"backend {spec.backend!r} with broker {spec.broker!r} is not available")
+    return backend(spec, run_dir)
