@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import click
@@ -76,15 +76,6 @@ def main() -> None:
     """
 
 
-def _raise_on_sigterm() -> None:
-    from .runner import Interrupted
-
-    def handler(signum, frame):
-        raise Interrupted(143)
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 @main.command()
 @click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
@@ -103,7 +94,7 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     3 when the cluster or the harness failed.
     """
     from .cluster import InfraError
-    from .runner import Interrupted, Run
+    from .runner import Interrupted, Run, handle_signals
 
     from .cluster import unsupported_faults
 
@@ -125,7 +116,7 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
         _fail(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} cannot "
               f"inject {', '.join(cannot)}", EXIT_USAGE)
     _writable_dir(out)
-    _raise_on_sigterm()
+    handle_signals()
     the_run = Run(spec, out, spec.seed if seed is None else seed, console, spark_master, schedule)
     origin = f"replayed from {replay}" if replay else f"seed {the_run.seed}"
     console.print(f"[bold]{spec.name}[/]: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
@@ -135,13 +126,18 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     started = time.monotonic()
     try:
         summary = the_run.execute()
-    except (KeyboardInterrupt, Interrupted) as e:
+    except Interrupted as e:
         _write_junit(junit, the_run, started)
         err_console.print("interrupted; partial results kept in " + str(the_run.run_dir), highlight=False)
-        sys.exit(e.code if isinstance(e, Interrupted) else 130)
+        sys.exit(e.code)
     except InfraError as e:
         _write_junit(junit, the_run, started)
         _fail(f"{e}\npartial results kept in {the_run.run_dir}", EXIT_INFRA)
+    except Exception:  # a harness bug must not look like a failed expectation (exit 1)
+        _write_junit(junit, the_run, started)
+        traceback.print_exc()
+        _fail(f"the harness failed unexpectedly (traceback above)\npartial results kept in {the_run.run_dir}",
+              EXIT_INFRA)
     _write_junit(junit, the_run, started)
     print_summary(summary, the_run.run_dir)
     sys.exit(EXIT_OK if passed(summary) else EXIT_EXPECTATION)

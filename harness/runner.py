@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
+import signal
 import threading
 import time
 import uuid
@@ -33,6 +34,38 @@ class Interrupted(Exception):
     def __init__(self, code: int):
         super().__init__(f"interrupted (exit {code})")
         self.code = code
+
+
+_signalled: list[int] = []  # exit code of the first SIGINT/SIGTERM received, if any
+
+
+def handle_signals() -> None:
+    """Turn the first SIGINT/SIGTERM into Interrupted; ignore repeats so that clean-up is not cut short."""
+
+    def handler(signum, frame):
+        if not _signalled:
+            _signalled.append(130 if signum == signal.SIGINT else 143)
+            raise Interrupted(_signalled[0])
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+def interrupt_code(e: BaseException) -> int | None:
+    """The exit code if `e` stems from a signal, else None.
+
+    A signal that lands while C code runs a Python callback (librdkafka, dict views) can surface
+    wrapped, e.g. as SystemError caused by Interrupted, so the recorded signal wins over the type.
+    """
+    if _signalled:
+        return _signalled[0]
+    while e is not None:
+        if isinstance(e, Interrupted):
+            return e.code
+        if isinstance(e, KeyboardInterrupt):
+            return 130
+        e = e.__cause__ or e.__context__
+    return None
 
 
 def _now() -> str:
@@ -129,11 +162,12 @@ class Run:
             for variant in self.spec.variants:
                 self._run_variant(spark, variant)
             self._analyze(spark)
-        except (Interrupted, KeyboardInterrupt):
-            status, reason = "interrupted", "the run was interrupted before it finished"
-            raise
-        except InfraError as e:
-            status, reason = "error", str(e)
+        except BaseException as e:
+            code = interrupt_code(e)
+            if code is not None:
+                status, reason = "interrupted", "the run was interrupted before it finished"
+                raise Interrupted(code) from e
+            status, reason = "error", str(e) or type(e).__name__
             raise
         finally:
             self.stop.set()
