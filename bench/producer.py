@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Producer  # noqa: E402
 
 from harness import procs  # noqa: E402
-from harness.cluster.brokers import TansuBroker  # noqa: E402
+from harness.cluster.brokers import BrokerProcess, tansu_command  # noqa: E402
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import ClusterSpec  # noqa: E402
 from harness.workload.producer import DeliveryLog, produce  # noqa: E402
@@ -58,7 +58,7 @@ def bare_loop_with_reports(bootstrap: str, topic: str, messages: int) -> float:
 
 def harness_loop(bootstrap: str, topic: str, messages: int, workdir: Path) -> float:
     t = time.perf_counter()
-    r = produce(bootstrap, topic, PARTITIONS, messages, CONFIG, DeliveryLog(workdir / f"{topic}.parquet"))
+    r = produce({"bootstrap.servers": bootstrap}, topic, PARTITIONS, messages, CONFIG, DeliveryLog(workdir / f"{topic}.parquet"))
     assert r.acked == messages, r
     return messages / (time.perf_counter() - t)
 
@@ -72,7 +72,8 @@ def main() -> None:
         work = Path(tmp)
         cluster = LocalTansuCluster(ClusterSpec(), work)
         port = procs.free_port()
-        direct = TansuBroker(9, advertised=f"127.0.0.1:{port}", port=port, log_dir=work)
+        direct_address = f"127.0.0.1:{port}"
+        direct = BrokerProcess(9, tansu_command(9, port, direct_address), port, work / "direct.log")
         try:
             cluster.up()
             direct.start()
@@ -81,9 +82,9 @@ def main() -> None:
                 for name, bootstrap, fn in (("bare", cluster.bootstrap, bare_loop),
                                             ("bare+dr", cluster.bootstrap, bare_loop_with_reports),
                                             ("harness", cluster.bootstrap, harness_loop),
-                                            ("direct", direct.address, harness_loop)):
+                                            ("direct", direct_address, harness_loop)):
                     topic = f"bench-{name}-{r}"
-                    create_topic(bootstrap, topic, PARTITIONS, 1)
+                    create_topic({"bootstrap.servers": bootstrap}, topic, PARTITIONS, 1)
                     extra = (work,) if fn is harness_loop else ()
                     rates[name].append(fn(bootstrap, topic, args.messages, *extra))
                     print(f"round {r + 1} {name:8s} {rates[name][-1]:>10,.0f} msg/s", flush=True)

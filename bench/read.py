@@ -51,7 +51,7 @@ def bare_loop(bootstrap: str, topic: str, partitions: int, records: int) -> floa
 def spark_read(spark, bootstrap: str, topic: str, partitions: int, records: int) -> float:
     from harness.analysis.job import read_topic
 
-    df = read_topic(spark, bootstrap, topic, partitions)
+    df = read_topic(spark, {"bootstrap.servers": bootstrap}, topic, partitions)
     t = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
     elapsed = time.perf_counter() - t
@@ -72,8 +72,8 @@ def main() -> None:
         try:
             cluster.up()
             topic = "bench-read"
-            create_topic(cluster.bootstrap, topic, args.partitions, 1)
-            r = produce(cluster.bootstrap, topic, args.partitions, args.records, {"linger.ms": 20},
+            create_topic(cluster.client, topic, args.partitions, 1)
+            r = produce(cluster.client, topic, args.partitions, args.records, {"linger.ms": 20},
                         DeliveryLog(Path(tmp) / "acks.parquet"))
             assert r.acked == args.records, r
             rates = {"bare": [], "spark": []}

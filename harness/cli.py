@@ -93,10 +93,8 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     Exit 0 when every expectation held, 1 when one failed, 2 on bad input,
     3 when the cluster or the harness failed.
     """
-    from .cluster import InfraError
+    from .cluster import InfraError, input_problems, unsupported_faults
     from .runner import Interrupted, Run, handle_signals
-
-    from .cluster import unsupported_faults
 
     try:
         spec = load_spec(experiment)
@@ -115,6 +113,9 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     if cannot:
         _fail(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} cannot "
               f"inject {', '.join(cannot)}", EXIT_USAGE)
+    problems = input_problems(spec.cluster)
+    if problems:
+        _fail("\n".join(f"{experiment}: {p}" for p in problems), EXIT_USAGE)
     _writable_dir(out)
     handle_signals()
     the_run = Run(spec, out, spec.seed if seed is None else seed, console, spark_master, schedule)

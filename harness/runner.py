@@ -149,7 +149,7 @@ class Run:
         (self.run_dir / "logs").mkdir()
         # Inherited by every process the run starts (brokers, proxy, Spark), so they can be found by it.
         os.environ[RUN_ENV] = str(self.run_dir.resolve())
-        spec_doc = {**self.spec.model_dump(mode="json", exclude_none=True), "seed": self.seed}
+        spec_doc = {**self.spec.public_dict(), "seed": self.seed}
         (self.run_dir / "spec.yaml").write_text(yaml.safe_dump(spec_doc, sort_keys=False))
         status, reason = "complete", ""
         spark = spark_future = None
@@ -199,7 +199,7 @@ class Run:
         vdir = self.run_dir / variant.name
         vdir.mkdir()
         topic = f"kc-{variant.name}-{self.run_id[-6:]}"
-        create_topic(cluster.bootstrap, topic, spec.topic.partitions, spec.topic.replication_factor)
+        create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor)
         nemesis = Nemesis(cluster, self.schedule, variant.name, FaultJournal(self.run_dir / "faults.jsonl"), topic)
         with self._progress() as progress:
             task = progress.add_task(f"{variant.name}: producing", total=spec.workload.messages)
@@ -209,7 +209,7 @@ class Run:
             t0 = time.monotonic()
             try:
                 produce(
-                    cluster.bootstrap, topic, spec.topic.partitions, spec.workload.messages,
+                    cluster.client, topic, spec.topic.partitions, spec.workload.messages,
                     spec.producer_config(variant), log, rate=spec.workload.rate,
                     flush_timeout=spec.workload.flush_timeout, stop=self.stop,
                     on_progress=lambda n: progress.update(task, completed=n),
@@ -231,7 +231,7 @@ class Run:
             progress.update(task, description=f"{variant.name}: healing")
             cluster.settle(topic, spec.topic.partitions)
             progress.update(task, description=f"{variant.name}: reading back")
-            save_log(spark, cluster.bootstrap, topic, spec.topic.partitions, vdir / "log.parquet")
+            save_log(spark, cluster.client, topic, spec.topic.partitions, vdir / "log.parquet")
             progress.update(task, description=f"{variant.name}: done")
 
     def _analyze(self, spark) -> None:

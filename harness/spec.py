@@ -6,6 +6,7 @@ and raised as SpecError, which the CLI turns into exit code 2 before anything st
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -29,17 +30,81 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+ClientValue = Union[str, int, float, bool]
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
+SECRET_KEY = re.compile(r"password|secret|token|key\.pem|credentials", re.I)
+
+# Which cluster fields each backend reads; any other one given is a mistake worth an error.
+BACKEND_FIELDS = {
+    "local": {"kafka_home"},
+    "compose": {"compose_file", "services", "toxiproxy_url", "proxies", "bootstrap_servers"},
+    "external": {"bootstrap_servers", "toxiproxy_url", "proxies"},
+}
+
+
 class ClusterSpec(Strict):
-    backend: Literal["local"] = "local"
-    broker: Literal["tansu"] = "tansu"
-    brokers: Annotated[int, Field(ge=1)] = 1
+    """Where the brokers come from. Brokers are numbered 0..brokers-1 everywhere in the harness."""
+
+    backend: Literal["local", "compose", "external"] = "local"
+    broker: Literal["tansu", "kafka"] = "tansu"
+    brokers: Annotated[int, Field(ge=1, le=9)] = 1
+    kafka_home: str | None = Field(None, description="local + kafka: Kafka distribution (default $KAFKA_HOME)")
+    compose_file: str = Field("compose/docker-compose.yml", description="compose: the Compose file")
+    services: list[str] | None = Field(None, description="compose: service of broker i (default kafka-<i+1>)")
+    toxiproxy_url: str | None = Field(None, description="Toxiproxy API (compose default http://127.0.0.1:8474)")
+    proxies: list[str] | None = Field(None, description="Toxiproxy proxy of broker i (default broker-<i>)")
+    bootstrap_servers: str | None = Field(None, description="external: the cluster's (or its proxies') addresses")
+    client: dict[str, ClientValue] = Field(
+        default_factory=dict, description="librdkafka settings for every client (security.protocol, sasl.*, ssl.*); "
+                                          "values may name environment variables as ${NAME}")
 
     @model_validator(mode="after")
-    def _tansu_single(self):
-        if self.broker == "tansu" and self.brokers != 1:
-            # Tansu's memory storage is per process: several would be separate clusters.
-            raise ValueError("broker tansu runs exactly 1 broker (memory storage is not shared); use brokers: 1")
+    def _consistent(self):
+        given = self.model_fields_set - {"backend", "broker", "brokers", "client"}
+        stray = sorted(given - BACKEND_FIELDS[self.backend])
+        if stray:
+            raise ValueError(f"cluster.{stray[0]}: not used by backend {self.backend} "
+                             f"(it reads: {', '.join(sorted(BACKEND_FIELDS[self.backend])) or 'no extra fields'})")
+        if self.broker == "tansu":
+            if self.backend != "local":
+                raise ValueError(f"cluster.broker: tansu runs only with backend local; backend {self.backend} "
+                                 "needs broker: kafka")
+            if self.brokers != 1:
+                # Tansu's memory storage is per process: several would be separate clusters.
+                raise ValueError("cluster.brokers: broker tansu runs exactly 1 broker (memory storage is not shared); "
+                                 "use brokers: 1")
+        if self.backend == "external" and not self.bootstrap_servers:
+            raise ValueError("cluster.bootstrap_servers: backend external needs the cluster's addresses (host:port,...)")
+        for name in ("services", "proxies"):
+            items = getattr(self, name)
+            if items is not None and (len(items) != self.brokers or len(set(items)) != len(items)):
+                raise ValueError(f"cluster.{name}: give {self.brokers} distinct names, one per broker")
+        if self.toxiproxy_url is not None and not TOXIPROXY_URL.match(self.toxiproxy_url):
+            raise ValueError(f"cluster.toxiproxy_url: {self.toxiproxy_url!r} is not http://HOST:PORT")
+        if self.proxies is not None and self.backend == "external" and not self.toxiproxy_url:
+            raise ValueError("cluster.proxies: needs cluster.toxiproxy_url (the API that controls them)")
+        for key, value in self.client.items():
+            if key == "bootstrap.servers":
+                raise ValueError("cluster.client.bootstrap.servers: set by the backend; "
+                                 "use cluster.bootstrap_servers (backend external)")
+            for var in ENV_REF.findall(str(value)):
+                if var not in os.environ:
+                    raise ValueError(f"cluster.client.{key}: environment variable {var} is not set")
         return self
+
+    @property
+    def proxy_names(self) -> list[str]:
+        return self.proxies or [f"broker-{i}" for i in range(self.brokers)]
+
+    @property
+    def has_proxies(self) -> bool:
+        return self.backend != "external" or self.toxiproxy_url is not None
+
+    def client_settings(self) -> dict:
+        """The `client` settings with ${NAME} replaced from the environment."""
+        return {k: ENV_REF.sub(lambda m: os.environ[m.group(1)], v) if isinstance(v, str) else v
+                for k, v in self.client.items()}
 
 
 class TopicSpec(Strict):
@@ -217,6 +282,9 @@ class ExperimentSpec(Strict):
             if isinstance(fault.target, LeaderTarget) and fault.target.leader_of >= self.topic.partitions:
                 raise ValueError(f"faults.{i}.target: partition {fault.target.leader_of} does not exist "
                                  f"(topic has partitions 0..{self.topic.partitions - 1})")
+        if self.cluster.backend != "external" and self.topic.replication_factor > self.cluster.brokers:
+            raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than the "
+                             f"{self.cluster.brokers} broker(s) of the cluster")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         return self
@@ -224,6 +292,13 @@ class ExperimentSpec(Strict):
     @property
     def planning_window(self) -> float | None:
         return self.fault_window or self.workload.expected_duration
+
+    def public_dict(self) -> dict:
+        """The spec as a run folder keeps it: literal secrets in cluster.client hidden (${NAME} kept)."""
+        doc = self.model_dump(mode="json", exclude_none=True)
+        doc["cluster"]["client"] = {k: "***" if SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
+                                    for k, v in doc["cluster"]["client"].items()}
+        return doc
 
     def producer_config(self, variant: VariantSpec) -> dict:
         return {**self.producer, **variant.producer}
@@ -270,8 +345,9 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         for err in e.errors():
             where = _where(err["loc"])
             msg = err["msg"].removeprefix("Value error, ")
-            if not where:  # whole-file checks name their field at the start of the message
-                where, _, msg = msg.partition(": ") if FIELD_FIRST.match(msg) else ("(top level)", "", msg)
+            if FIELD_FIRST.match(msg) and msg.startswith(where):  # model checks name their field first
+                where, _, msg = msg.partition(": ")
+            where = where or "(top level)"
             if err["type"] == "extra_forbidden":
                 msg = "unknown field"
             lines.append(f"{path}: {where}: {msg}")
@@ -290,7 +366,8 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     for i, variant in enumerate(spec.variants):
-        conf = {**spec.producer_config(variant), "bootstrap.servers": "127.0.0.1:9", "logger": quiet}
+        conf = {**spec.producer_config(variant), **spec.cluster.client_settings(),
+                "bootstrap.servers": "127.0.0.1:9", "logger": quiet}
         try:
             Producer(conf)
         except (KafkaException, ValueError, TypeError) as e:

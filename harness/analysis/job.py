@@ -63,15 +63,16 @@ def _warm_up(spark: SparkSession, cores: int) -> None:
     spark.range(cores, numPartitions=cores).mapInArrow(_warm, "id long").collect()
 
 
-def read_topic(spark: SparkSession, bootstrap: str, topic: str, partitions: int) -> DataFrame:
+def read_topic(spark: SparkSession, client: dict, topic: str, partitions: int) -> DataFrame:
+    """client: librdkafka connection settings (bootstrap.servers, security)."""
     return (spark.read.format(KafkaLogSource.name())
-            .option("bootstrap", bootstrap).option("topic", topic).option("partitions", str(partitions))
+            .option("client_config", json.dumps(client)).option("topic", topic).option("partitions", str(partitions))
             .load())
 
 
-def save_log(spark: SparkSession, bootstrap: str, topic: str, partitions: int, path: Path) -> None:
+def save_log(spark: SparkSession, client: dict, topic: str, partitions: int, path: Path) -> None:
     """The final read: every record of the topic, written to log.parquet."""
-    read_topic(spark, bootstrap, topic, partitions).write.mode("overwrite").parquet(str(path))
+    read_topic(spark, client, topic, partitions).write.mode("overwrite").parquet(str(path))
 
 
 def load_variant(spark: SparkSession, variant_dir: Path) -> tuple[DataFrame, DataFrame]:

@@ -11,7 +11,8 @@ One Spark input partition per topic partition; records come out as Arrow batches
 
     spark.dataSource.register(KafkaLogSource)
     df = (spark.read.format("kafka_chaos_log")
-          .option("bootstrap", "127.0.0.1:9092").option("topic", "t").option("partitions", "3").load())
+          .option("client_config", '{"bootstrap.servers": "127.0.0.1:9092"}')
+          .option("topic", "t").option("partitions", "3").load())
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ class KafkaLogSource(DataSource):
 
 class KafkaLogReader(DataSourceReader):
     def __init__(self, options: dict):
-        self.bootstrap = options["bootstrap"]
         self.topic = options["topic"]
         self.partitions_count = int(options["partitions"])
         self.timeout = float(options.get("timeout", "120"))
@@ -55,8 +55,7 @@ class KafkaLogReader(DataSourceReader):
 
         p = partition.value
         consumer = Consumer({
-            **self.client_config,
-            "bootstrap.servers": self.bootstrap,
+            **self.client_config,  # bootstrap.servers and any security settings
             "group.id": "kafka-chaos-final-read",
             "enable.auto.commit": False,
             "enable.partition.eof": True,

