@@ -139,6 +139,7 @@ class ComposeCluster(ProxiedCluster):
         if self.docker is None or not self.project:
             return
         try:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
             (self.log_dir / "compose.log").write_text(self._compose("logs", "--no-color", "--timestamps"))
         except (RuntimeError, OSError):
             pass

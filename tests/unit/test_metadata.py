@@ -26,3 +26,16 @@ def test_a_broker_advertising_itself_is_caught():
         broker_index({1: "127.0.0.1:5555"}, 1, PROXIES)
     assert unreachable_proxies(["127.0.0.1:5555", PROXIES[0]], PROXIES) == ["127.0.0.1:5555"]
     assert unreachable_proxies(PROXIES, PROXIES) == []
+
+
+def test_wildcard_listeners_serve_the_published_address():
+    from harness.cluster.metadata import client_addresses, reachable_address, serves
+
+    assert serves("[::]:29091", "127.0.0.1:29091") and serves("0.0.0.0:29091", "localhost:29091")
+    assert serves("127.0.0.1:29091", "127.0.0.1:29091")
+    assert not serves("127.0.0.1:29091", "10.0.0.5:29091") and not serves("[::]:29091", "127.0.0.1:29092")
+    advertised = ["127.0.0.1:29093", "127.0.0.1:29091"]
+    assert client_addresses(["[::]:29091", "[::]:29092", "[::]:29093"], advertised) == \
+        ["127.0.0.1:29091", None, "127.0.0.1:29093"]
+    assert reachable_address("[::]:29091", "127.0.0.1") == "127.0.0.1:29091"
+    assert reachable_address("10.1.2.3:29091", "127.0.0.1") == "10.1.2.3:29091"

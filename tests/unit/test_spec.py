@@ -50,7 +50,20 @@ def test_minimal_spec_gets_defaults(tmp_path):
     ({"expectations": {"nope": {"duplicates": 0}}}, "expectations", "unknown variant 'nope'"),
     ({"expectations": {"a": {"dupes": 0}}}, "expectations", "unknown metric 'dupes'"),
     ({"expectations": {"a": {"duplicates": "about 3"}}}, "expectations", "comparison"),
-    ({"cluster": {"broker": "tansu", "brokers": 3}}, "cluster", "exactly 1 broker"),
+    ({"cluster": {"broker": "tansu", "brokers": 3}}, "cluster.brokers", "exactly 1 broker"),
+    ({"cluster": {"backend": "compose"}}, "cluster.broker", "needs broker: kafka"),
+    ({"cluster": {"backend": "external", "broker": "kafka"}}, "cluster.bootstrap_servers", "needs the cluster"),
+    ({"cluster": {"backend": "local", "compose_file": "x.yml"}}, "cluster.compose_file", "not used by backend local"),
+    ({"cluster": {"backend": "compose", "broker": "kafka", "brokers": 3, "services": ["a", "b"]}},
+     "cluster.services", "3 distinct names"),
+    ({"cluster": {"backend": "external", "broker": "kafka", "bootstrap_servers": "h:1", "proxies": ["p"]}},
+     "cluster.proxies", "toxiproxy_url"),
+    ({"cluster": {"backend": "external", "broker": "kafka", "bootstrap_servers": "h:1", "toxiproxy_url": "ftp://x"}},
+     "cluster.toxiproxy_url", "http://HOST:PORT"),
+    ({"cluster": {"client": {"sasl.password": "${KAFKA_CHAOS_TEST_UNSET_VAR}"}}}, "cluster.client.sasl.password",
+     "KAFKA_CHAOS_TEST_UNSET_VAR is not set"),
+    ({"cluster": {"client": {"bootstrap.servers": "h:1"}}}, "cluster.client.bootstrap.servers", "set by the backend"),
+    ({"topic": {"replication_factor": 3}}, "topic.replication_factor", "more than the 1 broker"),
 ])
 def test_bad_fields_are_named(tmp_path, patch, where, says):
     message = error_of(tmp_path, {**BASE, **patch})
@@ -82,3 +95,52 @@ def test_rule_parsing():
     assert parse_rule("7") == ("==", 7)
     with pytest.raises(ValueError):
         parse_rule(True)
+
+
+def test_external_cluster_client_settings_come_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("KC_TEST_SECRET", "s3cr3t")
+    doc = {**BASE, "cluster": {"backend": "external", "broker": "kafka", "brokers": 3,
+                               "bootstrap_servers": "kafka.example:9092",
+                               "client": {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                                          "sasl.username": "u", "sasl.password": "${KC_TEST_SECRET}"}}}
+    spec = load_spec(write(tmp_path, doc))
+    assert spec.cluster.client_settings()["sasl.password"] == "s3cr3t"
+    assert spec.public_dict()["cluster"]["client"]["sasl.password"] == "${KC_TEST_SECRET}"
+    assert spec.cluster.proxy_names == ["broker-0", "broker-1", "broker-2"]
+
+
+def test_literal_secrets_are_hidden_from_the_run_folder(tmp_path):
+    doc = {**BASE, "cluster": {"client": {"sasl.password": "hunter2", "client.id": "me"}}}
+    public = load_spec(write(tmp_path, doc)).public_dict()["cluster"]["client"]
+    assert public == {"sasl.password": "***", "client.id": "me"}
+
+
+def test_faults_each_backend_can_inject():
+    from harness.cluster import supported_faults
+    from harness.spec import FAULT_KINDS, ClusterSpec
+
+    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS)
+    assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS)
+    assert supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3)) == set(FAULT_KINDS)
+    ext = dict(backend="external", broker="kafka", bootstrap_servers="h:1")
+    assert supported_faults(ClusterSpec(**ext)) == set()
+    assert supported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474")) == {
+        "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition"}
+
+
+def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
+    from harness.cluster import input_problems
+    from harness.spec import ClusterSpec
+
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    [msg] = input_problems(ClusterSpec(backend="local", broker="kafka", brokers=3))
+    assert msg.startswith("cluster.kafka_home:") and "KAFKA_HOME" in msg
+    [msg] = input_problems(ClusterSpec(backend="local", broker="kafka", kafka_home=str(tmp_path)))
+    assert "bin/kafka-server-start.sh not found" in msg
+    [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", compose_file=str(tmp_path / "no.yml")))
+    assert msg.startswith("cluster.compose_file:") and "not found" in msg
+    compose = str(ROOT / "compose" / "docker-compose.yml")
+    assert input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=3, compose_file=compose)) == []
+    [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=1, compose_file=compose,
+                                       services=["zookeeper"]))
+    assert "no service 'zookeeper'" in msg

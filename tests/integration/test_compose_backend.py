@@ -1,0 +1,150 @@
+"""The compose backend's own code, run here without Docker: the Docker SDK client and the
+`docker compose` CLI are replaced by stand-ins whose "containers" are real Tansu brokers, behind
+a real Toxiproxy-API proxy listening on a wildcard address as the Toxiproxy container does.
+What this cannot show (the apache/kafka image, real failover) is tests/compose/'s job."""
+
+from pathlib import Path
+
+import pytest
+
+from harness import procs
+from harness.cluster import InfraError
+from harness.cluster.brokers import BrokerProcess, tansu_command
+from harness.cluster.compose import ComposeCluster
+from harness.cluster.toxiproxy import ToxiproxyServer
+from harness.spec import ClusterSpec
+from harness.workload.topic import create_topic
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class FakeImage:
+    tags = ["apache/kafka:4.1.0"]
+
+
+class FakeContainer:
+    """The slice of docker.models.containers.Container the backend uses, over a local broker."""
+
+    def __init__(self, name: str, broker: BrokerProcess):
+        self.name, self.broker, self.image, self.paused = name, broker, FakeImage(), False
+
+    @property
+    def status(self):
+        return "paused" if self.paused else "running" if self.broker.alive() else "exited"
+
+    def reload(self):
+        pass
+
+    def start(self):
+        self.broker.start()
+
+    def stop(self, timeout=10):
+        self.broker.stop()
+
+    def kill(self):
+        self.broker.kill()
+
+    def pause(self):
+        self.broker.pause()
+        self.paused = True
+
+    def unpause(self):
+        self.broker.resume()
+        self.paused = False
+
+
+class FakeDocker:
+    def __init__(self, containers: dict[str, FakeContainer]):
+        self.by_service = containers
+        self.containers = self
+        self.queries = []
+
+    def ping(self):
+        return True
+
+    def list(self, all=False, filters=None):
+        self.queries.append(filters)
+        service = next(f.split("=", 1)[1] for f in filters["label"] if f.startswith("com.docker.compose.service="))
+        return [self.by_service[service]] if service in self.by_service else []
+
+
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    server = ToxiproxyServer(tmp_path / "logs")
+    toxi = server.start()
+    port, proxy_port = procs.free_port(), procs.free_port()
+    toxi.create_proxy("broker-0", upstream=f"127.0.0.1:{port}", listen=f"0.0.0.0:{proxy_port}")
+    broker = BrokerProcess(0, tansu_command(0, port, f"127.0.0.1:{proxy_port}"), port, tmp_path / "broker.log")
+    docker = FakeDocker({"kafka-1": FakeContainer("kafka-chaos-kafka-1-1", broker)})
+    compose_calls = []
+    already_up = []
+
+    def fake_compose(self, *args, timeout=300):
+        compose_calls.append(args)
+        if args == ("up", "-d", "--wait") and not broker.alive():
+            broker.start()
+        return "abc123\n" if args == ("ps", "-q") and already_up else ""
+
+    monkeypatch.setattr(ComposeCluster, "_compose", fake_compose)
+    yield server, docker, compose_calls, already_up, proxy_port
+    broker.stop()
+    server.stop()
+
+
+def compose_spec(server) -> ClusterSpec:
+    return ClusterSpec(backend="compose", broker="kafka", brokers=1, services=["kafka-1"],
+                       compose_file=str(ROOT / "compose" / "docker-compose.yml"),
+                       toxiproxy_url=f"http://127.0.0.1:{server.port}")
+
+
+def test_up_preflight_faults_and_down(tmp_path, stand_in):
+    server, docker, calls, _, proxy_port = stand_in
+    cluster = ComposeCluster(compose_spec(server), tmp_path / "run", docker_client=docker)
+    cluster.up()
+    try:
+        assert calls[:2] == [("ps", "-q"), ("up", "-d", "--wait")]
+        assert docker.queries[0]["label"] == ["com.docker.compose.project=kafka-chaos",
+                                              "com.docker.compose.service=kafka-1"]
+        # The wildcard listen address became the address clients use, and the preflight proved it.
+        assert cluster.bootstrap == f"127.0.0.1:{proxy_port}" and cluster.endpoints == [cluster.bootstrap]
+        assert cluster.description.startswith("compose · apache/kafka:4.1.0 × 1")
+        create_topic(cluster.client, "t", 2, 1)
+        assert cluster.leader_of("t", 1) == 0
+        cluster.toxiproxy().add_toxic("broker-0", "slow", "latency", attributes={"latency": 10})
+        cluster.pause_broker(0)
+        assert docker.by_service["kafka-1"].status == "paused"
+        cluster.settle("t", 2)  # unpauses and removes every toxic
+        assert docker.by_service["kafka-1"].status == "running" and cluster.toxiproxy().toxics("broker-0") == []
+        cluster.kill_broker(0)
+        cluster.check_alive()  # down on purpose: fine
+        cluster.start_broker(0)
+        cluster.check_alive()
+        docker.by_service["kafka-1"].kill()  # outside the schedule
+        with pytest.raises(InfraError, match="broker 0 died outside the fault schedule"):
+            cluster.check_alive()
+    finally:
+        cluster.down()
+    assert calls[-1] == ("down", "--volumes", "--remove-orphans")  # it brought the cluster up, so it takes it down
+    assert ("logs", "--no-color", "--timestamps") in calls and (tmp_path / "run" / "logs" / "compose.log").exists()
+
+
+def test_a_cluster_found_running_is_left_running_and_healed(tmp_path, stand_in):
+    server, docker, calls, already_up, _ = stand_in
+    already_up.append(True)
+    cluster = ComposeCluster(compose_spec(server), tmp_path / "run", docker_client=docker)
+    cluster.up()
+    cluster.toxiproxy().set_enabled("broker-0", False)
+    cluster.kill_broker(0)
+    cluster.down()
+    assert not any(c[0] == "down" for c in calls)
+    assert docker.by_service["kafka-1"].status == "running"  # restarted: left as it was found
+    assert server.alive()
+
+
+def test_no_docker_engine_is_an_infrastructure_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{procs.free_port()}")  # nothing listens there
+    spec = ClusterSpec(backend="compose", broker="kafka", brokers=3,
+                       compose_file=str(ROOT / "compose" / "docker-compose.yml"))
+    cluster = ComposeCluster(spec, tmp_path / "run")
+    with pytest.raises(InfraError, match="could not start the compose cluster"):
+        cluster.up()
