@@ -90,6 +90,11 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
         junit: Path | None) -> None:
     """Run EXPERIMENT (a YAML file) and write a report.
 
+    The experiment's cluster section picks the brokers: backend local with
+    broker tansu (the default: started here, no install), local with broker
+    kafka (KRaft nodes from KAFKA_HOME), compose (compose/docker-compose.yml:
+    3 Apache Kafka brokers behind Toxiproxy) or external (bootstrap_servers).
+
     Exit 0 when every expectation held, 1 when one failed, 2 on bad input,
     3 when the cluster or the harness failed.
     """

@@ -31,6 +31,7 @@ class Strict(BaseModel):
 
 
 ClientValue = Union[str, int, float, bool]
+DEFAULT_COMPOSE_FILE = Path(__file__).resolve().parents[1] / "compose" / "docker-compose.yml"  # the repository's
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
 SECRET_KEY = re.compile(r"password|secret|token|key\.pem|credentials", re.I)
@@ -50,7 +51,8 @@ class ClusterSpec(Strict):
     broker: Literal["tansu", "kafka"] = "tansu"
     brokers: Annotated[int, Field(ge=1, le=9)] = 1
     kafka_home: str | None = Field(None, description="local + kafka: Kafka distribution (default $KAFKA_HOME)")
-    compose_file: str = Field("compose/docker-compose.yml", description="compose: the Compose file")
+    compose_file: str = Field(str(DEFAULT_COMPOSE_FILE), description="compose: the Compose file; a relative path "
+                                                                      "starts at the experiment file's folder")
     services: list[str] | None = Field(None, description="compose: service of broker i (default kafka-<i+1>)")
     toxiproxy_url: str | None = Field(None, description="Toxiproxy API (compose default http://127.0.0.1:8474)")
     proxies: list[str] | None = Field(None, description="Toxiproxy proxy of broker i (default broker-<i>)")
@@ -296,6 +298,9 @@ class ExperimentSpec(Strict):
     def public_dict(self) -> dict:
         """The spec as a run folder keeps it: literal secrets in cluster.client hidden (${NAME} kept)."""
         doc = self.model_dump(mode="json", exclude_none=True)
+        # Only the fields the backend reads, so the saved file loads again as an experiment.
+        keep = {"backend", "broker", "brokers", "client"} | BACKEND_FIELDS[self.cluster.backend]
+        doc["cluster"] = {k: v for k, v in doc["cluster"].items() if k in keep}
         doc["cluster"]["client"] = {k: "***" if SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
                                     for k, v in doc["cluster"]["client"].items()}
         return doc
@@ -352,6 +357,8 @@ def load_spec(path: str | Path) -> ExperimentSpec:
                 msg = "unknown field"
             lines.append(f"{path}: {where}: {msg}")
         raise SpecError("\n".join(lines)) from None
+    if not Path(spec.cluster.compose_file).is_absolute():  # as Compose resolves paths: from the file's folder
+        spec.cluster.compose_file = str((path.parent / spec.cluster.compose_file).resolve())
     check_producer_configs(spec, path)
     return spec
 

@@ -9,6 +9,7 @@ A cluster that was already up before the run is left up (only its faults are hea
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -76,12 +77,13 @@ class ComposeCluster(ProxiedCluster):
         self.project = ""
         self.docker = docker_client  # injected by tests; else docker.from_env() at start
         self.started_here = False
+        self.image, self.toxi_version = "apache/kafka", "-"  # learnt at start, kept for the report
 
     @classmethod
     def problems(cls, spec: ClusterSpec) -> list[str]:
         if not Path(spec.compose_file).is_file():
-            return [f"cluster.compose_file: {spec.compose_file} not found (relative paths start in the current "
-                    "folder; the repository's is compose/docker-compose.yml)"]
+            return [f"cluster.compose_file: {spec.compose_file} not found (a relative path starts at the experiment "
+                    "file's folder; leave it out to use the repository's compose/docker-compose.yml)"]
         services = yaml.safe_load(Path(spec.compose_file).read_text()).get("services", {})
         missing = [s for s in service_names(spec) if s not in services]
         if missing:
@@ -91,15 +93,7 @@ class ComposeCluster(ProxiedCluster):
 
     @property
     def description(self) -> str:
-        image = self.brokers[0].container.image.tags[0] if self.brokers and self.brokers[0].container.image.tags \
-            else "apache/kafka"
-        return f"compose · {image} × {self.spec.brokers} · proxy: toxiproxy {self._toxi_version()}"
-
-    def _toxi_version(self) -> str:
-        try:
-            return self.toxi.version() if self.toxi else "-"
-        except Exception:
-            return "?"
+        return f"compose · {self.image} × {self.spec.brokers} · proxy: toxiproxy {self.toxi_version}"
 
     def _compose(self, *args: str, timeout: float = 300) -> str:
         cmd = ["docker", "compose", "-f", str(self.file), *args]
@@ -118,9 +112,13 @@ class ComposeCluster(ProxiedCluster):
         import docker
 
         self.project = project_name(self.file)
-        if self.docker is None:
-            self.docker = docker.from_env()  # DockerException when no engine answers
-        self.docker.ping()
+        try:
+            if self.docker is None:
+                self.docker = docker.from_env()
+            self.docker.ping()
+        except Exception as e:  # no socket, no permission, daemon down
+            raise RuntimeError(f"no Docker engine answers (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')}; "
+                               f"is the daemon running?): {e}") from e
         self.started_here = not self._compose("ps", "-q").strip()
         self._compose("up", "-d", "--wait")
         for i, service in enumerate(service_names(self.spec)):
@@ -130,7 +128,9 @@ class ComposeCluster(ProxiedCluster):
                 raise RuntimeError(f"expected one container of service {service} in project {self.project}, "
                                    f"found {len(found)}")
             self.brokers.append(ContainerBroker(i, found[0]))
+        self.image = self.brokers[0].container.attrs.get("Config", {}).get("Image", self.image)
         self.toxi = ToxiproxyClient.from_url(self.spec.toxiproxy_url or DEFAULT_TOXIPROXY)
+        self.toxi_version = self.toxi.version()
         self.proxy_listens = [self.toxi.attach(self.proxy_name(i)) for i in range(self.spec.brokers)]
         return self.spec.bootstrap_servers or ",".join(reachable_address(l, self.toxi.host)
                                                        for l in self.proxy_listens)

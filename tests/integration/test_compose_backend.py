@@ -18,15 +18,12 @@ from harness.workload.topic import create_topic
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class FakeImage:
-    tags = ["apache/kafka:4.1.0"]
-
-
 class FakeContainer:
     """The slice of docker.models.containers.Container the backend uses, over a local broker."""
 
     def __init__(self, name: str, broker: BrokerProcess):
-        self.name, self.broker, self.image, self.paused = name, broker, FakeImage(), False
+        self.name, self.broker, self.paused = name, broker, False
+        self.attrs = {"Config": {"Image": "apache/kafka:4.1.0"}}
 
     @property
     def status(self):

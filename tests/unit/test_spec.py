@@ -128,6 +128,13 @@ def test_faults_each_backend_can_inject():
         "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition"}
 
 
+def test_compose_file_is_found_from_the_experiment_folder(tmp_path):
+    doc = {**BASE, "cluster": {"backend": "compose", "broker": "kafka"}}
+    assert load_spec(write(tmp_path, doc)).cluster.compose_file == str(ROOT / "compose" / "docker-compose.yml")
+    doc["cluster"]["compose_file"] = "mine/compose.yml"
+    assert load_spec(write(tmp_path, doc)).cluster.compose_file == str(tmp_path / "mine" / "compose.yml")
+
+
 def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
     from harness.cluster import input_problems
     from harness.spec import ClusterSpec
@@ -144,3 +151,13 @@ def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
     [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=1, compose_file=compose,
                                        services=["zookeeper"]))
     assert "no service 'zookeeper'" in msg
+
+
+def test_the_spec_a_run_keeps_loads_again(tmp_path):
+    for cluster in ({}, {"backend": "compose", "broker": "kafka", "brokers": 3},
+                    {"backend": "external", "broker": "kafka", "bootstrap_servers": "h:1"}):
+        doc = {**BASE, "cluster": cluster}
+        kept = load_spec(write(tmp_path, doc)).public_dict()
+        again = tmp_path / "again.yaml"
+        again.write_text(yaml.safe_dump({**kept, "seed": 5}))
+        assert load_spec(again).cluster == load_spec(write(tmp_path, doc)).cluster
