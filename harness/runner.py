@@ -6,6 +6,7 @@ import concurrent.futures
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -40,12 +41,18 @@ _signalled: list[int] = []  # exit code of the first SIGINT/SIGTERM received, if
 
 
 def handle_signals() -> None:
-    """Turn the first SIGINT/SIGTERM into Interrupted; ignore repeats so that clean-up is not cut short."""
+    """The first SIGINT/SIGTERM raises Interrupted; the second only warns, so clean-up (healing faults,
+    stopping brokers or containers, writing the summary) is not cut short; the third quits at once."""
 
     def handler(signum, frame):
-        if not _signalled:
-            _signalled.append(130 if signum == signal.SIGINT else 143)
+        _signalled.append(130 if signum == signal.SIGINT else 143)
+        if len(_signalled) == 1:
             raise Interrupted(_signalled[0])
+        if len(_signalled) == 2:
+            sys.stderr.write("\nstill cleaning up (stopping what the run started, writing summary.json); "
+                             "interrupt again to quit at once\n")
+            return
+        os._exit(_signalled[0])
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)

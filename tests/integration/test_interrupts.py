@@ -139,3 +139,26 @@ def test_two_runs_at_once_do_not_collide(tmp_path):
         faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
         assert faults and all(f["outcome"] in ("healed", "not-reached") for f in faults)
         assert processes_of(run_dir) == []
+
+
+def test_second_sigint_does_not_cut_clean_up_short_and_a_third_quits(tmp_path):
+    proc, out = start(tmp_path)
+    run_dir = run_dir_of(out)
+    wait_for(lambda: (run_dir / "a").exists(), what="the first variant to start")
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    summary = assert_clean_stop(proc, run_dir, 130)
+    assert summary["variants"]["a"]["sent"] > 0
+
+    (tmp_path / "again").mkdir()
+    proc, out = start(tmp_path / "again")
+    run_dir = run_dir_of(out)
+    wait_for(lambda: (run_dir / "a").exists(), what="the first variant to start")
+    for _ in range(3):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+    text, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, text[-2000:]
+    wait_for(lambda: processes_of(run_dir) == [], timeout=10, what="the brokers and proxy to die with the harness")
