@@ -16,15 +16,14 @@ from typing import Protocol
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from ..spec import ClusterSpec
+from ..spec import BROKER_FAULTS, FAULT_KINDS, ClusterSpec
 from ..workload.topic import restore_topic
 from . import InfraError
-from .metadata import client_addresses, leader_index, split_address
+from .metadata import client_addresses, leader_index, split_address, unreachable_proxies
 from .toxiproxy import ToxiproxyClient
 
-PROXY_FAULTS = frozenset({"lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition"})
-BROKER_FAULTS = frozenset({"broker-pause", "broker-kill", "broker-restart"})
-ALL_FAULTS = PROXY_FAULTS | BROKER_FAULTS
+ALL_FAULTS = frozenset(FAULT_KINDS)
+PROXY_FAULTS = ALL_FAULTS - frozenset(BROKER_FAULTS)  # what a Toxiproxy alone can inject
 
 
 class BrokerHandle(Protocol):
@@ -121,7 +120,7 @@ class ProxiedCluster:
             self.endpoints = sorted(advertised)
             return
         self.endpoints = client_addresses(self.proxy_listens, advertised)
-        bypass = sorted(a for a in advertised if a not in self.endpoints)
+        bypass = unreachable_proxies(advertised, self.endpoints)
         if bypass or None in self.endpoints or len(advertised) != len(self.proxy_listens):
             raise InfraError(
                 f"preflight failed: brokers advertise {sorted(advertised)} but the proxies listen on "

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from docker.errors import DockerException
 
 from ..spec import ClusterSpec
 from .base import ProxiedCluster
@@ -31,12 +32,6 @@ def project_name(compose_file: Path) -> str:
     """The Compose project: the file's top-level `name`, else its folder's name (Compose's own rule)."""
     doc = yaml.safe_load(compose_file.read_text()) or {}
     return str(doc.get("name") or compose_file.resolve().parent.name)
-
-
-def docker_error_types() -> tuple[type[BaseException], ...]:
-    from docker.errors import DockerException
-
-    return (DockerException,)
 
 
 class ContainerBroker:
@@ -69,7 +64,7 @@ class ContainerBroker:
 
 
 class ComposeCluster(ProxiedCluster):
-    start_errors = ProxiedCluster.start_errors + docker_error_types()
+    start_errors = ProxiedCluster.start_errors + (DockerException,)
 
     def __init__(self, spec: ClusterSpec, run_dir: Path, docker_client=None):
         super().__init__(spec, run_dir)

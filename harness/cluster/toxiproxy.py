@@ -72,10 +72,8 @@ class ToxiproxyClient:
 
     @classmethod
     def from_url(cls, url: str) -> "ToxiproxyClient":
-        """http://host:port of a Toxiproxy API (the scheme may be left out)."""
+        """http://host:port of a Toxiproxy API (the scheme may be left out; spec.py checked the form)."""
         parsed = urlsplit(url if "://" in url else f"http://{url}")
-        if parsed.scheme != "http" or not parsed.hostname:
-            raise ValueError(f"{url!r} is not a Toxiproxy API address (http://host:port)")
         return cls(parsed.hostname, parsed.port or 8474)
 
     def answers(self) -> bool:
