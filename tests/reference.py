@@ -1,69 +1,114 @@
-"""The anomaly definitions as plain Python loops: slow, small and obviously right (test oracle)."""
+"""The anomaly definitions as plain Python loops: slow, small and obviously right (the test oracle).
+
+Written straight from DESIGN.md's Words, independently of harness/analysis/anomalies.py.
+"""
 
 from collections import defaultdict
 
+NO_OFFSET = -1001  # the client was told no offset (acks=0)
+
 
 def reference(log_rows, ack_rows):
-    """log_rows: (partition, offset, value); ack_rows: (partition, value, outcome) -> dict of results."""
-    by_part = defaultdict(list)
+    """log_rows: (partition, offset, value or None); ack_rows: (partition, value, outcome, offset or None).
+
+    Returns {"metrics": {...}, table name: sorted list of row tuples without the partition... with it}.
+    """
+    logs, sends = defaultdict(list), defaultdict(dict)
     for p, off, v in log_rows:
-        by_part[p].append((off, v))
-    outcome = {(p, v): o for p, v, o in ack_rows}
-    runs, dups, metrics = [], [], defaultdict(int)
-    read = set()
-    for p, recs in by_part.items():
-        highest, seen, cur = None, {}, None
-        for off, v in sorted(recs):
-            metrics["received"] += 1
-            read.add((p, v))
-            jump = highest is not None and v <= highest
-            if jump:
-                repeat = v in seen
+        logs[p].append((off, v))
+    for p, v, outcome, off in ack_rows:
+        sends[p][v] = (outcome, NO_OFFSET if off is None else off)
+    m = defaultdict(int)
+    t = defaultdict(list)
+    for p in sorted(set(logs) | set(sends)):
+        records = sorted(logs[p])
+        sent = sends[p]
+        highest, first, run = None, {}, None
+        for off, v in records:
+            if v is None or v not in sent:
+                m["unexpected"] += 1
+                t["unexpected"].append((p, off, v))
+                continue
+            m["received"] += 1
+            if highest is not None and v <= highest:  # a jump-back
+                repeat = v in first
                 if repeat:
-                    dups.append((p, v, off, seen[v]))
-                    metrics["duplicates"] += 1
+                    m["duplicates"] += 1
+                    t["duplicates"].append((p, v, off, first[v]))
                 else:
-                    seen[v] = off
-                    metrics["reorders"] += 1
-                if cur is None:
-                    cur = {"p": p, "first_offset": off, "first_value": v, "highest_before": highest, "length": 0,
-                           "repeats": 0}
-                cur["last_offset"] = off
-                cur["length"] += 1
-                cur["repeats"] += repeat
+                    first[v] = off
+                    m["reorders"] += 1
+                if run is None:
+                    run = {"first_offset": off, "first_value": v, "highest_before": highest, "length": 0, "repeats": 0}
+                run["last_offset"], run["length"], run["repeats"] = off, run["length"] + 1, run["repeats"] + repeat
             else:
-                seen[v] = off
-                if cur is not None:
-                    runs.append(cur)
-                    cur = None
+                first[v] = off
+                if run is not None:
+                    t["jump_back_runs"].append(_run(p, run))
+                    run = None
             highest = v if highest is None else max(highest, v)
-        if cur is not None:
-            runs.append(cur)
-    run_rows = set()
-    for r in runs:
-        kind = "duplicate" if r["repeats"] == r["length"] else "reorder" if r["repeats"] == 0 else "mixed"
-        run_rows.add((r["p"], r["first_offset"], r["last_offset"], r["first_value"], r["highest_before"],
-                      r["highest_before"] - r["first_value"] + 1, r["length"], kind))
-    lost = {(p, v) for (p, v), o in outcome.items() if o == "acked" and (p, v) not in read}
-    for o in ("acked", "rejected", "unknown"):
-        metrics[o] = sum(1 for x in outcome.values() if x == o)
-    metrics["sent"] = len(outcome)
-    metrics["unique"] = metrics["received"] - metrics["duplicates"]
-    metrics["jump_back_runs"] = len(runs)
-    metrics["max_jump_back"] = max((r[5] for r in run_rows), default=0)
-    metrics["lost"] = len(lost)
-    metrics["missing"] = sum(1 for (p, v), o in outcome.items() if o != "acked" and (p, v) not in read)
-    metrics["received_unacked"] = sum(1 for (p, v), o in outcome.items() if o != "acked" and (p, v) in read)
-    metrics["unexpected"] = sum(1 for k in read if k not in outcome)
-    gaps = set()
-    for p in {p for p, _ in outcome}:
-        absent = sorted(v for (q, v) in outcome if q == p and (q, v) not in read)
+        if run is not None:
+            t["jump_back_runs"].append(_run(p, run))
+
+        by_offset = dict(records)
+        last_offset = records[-1][0] if records else None
+        told = []
+        for v in sorted(sent):
+            outcome, off = sent[v]
+            m["sent"] += 1
+            m[outcome] += 1
+            present = v in first
+            if outcome == "acked":
+                if not present:
+                    later = highest is not None and v < highest
+                    m["lost" if later else "unseen"] += 1
+                    t["lost" if later else "unseen"].append((p, v, off))
+                if off != NO_OFFSET:
+                    told.append((v, off))
+                    cause = None
+                    if off < 0:
+                        cause = "negative offset"
+                    elif off not in by_offset:
+                        cause = ("beyond the end of the log" if last_offset is None or off > last_offset
+                                 else "no record at this offset")
+                    elif by_offset[off] is None:
+                        cause = "holds a record that is not a number"
+                    elif by_offset[off] != v:
+                        cause = "holds another value"
+                    if cause:
+                        m["inconsistent_offsets"] += 1
+                        found = by_offset.get(off) if off >= 0 else None
+                        t["inconsistent_offsets"].append((p, v, off, found, cause))
+            elif not present:
+                m["missing"] += 1
+            elif outcome == "unknown":
+                m["received_unacked"] += 1
+            else:
+                m["rejected_visible"] += 1
+                t["rejected_visible"].append((p, v, first[v]))
+        for (pv, po), (v, off) in zip(told, told[1:]):
+            if off < po:
+                m["nonmonotonic_sends"] += 1
+                t["nonmonotonic_sends"].append((p, v, off, pv, po))
+        absent = [v for v in sorted(sent) if v not in first]
         start = None
         for i, v in enumerate(absent):
-            if start is None:
-                start = v
+            start = v if start is None else start
             if i + 1 == len(absent) or absent[i + 1] != v + 1:
-                n_lost = sum(1 for x in range(start, v + 1) if outcome[(p, x)] == "acked")
-                gaps.add((p, start, v, v - start + 1, n_lost, "lost" if n_lost else "missing"))
+                acked_absent = [x for x in range(start, v + 1) if sent[x][0] == "acked"]
+                n_lost = sum(1 for x in acked_absent if highest is not None and x < highest)
+                n_unseen = len(acked_absent) - n_lost
+                kind = "lost" if n_lost else "unseen" if n_unseen else "missing"
+                t["gaps"].append((p, start, v, v - start + 1, n_lost, n_unseen, kind))
                 start = None
-    return {"metrics": dict(metrics), "runs": run_rows, "duplicates": set(dups), "lost": lost, "gaps": gaps}
+    runs = t["jump_back_runs"]
+    m["unique"] = m["received"] - m["duplicates"]
+    m["jump_back_runs"] = len(runs)
+    m["max_jump_back"] = max((r[5] for r in runs), default=0)
+    return {"metrics": dict(m), **{k: sorted(v, key=repr) for k, v in t.items()}}
+
+
+def _run(p, r):
+    kind = "duplicate" if r["repeats"] == r["length"] else "reorder" if r["repeats"] == 0 else "mixed"
+    return (p, r["first_offset"], r["last_offset"], r["first_value"], r["highest_before"],
+            r["highest_before"] - r["first_value"], r["length"], kind)

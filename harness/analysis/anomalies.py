@@ -1,0 +1,418 @@
+"""The anomaly definitions: one topic partition at a time, streaming numpy, no Spark and no I/O.
+
+    check_partition(partition, acks_batches, log_batches) -> Findings (metrics + detail tables)
+
+acks batches are the delivery log (partition, value, outcome, offset[, error, sent_at, latency_ms]),
+log batches the partition as read back (partition, offset, value[, timestamp]) in offset order;
+a value that is not the workload's (another format, another producer) arrives as null.
+spark.py runs this once per topic partition; bench/analysis.py runs it in one process.
+
+Definitions (DESIGN.md, "Words"; the registry in metrics.py has one line for each):
+  received     records read that carry a value the workload sent to this partition
+  duplicate    an extra copy of a value already read (duplicates = received - unique)
+  jump-back    a record whose value is not above the highest value read before it; consecutive
+               jump-backs form a run of size highest_before - first_value (the seed article's
+               "m=65899 Last-acked=65929 JUMP BACK 30"), kind duplicate / reorder / mixed
+  lost         acked, never read, and a later value (by send order) of the partition was read
+  unseen       acked, never read, and nothing later read: lost or late, a final read cannot tell
+  missing      rejected or unknown, never read
+  received_unacked  unknown and read;  rejected_visible  rejected and read ("rejected" lied)
+  inconsistent offset  an acked offset that holds another value, or nothing
+  nonmonotonic send    an acked send whose offset is below the previous acked send's (send order)
+  unexpected   a record whose value the workload never sent to this partition (or no number at all)
+
+Unexpected records are left out of the order analysis (they would make every later record a
+jump-back), and memory is bounded by the values sent, never by the largest value read.
+
+Why it is fast: a record that is not a jump-back is above every earlier value, so it is new and
+distinct; only jump-backs (rare) are looked at one by one. Everything else is whole-array numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import metrics as registry
+
+NONE = np.iinfo(np.int64).min
+NO_OFFSET = -1001  # librdkafka's RD_KAFKA_OFFSET_INVALID: the client was told no offset (acks=0)
+OUTCOMES = ("acked", "rejected", "unknown")  # codes 1, 2, 3; 0: never sent
+ACKED, REJECTED, UNKNOWN = 1, 2, 3
+
+_I32, _I64, _STR = pa.int32(), pa.int64(), pa.string()
+# Every detail table under <variant>/anomalies/, with its columns: the one definition.
+TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
+    "jump_back_runs": [("partition", _I32), ("first_offset", _I64), ("last_offset", _I64), ("first_value", _I64),
+                       ("highest_before", _I64), ("size", _I64), ("length", _I64), ("kind", _STR)],
+    "duplicates": [("partition", _I32), ("value", _I64), ("offset", _I64), ("first_offset", _I64)],
+    "lost": [("partition", _I32), ("value", _I64), ("offset", _I64)],
+    "unseen": [("partition", _I32), ("value", _I64), ("offset", _I64)],
+    "gaps": [("partition", _I32), ("first_value", _I64), ("last_value", _I64), ("values", _I64), ("lost", _I64),
+             ("unseen", _I64), ("kind", _STR)],
+    "inconsistent_offsets": [("partition", _I32), ("value", _I64), ("offset", _I64), ("found_value", _I64),
+                             ("cause", _STR)],
+    "nonmonotonic_sends": [("partition", _I32), ("value", _I64), ("offset", _I64), ("previous_value", _I64),
+                           ("previous_offset", _I64)],
+    "rejected_visible": [("partition", _I32), ("value", _I64), ("offset", _I64), ("error", _STR)],
+    "unexpected": [("partition", _I32), ("offset", _I64), ("value", _I64)],
+    "series": [("second", _I64), ("records", _I64), ("duplicates", _I64), ("jump_backs", _I64), ("acks", _I64)],
+    "partitions": [("partition", _I32)] + [(m.key, _I64) for m in registry.METRICS],
+}
+
+
+class DeliveryLogError(ValueError):
+    """The delivery log contradicts itself (a value recorded twice, an unknown outcome, a null)."""
+
+
+class OutOfOrder(Exception):
+    """The log was not fed in offset order: the caller sorts the partition and starts again."""
+
+
+@dataclass
+class Findings:
+    partition: int
+    metrics: dict[str, int]
+    tables: dict[str, dict[str, list]] = field(default_factory=dict)  # table -> column -> values
+
+    def table(self, name: str) -> pa.Table:
+        cols = self.tables.get(name, {})
+        return pa.table({c: pa.array(cols.get(c, []), t) for c, t in TABLES[name]})
+
+
+def _grow(a: np.ndarray, size: int, fill) -> np.ndarray:
+    if size <= len(a):
+        return a
+    out = np.full(max(size, len(a) * 3 // 2), fill, dtype=a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+class Outcomes:
+    """One partition's delivery log, indexed by value: outcome code, told offset, error name."""
+
+    def __init__(self, partition: int):
+        self.partition = partition
+        self.code = np.zeros(0, dtype=np.int8)
+        self.offset = np.full(0, NO_OFFSET, dtype=np.int64)
+        self.errors: dict[int, str] = {}  # value -> librdkafka error name, for sends that were not acked
+        self.ack_seconds: dict[int, int] = {}  # acknowledgement second -> acks, when times were recorded
+
+    def feed(self, values: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
+             errors: list | None = None, acked_at_ms: np.ndarray | None = None) -> None:
+        if len(values) == 0:
+            return
+        if values.min() < 0:
+            raise DeliveryLogError(f"partition {self.partition}: negative value {int(values.min())}")
+        if (codes == 0).any():
+            raise DeliveryLogError(f"partition {self.partition}: a row without a known outcome")
+        top = int(values.max()) + 1
+        self.code = _grow(self.code, top, 0)
+        self.offset = _grow(self.offset, top, NO_OFFSET)
+        uniq, counts = np.unique(values, return_counts=True)
+        again = uniq[counts > 1]
+        if len(again) == 0:
+            again = uniq[self.code[uniq] != 0]
+        if len(again):
+            raise DeliveryLogError(f"partition {self.partition}: value {int(again[0])} recorded more than once")
+        self.code[values] = codes
+        self.offset[values] = offsets
+        if errors is not None:
+            for i in np.flatnonzero(codes != ACKED).tolist():
+                if errors[i] is not None:
+                    self.errors[int(values[i])] = errors[i]
+        if acked_at_ms is not None:
+            _count_seconds(self.ack_seconds, acked_at_ms[codes == ACKED] // 1000)
+
+    def trimmed(self) -> "Outcomes":
+        sent = np.flatnonzero(self.code)
+        n = int(sent[-1]) + 1 if len(sent) else 0
+        self.code, self.offset = self.code[:n], self.offset[:n]
+        return self
+
+
+def _count_seconds(counts: dict[int, int], seconds: np.ndarray) -> None:
+    if len(seconds) == 0:
+        return
+    keys, n = np.unique(seconds, return_counts=True)
+    for k, c in zip(keys.tolist(), n.tolist()):
+        counts[k] = counts.get(k, 0) + c
+
+
+class PartitionCheck:
+    """Feed one partition's records in offset order, batch by batch; finish() gives the findings."""
+
+    def __init__(self, outcomes: Outcomes):
+        self.outcomes = outcomes
+        self.partition = outcomes.partition
+        n = len(outcomes.code)
+        self.first = np.full(n, -1, dtype=np.int64)  # offset of each value's first copy
+        self.received = self.repeats = self.reorders = 0
+        self.highest = NONE
+        self.last_offset = NONE
+        self.open_run: list | None = None  # [first_offset, last_offset, first_value, highest_before, length, repeats]
+        self.runs: list[tuple] = []
+        self.duplicates: list[tuple] = []  # (value, offset, first_offset)
+        self.unexpected: list[tuple] = []  # (offset, value or None)
+        self.seconds: dict[int, list[int]] = {}  # epoch second -> [records, duplicates, jump_backs]
+        told = (outcomes.code == ACKED) & (outcomes.offset != NO_OFFSET)
+        values = np.flatnonzero(told)
+        order = np.argsort(outcomes.offset[values], kind="stable")
+        self.ack_val, self.ack_off = values[order], outcomes.offset[values][order]  # acked, by offset
+        self.ack_i = 0  # acks before this index were checked against the log
+        self.inconsistent: list[tuple] = []  # (value, offset, found_value, cause)
+
+    # -- streaming ---------------------------------------------------------------------
+    def feed(self, offsets: np.ndarray, values: np.ndarray, valid: np.ndarray,
+             timestamps_ms: np.ndarray | None = None) -> None:
+        """values[i] is meaningful only where valid[i] (the record held a decimal number)."""
+        if len(offsets) == 0:
+            return
+        if offsets[0] <= self.last_offset or (len(offsets) > 1 and np.any(np.diff(offsets) <= 0)):
+            raise OutOfOrder(f"partition {self.partition}")
+        self.last_offset = int(offsets[-1])
+        self._check_acked_offsets(offsets, values, valid)
+        n = len(self.outcomes.code)
+        sent = valid & (values >= 0) & (values < n)
+        sent[sent] = self.outcomes.code[values[sent]] != 0
+        if not sent.all():
+            stray = np.flatnonzero(~sent)
+            self.unexpected += [(o, v if ok else None) for o, v, ok in
+                                zip(offsets[stray].tolist(), values[stray].tolist(), valid[stray].tolist())]
+            offsets, values = offsets[sent], values[sent]
+            timestamps_ms = timestamps_ms[sent] if timestamps_ms is not None else None
+        if len(values):
+            self._order(offsets, values, timestamps_ms)
+
+    def _check_acked_offsets(self, offsets, values, valid) -> None:
+        """Each acked offset in this batch's range must hold the acked value."""
+        lo = np.searchsorted(self.ack_off, offsets[0], "left")
+        hi = np.searchsorted(self.ack_off, offsets[-1], "right")
+        for i in range(self.ack_i, lo):  # offsets between the previous batch and this one: no record there
+            self._inconsistent(i, None)
+        if hi > lo:
+            want_off, want_val = self.ack_off[lo:hi], self.ack_val[lo:hi]
+            pos = np.searchsorted(offsets, want_off)
+            found = offsets[pos] == want_off
+            ok = found & valid[pos] & (values[pos] == want_val)
+            for k in np.flatnonzero(~ok).tolist():
+                if not found[k]:
+                    self._inconsistent(lo + k, None)
+                else:
+                    p = pos[k]
+                    self._inconsistent(lo + k, int(values[p]) if valid[p] else None,
+                                       "holds another value" if valid[p] else "holds a record that is not a number")
+        self.ack_i = max(self.ack_i, hi)
+
+    def _inconsistent(self, i: int, found, cause: str | None = None) -> None:
+        off = int(self.ack_off[i])
+        if cause is None:
+            cause = ("negative offset" if off < 0 else "beyond the end of the log" if off > self.last_offset
+                     else "no record at this offset")
+        self.inconsistent.append((int(self.ack_val[i]), off, found, cause))
+
+    def _order(self, offsets, values, timestamps_ms) -> None:
+        n = len(values)
+        running = np.maximum.accumulate(values)
+        before = np.empty(n, dtype=np.int64)
+        before[0] = self.highest
+        np.maximum(running[:-1], self.highest, out=before[1:])
+        jump = values <= before
+        jump[before == NONE] = False
+        self.highest = max(self.highest, int(running[-1]))
+        self.received += n
+        fresh = ~jump  # above everything before: new and distinct
+        self.first[values[fresh]] = offsets[fresh]
+        repeat = np.zeros(n, dtype=bool)
+        for i in np.flatnonzero(jump).tolist():
+            v = int(values[i])
+            first = int(self.first[v])
+            if first >= 0:
+                repeat[i] = True
+                self.duplicates.append((v, int(offsets[i]), first))
+            else:
+                self.first[v] = offsets[i]
+        n_repeat = int(repeat.sum())
+        self.repeats += n_repeat
+        self.reorders += int(jump.sum()) - n_repeat
+        self._runs(jump, repeat, offsets, values, before)
+        if timestamps_ms is not None:
+            self._series(timestamps_ms, repeat, jump)
+
+    def _runs(self, jump, repeat, offsets, values, before) -> None:
+        if not jump.any():
+            self._close_run()
+            return
+        edges = np.diff(np.concatenate(([0], jump.view(np.int8), [0])))
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)  # ends are exclusive
+        reps = np.concatenate(([0], np.cumsum(repeat)))
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            if s == 0 and self.open_run is not None:  # continues the run open at the end of the last batch
+                run = self.open_run
+                run[1] = int(offsets[e - 1])
+                run[4] += e
+                run[5] += int(reps[e] - reps[0])
+            else:
+                self._close_run()
+                run = [int(offsets[s]), int(offsets[e - 1]), int(values[s]), int(before[s]), e - s,
+                       int(reps[e] - reps[s])]
+            self.open_run = run
+            if e < len(jump):
+                self._close_run()
+
+    def _close_run(self) -> None:
+        if self.open_run is not None:
+            self.runs.append(tuple(self.open_run))
+            self.open_run = None
+
+    def _series(self, timestamps_ms, repeat, jump) -> None:
+        secs = timestamps_ms // 1000
+        keys, index = np.unique(secs, return_inverse=True)
+        counts = [np.bincount(index, minlength=len(keys)), np.bincount(index[repeat], minlength=len(keys)),
+                  np.bincount(index[jump], minlength=len(keys))]
+        for k, r, d, j in zip(keys.tolist(), *(c.tolist() for c in counts)):
+            row = self.seconds.setdefault(k, [0, 0, 0])
+            row[0] += r
+            row[1] += d
+            row[2] += j
+
+    # -- the findings ------------------------------------------------------------------
+    def finish(self) -> Findings:
+        self._close_run()
+        for i in range(self.ack_i, len(self.ack_off)):
+            self._inconsistent(i, None)
+        self.ack_i = len(self.ack_off)
+        o = self.outcomes
+        n = len(o.code)
+        present = self.first >= 0
+        sent, acked = o.code > 0, o.code == ACKED
+        absent = sent & ~present
+        later = np.arange(n) < self.highest  # a later value (by send order) was read
+        lost, unseen = absent & acked & later, absent & acked & ~later
+        rejected_visible = present & (o.code == REJECTED)
+        told = np.flatnonzero(acked & (o.offset != NO_OFFSET))
+        backwards = np.flatnonzero(np.diff(o.offset[told]) < 0) + 1  # index into told
+        runs = [(fo, lo, fv, hb, hb - fv, length, "duplicate" if reps == length else "reorder" if reps == 0
+                 else "mixed") for fo, lo, fv, hb, length, reps in self.runs]
+        p = self.partition
+        m = {
+            "sent": int(sent.sum()), "acked": int(acked.sum()), "rejected": int((o.code == REJECTED).sum()),
+            "unknown": int((o.code == UNKNOWN).sum()), "received": self.received,
+            "unique": self.received - self.repeats, "duplicates": self.repeats, "jump_back_runs": len(runs),
+            "max_jump_back": max((r[4] for r in runs), default=0), "lost": int(lost.sum()),
+            "unseen": int(unseen.sum()), "missing": int((absent & ~acked).sum()),
+            "received_unacked": int((present & (o.code == UNKNOWN)).sum()), "reorders": self.reorders,
+            "unexpected": len(self.unexpected), "inconsistent_offsets": len(self.inconsistent),
+            "rejected_visible": int(rejected_visible.sum()), "nonmonotonic_sends": len(backwards),
+        }
+        lost_v, unseen_v, rv = np.flatnonzero(lost), np.flatnonzero(unseen), np.flatnonzero(rejected_visible)
+        t: dict[str, dict[str, list]] = {
+            "jump_back_runs": _columns("jump_back_runs", p, runs),
+            "duplicates": _columns("duplicates", p, self.duplicates),
+            "lost": {"partition": [p] * len(lost_v), "value": lost_v.tolist(), "offset": o.offset[lost_v].tolist()},
+            "unseen": {"partition": [p] * len(unseen_v), "value": unseen_v.tolist(),
+                       "offset": o.offset[unseen_v].tolist()},
+            "gaps": _columns("gaps", p, _gaps(absent, lost, unseen)),
+            "inconsistent_offsets": _columns("inconsistent_offsets", p, self.inconsistent),
+            "nonmonotonic_sends": {"partition": [p] * len(backwards), "value": told[backwards].tolist(),
+                                   "offset": o.offset[told[backwards]].tolist(),
+                                   "previous_value": told[backwards - 1].tolist(),
+                                   "previous_offset": o.offset[told[backwards - 1]].tolist()},
+            "rejected_visible": {"partition": [p] * len(rv), "value": rv.tolist(), "offset": self.first[rv].tolist(),
+                                 "error": [o.errors.get(v) for v in rv.tolist()]},
+            "unexpected": _columns("unexpected", p, self.unexpected),
+            "series": _series_columns(self.seconds, o.ack_seconds),
+            "partitions": {"partition": [p], **{k: [v] for k, v in m.items()}},
+        }
+        return Findings(p, m, t)
+
+
+def _columns(table: str, partition: int, rows: list[tuple]) -> dict[str, list]:
+    """Row tuples (every column but the leading partition) -> columns."""
+    names = [c for c, _ in TABLES[table]][1:]
+    cols = {name: [r[i] for r in rows] for i, name in enumerate(names)}
+    return {"partition": [partition] * len(rows), **cols}
+
+
+def _gaps(absent: np.ndarray, lost: np.ndarray, unseen: np.ndarray) -> list[tuple]:
+    """Runs of consecutive absent values: (first, last, values, lost, unseen, kind)."""
+    edges = np.diff(np.concatenate(([0], absent.view(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    lost_c, unseen_c = np.concatenate(([0], np.cumsum(lost))), np.concatenate(([0], np.cumsum(unseen)))
+    out = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        n_lost, n_unseen = int(lost_c[e] - lost_c[s]), int(unseen_c[e] - unseen_c[s])
+        out.append((s, e - 1, e - s, n_lost, n_unseen, "lost" if n_lost else "unseen" if n_unseen else "missing"))
+    return out
+
+
+def _series_columns(seconds: dict[int, list[int]], ack_seconds: dict[int, int]) -> dict[str, list]:
+    keys = sorted(set(seconds) | set(ack_seconds))
+    zero = [0, 0, 0]
+    return {"second": keys, "records": [seconds.get(k, zero)[0] for k in keys],
+            "duplicates": [seconds.get(k, zero)[1] for k in keys], "jump_backs": [seconds.get(k, zero)[2] for k in keys],
+            "acks": [ack_seconds.get(k, 0) for k in keys]}
+
+
+# -- Arrow in ----------------------------------------------------------------------------
+
+def outcome_codes(outcome: pa.Array) -> np.ndarray:
+    """Outcome strings -> codes; anything else (null, a word not in OUTCOMES) -> 0."""
+    codes = np.zeros(len(outcome), dtype=np.int8)
+    for code, name in enumerate(OUTCOMES, 1):
+        codes[pc.fill_null(pc.equal(outcome, name), False).to_numpy(zero_copy_only=False)] = code
+    return codes
+
+
+def _ints(col: pa.Array, fill: int) -> np.ndarray:
+    return pc.fill_null(col.cast(pa.int64()), fill).to_numpy(zero_copy_only=False)
+
+
+def feed_acks(outcomes: Outcomes, batch: pa.RecordBatch | pa.Table) -> None:
+    """One batch of delivery-log rows of this partition. Columns beyond the first four are optional
+    (run folders written before they existed still load)."""
+    if batch.num_rows == 0:
+        return
+    names = batch.schema.names
+    if batch.column("value").null_count:
+        raise DeliveryLogError(f"partition {outcomes.partition}: a row without a value")
+    codes = outcome_codes(batch.column("outcome"))
+    if (codes == 0).any():
+        bad = batch.column("outcome")[int(np.flatnonzero(codes == 0)[0])].as_py()
+        raise DeliveryLogError(f"partition {outcomes.partition}: unknown outcome {bad!r} "
+                               f"(allowed: {', '.join(OUTCOMES)})")
+    acked_at = None
+    if "sent_at" in names and "latency_ms" in names and batch.column("sent_at").null_count == 0:
+        sent = batch.column("sent_at").cast(pa.timestamp("ms")).cast(pa.int64())
+        latency = pc.cast(pc.fill_null(batch.column("latency_ms"), 0), pa.int64(), safe=False)
+        acked_at = pc.add(sent, latency).to_numpy(zero_copy_only=False)
+    outcomes.feed(_ints(batch.column("value"), -1), codes, _ints(batch.column("offset"), NO_OFFSET),
+                  batch.column("error").to_pylist() if "error" in names else None, acked_at)
+
+
+def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
+    """One batch of this partition's records, in offset order."""
+    if batch.num_rows == 0:
+        return
+    value = batch.column("value")
+    ts = None
+    if "timestamp" in batch.schema.names and batch.column("timestamp").null_count == 0:
+        ts = batch.column("timestamp").cast(pa.timestamp("ms")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    valid = pc.is_valid(value).to_numpy(zero_copy_only=False)
+    check.feed(_ints(batch.column("offset"), NONE), _ints(value, -1), valid, ts)
+
+
+def check_partition(partition: int, acks: Iterable, log: Iterable) -> Findings:
+    """Every definition over one partition: acks batches first (the whole delivery log of this
+    partition), then log batches. Raises OutOfOrder when the log is not in offset order."""
+    outcomes = Outcomes(partition)
+    for batch in acks:
+        feed_acks(outcomes, batch)
+    check = PartitionCheck(outcomes.trimmed())
+    for batch in log:
+        feed_log(check, batch)
+    return check.finish()

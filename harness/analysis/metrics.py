@@ -1,0 +1,74 @@
+"""The metric registry: every number the harness reports, defined once.
+
+The summary, the CLI table, the report, JUnit, the names allowed in expectations and
+`allow` lists, and the per-partition table are all derived from METRICS; nothing else
+lists metric names. The words follow DESIGN.md ("Words") and the README.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # as in summary.json, expectations and allow lists
+    label: str  # as in the report and the CLI table
+    meaning: str  # one line, for the README and the report
+    combine: str = "sum"  # across partitions and runs: "sum" or "max"
+    fatal: bool = False  # fails the run unless the variant allows it
+    accounting: bool = False  # delivery counts, shown dimmed after the anomalies
+
+
+METRICS: tuple[Metric, ...] = (
+    # The seed article's columns first.
+    Metric("acked", "confirmed", "sends the broker confirmed, with the offset the client was told"),
+    Metric("received", "received", "records read back that carry a value the workload sent"),
+    Metric("unique", "unique", "distinct values read back"),
+    Metric("duplicates", "duplicates", "extra copies of values already read: received - unique"),
+    Metric("jump_back_runs", "jump-back runs",
+           "runs of consecutive records whose value is not above the highest value read before"),
+    Metric("max_jump_back", "max jump-back", "largest jump-back size: highest value before - first value of the run",
+           combine="max"),
+    Metric("lost", "lost", "acked values never read while a later value of their partition was read", fatal=True),
+    Metric("unseen", "unseen",
+           "acked values never read with nothing later read in their partition: lost or late, a final read cannot tell"),
+    Metric("missing", "missing", "rejected or unknown values never read (expected under faults)"),
+    Metric("received_unacked", "received-unacked", "unknown values that are in the log anyway"),
+    Metric("reorders", "reorders", "jump-back records whose value had not been read before (late, not repeated)"),
+    Metric("unexpected", "unexpected", "records read that the workload never sent (foreign format included)",
+           fatal=True),
+    Metric("inconsistent_offsets", "inconsistent offsets",
+           "acked offsets that hold another value, or nothing", fatal=True),
+    Metric("rejected_visible", "rejected-visible", "values reported as rejected (never written) that are in the log",
+           fatal=True),
+    Metric("nonmonotonic_sends", "nonmonotonic sends",
+           "acked sends whose offset is below the offset of the send before them in their partition"),
+    # Delivery accounting: sent = acked + rejected + unknown.
+    Metric("sent", "sent", "values handed to the producer", accounting=True),
+    Metric("rejected", "rejected", "sends provably never written (refused definitely, or never transmitted)",
+           accounting=True),
+    Metric("unknown", "unknown", "sends whose fate the client could not learn (timed out, connection lost, purged)",
+           accounting=True),
+)
+
+BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
+KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
+FATAL: frozenset[str] = frozenset(m.key for m in METRICS if m.fatal)
+
+
+def combine(key: str, values) -> int:
+    """Combine one metric's values across partitions (or runs) the way the registry says."""
+    values = [int(v) for v in values if v is not None]
+    if not values:
+        return 0
+    return max(values) if BY_KEY[key].combine == "max" else sum(values)
+
+
+def combine_rows(rows: list[dict]) -> dict[str, int]:
+    """Per-partition metric rows -> the variant's metrics."""
+    return {m.key: combine(m.key, (r.get(m.key) for r in rows)) for m in METRICS}
+
+
+def accounting_holds(metrics: dict) -> bool:
+    return metrics.get("sent") == sum(metrics.get(k, 0) for k in ("acked", "rejected", "unknown"))

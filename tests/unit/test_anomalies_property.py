@@ -1,0 +1,74 @@
+"""The numpy definitions against the plain-Python oracle on logs hypothesis draws (and shrinks).
+
+Each example draws one or more partitions: delivery outcomes, a log made of sent values, repeats,
+strays (negative, never sent, not a number) at increasing offsets with holes, acknowledged offsets
+that are right, wrong or absent, and the size of the batches the log is fed in.
+"""
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.analysis import metrics
+from harness.analysis.anomalies import NO_OFFSET, TABLES, check_partition
+from tests.reference import reference
+
+OUTCOMES = ("acked", "acked", "rejected", "unknown")
+
+
+@st.composite
+def partition(draw, p):
+    n = draw(st.integers(0, 12))
+    outcomes = draw(st.lists(st.sampled_from(OUTCOMES), min_size=n, max_size=n))
+    values = draw(st.lists(st.one_of(st.integers(0, n + 1), st.none(), st.just(-1), st.just(2**40)), max_size=30))
+    steps = draw(st.lists(st.integers(1, 2), min_size=len(values), max_size=len(values)))
+    offsets = [sum(steps[: i + 1]) - 1 for i in range(len(values))]
+    acks = []
+    for v, outcome in enumerate(outcomes):
+        offset = None
+        if outcome == "acked":
+            where = [o for o, x in zip(offsets, values) if x == v]
+            choice = draw(st.sampled_from(["right", "right", "wrong", "untold"]))
+            if choice == "right" and where:
+                offset = draw(st.sampled_from(where))
+            elif choice == "untold":
+                offset = NO_OFFSET
+            else:
+                offset = draw(st.integers(-1, len(values) + 2))
+        acks.append((p, v, outcome, offset))
+    return [(p, o, v) for o, v in zip(offsets, values)], acks, draw(st.integers(1, 8))
+
+
+@st.composite
+def runs(draw):
+    return [draw(partition(p)) for p in range(draw(st.integers(1, 3)))]
+
+
+def _tables(p, log_rows, ack_rows, batch):
+    log = pa.table({"partition": pa.array([p] * len(log_rows), pa.int32()),
+                    "offset": pa.array([r[1] for r in log_rows], pa.int64()),
+                    "value": pa.array([r[2] for r in log_rows], pa.int64())})
+    acks = pa.table({"partition": pa.array([p] * len(ack_rows), pa.int32()),
+                     "value": pa.array([r[1] for r in ack_rows], pa.int64()),
+                     "outcome": pa.array([r[2] for r in ack_rows], pa.string()),
+                     "offset": pa.array([r[3] for r in ack_rows], pa.int64())})
+    return [acks], log.to_batches(max_chunksize=batch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs())
+def test_numpy_definitions_equal_the_reference(case):
+    log_rows = [r for lg, _, _ in case for r in lg]
+    ack_rows = [r for _, ak, _ in case for r in ak]
+    want = reference(log_rows, ack_rows)
+    found = [check_partition(p, *_tables(p, lg, ak, batch)) for p, (lg, ak, batch) in enumerate(case)]
+    got = metrics.combine_rows([f.metrics for f in found])
+    for key in metrics.KEYS:
+        assert got[key] == want["metrics"].get(key, 0), key
+    for table in ("jump_back_runs", "duplicates", "lost", "unseen", "gaps", "inconsistent_offsets",
+                  "nonmonotonic_sends", "unexpected"):
+        rows = [tuple(r.values()) for f in found for r in f.table(table).to_pylist()]
+        assert sorted(rows, key=repr) == want.get(table, []), table
+    rejected = [(r["partition"], r["value"], r["offset"]) for f in found for r in f.table("rejected_visible").to_pylist()]
+    assert sorted(rejected, key=repr) == want.get("rejected_visible", [])
+    assert set(TABLES) >= {"partitions"}
