@@ -1,9 +1,21 @@
 import pytest
 
+# Each folder is a tier (README, "Tests"): unit needs no JVM and no broker; spark starts a local
+# Spark; integration starts its own brokers and proxy; kafka needs KAFKA_HOME; compose needs Docker.
+TIERS = ("unit", "spark", "integration", "kafka", "compose")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = item.path.parts
+        for tier in TIERS:
+            if tier in parts[parts.index("tests") + 1:parts.index("tests") + 2]:
+                item.add_marker(getattr(pytest.mark, tier))
+
 
 @pytest.fixture(scope="session")
 def spark():
-    from harness.analysis.job import spark_session
+    from harness.analysis.spark import spark_session
 
     session = spark_session("local[2]")
     yield session

@@ -1,0 +1,90 @@
+"""Analyse a run folder: each variant's Parquet files -> metrics, and its anomaly tables written back.
+
+Used by `kafka-chaos run` after the final reads, by `kafka-chaos analyze` and by the Spark
+application (job.py). Every file is checked before Spark starts working on it (footer, columns,
+types), and a damaged file is named in a RunFolderError, never a Java or Python traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..runfolder import RunFolder, RunFolderError
+from . import spark as spark_analysis
+
+# Column -> types it may have (older releases, other writers), for the two inputs.
+_REQUIRED = {
+    "acks": {"partition": "integer", "value": "integer", "outcome": "string"},
+    "log": {"partition": "integer", "offset": "integer", "value": "integer"},
+}
+_OPTIONAL = {
+    "acks": {"offset": "integer", "error": "string", "sent_at": "timestamp", "latency_ms": "number"},
+    "log": {"timestamp": "timestamp"},
+}
+_KINDS = {"integer": pa.types.is_integer, "string": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+          "timestamp": pa.types.is_timestamp, "number": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t)}
+
+
+def check_files(files: list[str], what: str) -> None:
+    """Footer and schema of every file; RunFolderError(damaged) naming the first bad one."""
+    for path in files:
+        try:
+            schema = pq.ParquetFile(path).schema_arrow
+        except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ... for truncated or foreign files
+            raise RunFolderError(f"{path}: not a readable Parquet file ({_first_line(e)})", damaged=True) from None
+        for columns, required in ((_REQUIRED[what], True), (_OPTIONAL[what], False)):
+            for name, kind in columns.items():
+                if name not in schema.names:
+                    if required:
+                        raise RunFolderError(f"{path}: no column {name!r} (a {what} file has "
+                                             f"{', '.join(_REQUIRED[what])})", damaged=True)
+                    continue
+                dtype = schema.field(name).type
+                if not _KINDS[kind](dtype):
+                    raise RunFolderError(f"{path}: column {name!r} is {dtype}, expected {kind}", damaged=True)
+
+
+def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool = False,
+                   on_variant: Callable[[str], None] | None = None) -> dict[str, dict]:
+    """variant -> metrics, anomaly tables written to the folder.
+
+    A variant whose files are missing raises RunFolderError, or with partial=True comes back as
+    {"incomplete": why}. Everything is checked before the first variant is analysed.
+    """
+    inputs: dict[str, tuple[list[str], list[str]] | str] = {}
+    for v in variants:
+        why = folder.missing(v)
+        if why and not partial:
+            raise RunFolderError(f"{why}; analyse what is complete with --partial")
+        if not why:
+            logs, acks = folder.analysis_input(v)
+            check_files(acks, "acks")
+            check_files(logs, "log")
+            inputs[v] = (logs, acks)
+        else:
+            inputs[v] = why
+    out: dict[str, dict] = {}
+    for v, given in inputs.items():
+        if isinstance(given, str):
+            out[v] = {"incomplete": given}
+            continue
+        if on_variant:
+            on_variant(v)
+        try:
+            metrics, tables = spark_analysis.analyze_variant(spark, *given)
+        except Exception as e:
+            found = re.search(re.escape(spark_analysis.DATA_ERROR) + r"(.*)", str(e))
+            if found:
+                raise RunFolderError(found.group(1).strip(), damaged=True) from None
+            raise
+        folder.write_tables(v, tables)
+        out[v] = metrics
+    return out
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -1,0 +1,241 @@
+"""The analysis on Spark: the anomaly definitions (anomalies.py) run once per topic partition.
+
+    spark = spark_session()
+    metrics, tables = analyze_variant(spark, log_files, acks_files)
+
+Each Spark task reads one topic partition's delivery log and records straight from the Parquet
+files with pyarrow, in its Python worker, and streams them through anomalies.check_partition.
+Only findings (counts and anomaly rows, never records) cross back to the driver, so nothing is
+shuffled and nothing passes through the JVM. Which files hold which partition comes from the
+Parquet statistics; a partition split over files is read in offset order, and one whose records
+are out of order is sorted in its task before it is checked, so results never depend on layout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import metrics
+from .anomalies import TABLES, DeliveryLogError, OutOfOrder, check_partition
+
+# A worker's error about the data (not about the harness) starts with this, so the driver can
+# name the damaged file instead of showing Spark's traceback.
+DATA_ERROR = "kafka-chaos data error: "
+
+
+class DataError(RuntimeError):
+    def __init__(self, path: str, problem: str):
+        super().__init__(f"{DATA_ERROR}{path}: {problem}")
+
+ACKS_COLUMNS = ("partition", "value", "outcome", "offset", "error", "sent_at", "latency_ms")
+LOG_COLUMNS = ("partition", "offset", "value", "timestamp")
+_SPARK_TYPES = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string"}
+
+
+def _findings_schema() -> pa.Schema:
+    """One row type for every table: the table's name, then the union of all tables' columns."""
+    columns: dict[str, pa.DataType] = {}
+    for table in TABLES.values():
+        for name, dtype in table:
+            if columns.setdefault(name, dtype) != dtype:
+                raise TypeError(f"column {name} has two types in anomalies.TABLES")
+    return pa.schema([("table_name", pa.string()), *columns.items()])
+
+
+FINDINGS = _findings_schema()
+FINDINGS_DDL = ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}" for f in FINDINGS)
+
+
+def spark_session(master: str | None = None):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
+    log4j = Path(__file__).with_name("log4j2.properties")
+    cores = os.cpu_count() or 2
+    builder = (SparkSession.builder.appName("kafka-chaos-analysis")
+               .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
+               .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_DRIVER_MEMORY", "2g"))
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000"))
+    if master:
+        builder = builder.master(master)
+    elif "spark.master" not in SparkSession.builder._options and not os.environ.get("MASTER"):
+        builder = builder.master("local[*]")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    from ..workload.readback import KafkaLogSource
+
+    spark.dataSource.register(KafkaLogSource)
+    _warm_up(spark, cores)
+    return spark
+
+
+class SparkStarter:
+    """Starts Spark on a thread (a JVM takes seconds), so the run overlaps it with the cluster's start."""
+
+    def __init__(self, master: str | None = None):
+        import concurrent.futures
+
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
+        self._future = self._pool.submit(spark_session, master)
+
+    def get(self):
+        return self._future.result()
+
+    def stop(self) -> None:
+        """Stop the session, waiting for it if it is still starting: no JVM outlives the run."""
+        if not self._future.cancel():
+            try:
+                self._future.result().stop()
+            except Exception:  # it failed to start, or the JVM is gone already (Ctrl-C reached it too)
+                pass
+        self._pool.shutdown(wait=False)
+
+
+def _warm(batches):
+    import harness.analysis.anomalies  # noqa: F401  (numpy, pyarrow and the definitions, once per worker)
+
+    yield from batches
+
+
+def _warm_up(spark, cores: int) -> None:
+    """Start the Python workers and import the analysis in them now, as part of Spark's start-up
+    (the run overlaps it with the cluster's), rather than inside the first timed analysis."""
+    spark.range(cores, numPartitions=cores).mapInArrow(_warm, "id long").collect()
+
+
+# -- which row groups hold which partition (driver and workers) -----------------------------
+
+def _stats(rg, column: str) -> tuple | None:
+    """(min, max) of a column in one row group, or None when the file does not say."""
+    names = [rg.column(i).path_in_schema for i in range(rg.num_columns)]
+    if column not in names:
+        return None
+    st = rg.column(names.index(column)).statistics
+    return (st.min, st.max) if st is not None and st.has_min_max else None
+
+
+def partitions_in(files: list[str]) -> set[int] | None:
+    """Topic partitions the files hold, from their statistics; None if some row group does not say."""
+    found: set[int] = set()
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        for i in range(meta.num_row_groups):
+            mm = _stats(meta.row_group(i), "partition")
+            if mm is None:
+                return None
+            found.update(range(mm[0], mm[1] + 1))
+    return found
+
+
+def _pieces(files: list[str], partition: int) -> list[tuple[tuple, str, int, bool]]:
+    """(sort key, file, row group, holds only this partition) for every row group that may hold it,
+    ordered by their lowest offset when the files say (a partition read in several pieces)."""
+    out = []
+    for n, path in enumerate(files):
+        meta = pq.ParquetFile(path).metadata
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            mm = _stats(rg, "partition")
+            if mm is not None and not mm[0] <= partition <= mm[1]:
+                continue
+            offsets = _stats(rg, "offset")
+            out.append(((offsets[0] if offsets else -1, n, i), path, i, mm is not None and mm[0] == mm[1]))
+    return sorted(out)
+
+
+def read_partition(files: list[str], partition: int, wanted: tuple[str, ...]):
+    """The rows of one topic partition from Parquet files, batch by batch, in file (offset) order."""
+    import pyarrow.compute as pc
+
+    for _, path, group, alone in _pieces(files, partition):
+        try:
+            pf = pq.ParquetFile(path)
+            columns = [c for c in wanted if c in pf.schema_arrow.names]
+            table = pf.read_row_group(group, columns=columns)
+        except Exception as e:  # truncated or corrupt data pages
+            raise DataError(path, f"unreadable Parquet ({str(e).strip().splitlines()[0] if str(e).strip() else e!r})")
+        if not alone:
+            table = table.filter(pc.equal(table.column("partition"), partition))
+        yield from table.to_batches(max_chunksize=1 << 20)
+
+
+def check_files(partition: int, log_files: list[str], acks_files: list[str]):
+    """anomalies.check_partition over files; a log out of offset order is sorted first."""
+    def acks():
+        return read_partition(acks_files, partition, ACKS_COLUMNS)
+
+    try:
+        try:
+            return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS))
+        except OutOfOrder:
+            table = pa.Table.from_batches(list(read_partition(log_files, partition, LOG_COLUMNS))).sort_by("offset")
+            return check_partition(partition, acks(), [table])
+    except DeliveryLogError as e:
+        raise DataError(", ".join(acks_files), f"contradictory delivery log: {e}") from None
+
+
+def findings_batches(findings) -> list[pa.RecordBatch]:
+    """A partition's findings as rows of the FINDINGS schema (one batch per non-empty table)."""
+    out = []
+    for name in TABLES:
+        table = findings.table(name)
+        if table.num_rows == 0:
+            continue
+        cols = [pa.array([name] * table.num_rows, pa.string())]
+        cols += [table.column(f.name).combine_chunks() if f.name in table.column_names
+                 else pa.nulls(table.num_rows, f.type) for f in FINDINGS if f.name != "table_name"]
+        out.append(pa.RecordBatch.from_arrays(cols, schema=FINDINGS))
+    return out
+
+
+def _task(batches):
+    """mapInArrow body: rows (partition, log_files, acks_files) -> findings rows."""
+    for batch in batches:
+        for p, logs, acks in zip(*(batch.column(c).to_pylist() for c in ("partition", "log_files", "acks_files"))):
+            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks)))
+
+
+def split(findings: pa.Table) -> dict[str, pa.Table]:
+    """Findings rows of every partition -> one table per anomaly; the series summed over partitions."""
+    import pyarrow.compute as pc
+
+    out = {}
+    for name, columns in TABLES.items():
+        rows = findings.filter(pc.equal(findings.column("table_name"), name)).select([c for c, _ in columns])
+        out[name] = rows.cast(pa.schema(columns))
+    series = out["series"]
+    summed = series.group_by("second").aggregate([(c, "sum") for c in series.column_names if c != "second"])
+    out["series"] = summed.rename_columns([c.removesuffix("_sum") for c in summed.column_names]) \
+        .select(series.column_names)
+    # Deterministic order whatever the tasks' order: by the first three columns (partition first).
+    return {name: t.sort_by([(c, "ascending") for c in t.column_names[:3]]) for name, t in out.items()}
+
+
+def analyze_variant(spark, log_files: list[str], acks_files: list[str]) -> tuple[dict[str, int], dict[str, pa.Table]]:
+    """Metrics and anomaly tables of one variant, one Spark task per topic partition."""
+    found = partitions_in(log_files + acks_files)
+    if found is None:  # files without statistics: read them all once to learn
+        found = set()
+        for path in log_files + acks_files:
+            found.update(pq.read_table(path, columns=["partition"]).column("partition").unique().to_pylist())
+    tasks = [(p, json.dumps(log_files), json.dumps(acks_files)) for p in sorted(found)]
+    if not tasks:
+        tables = {name: pa.table({c: pa.array([], t) for c, t in cols}) for name, cols in TABLES.items()}
+        return metrics.combine_rows([]), tables
+    rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("partition int, log_files string, acks_files string")
+    findings = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
+    tables = split(findings)
+    return metrics.combine_rows(tables["partitions"].to_pylist()), tables
