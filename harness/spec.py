@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, \
+    field_validator, model_validator
 
-METRICS = (
-    "sent", "acked", "rejected", "unknown", "received", "unique", "duplicates",
-    "jump_back_runs", "max_jump_back", "lost", "missing", "received_unacked", "reorders",
-)
+from .analysis.metrics import BY_KEY, FATAL, KEYS
+from .verdict import Rule, parse_rule
+
 FIELD_FIRST = re.compile(r"^[\w.-]+: ")
-RULE = re.compile(r"^\s*(==|!=|<=|>=|<|>)?\s*(-?\d+)\s*$")
+# An expectation rule, parsed once when the file loads; written back as its text ("== 0").
+RuleField = Annotated[Rule, BeforeValidator(parse_rule), PlainSerializer(str)]
 
 
 class SpecError(Exception):
@@ -239,6 +240,18 @@ LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 class VariantSpec(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
     producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    allow: list[str] = Field(default_factory=list, description="fatal anomalies this variant may show "
+                                                               "(e.g. lost with acks=1); the report shows them as allowed")
+
+    @field_validator("allow")
+    @classmethod
+    def _fatal_only(cls, allow):
+        for name in allow:
+            if name not in FATAL:
+                what = "is not a fatal anomaly" if name in BY_KEY else "is not a metric"
+                raise ValueError(f"{name!r} {what}; allow takes: {', '.join(k for k in KEYS if k in FATAL)} "
+                                 "(other metrics take rules under expectations)")
+        return allow
 
 
 class ExperimentSpec(Strict):
@@ -253,7 +266,7 @@ class ExperimentSpec(Strict):
     faults: list[Fault] = Field(default_factory=list)
     fault_window: Annotated[float, Field(gt=0)] | None = Field(
         None, description="seconds over which repeated faults are planned; default messages / rate")
-    expectations: dict[str, dict[str, Union[int, str]]] = Field(default_factory=dict)
+    expectations: dict[str, dict[str, RuleField]] = Field(default_factory=dict)
 
     @field_validator("variants")
     @classmethod
@@ -266,17 +279,16 @@ class ExperimentSpec(Strict):
 
     @model_validator(mode="after")
     def _cross_checks(self):
-        names = {v.name for v in self.variants}
+        names = {v.name: v for v in self.variants}
         for variant, rules in self.expectations.items():
             if variant not in names:
                 raise ValueError(f"expectations.{variant}: unknown variant {variant!r}; variants: {', '.join(sorted(names))}")
             for metric, rule in rules.items():
-                if metric not in METRICS:
-                    raise ValueError(f"expectations.{variant}.{metric}: unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
-                try:
-                    parse_rule(rule)
-                except ValueError as e:
-                    raise ValueError(f"expectations.{variant}.{metric}: {e}") from None
+                if metric not in BY_KEY:
+                    raise ValueError(f"expectations.{variant}.{metric}: unknown metric {metric!r}; allowed: {', '.join(KEYS)}")
+                if metric in FATAL and metric not in names[variant].allow and not rule.holds(0):
+                    raise ValueError(f"expectations.{variant}.{metric}: '{rule}' cannot hold while {metric} is fatal "
+                                     f"(it must be 0); add {metric} to variant {variant}'s allow list")
         for i, fault in enumerate(self.faults):
             if isinstance(fault.target, BrokerTarget) and fault.target.broker >= self.cluster.brokers:
                 raise ValueError(f"faults.{i}.target: broker {fault.target.broker} does not exist "
@@ -308,27 +320,29 @@ class ExperimentSpec(Strict):
     def producer_config(self, variant: VariantSpec) -> dict:
         return {**self.producer, **variant.producer}
 
-
-def parse_rule(rule: int | str) -> tuple[str, int]:
-    """'>= 1' -> ('>=', 1); a bare number means equality."""
-    if isinstance(rule, bool):
-        raise ValueError(f"rule {rule!r}: use a number or a comparison such as '== 0' or '> 0'")
-    if isinstance(rule, int):
-        return "==", rule
-    m = RULE.match(str(rule))
-    if not m:
-        raise ValueError(f"rule {rule!r}: use a number or a comparison such as '== 0' or '> 0'")
-    return m.group(1) or "==", int(m.group(2))
-
-
-def check_rule(rule: int | str, actual: int) -> bool:
-    op, n = parse_rule(rule)
-    return {"==": actual == n, "!=": actual != n, "<=": actual <= n, ">=": actual >= n,
-            "<": actual < n, ">": actual > n}[op]
+    def rules(self, variant: str) -> dict[str, Rule]:
+        return dict(self.expectations.get(variant, {}))
 
 
 def _where(loc: tuple) -> str:
     return ".".join(str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union")))
+
+
+def validation_message(e: Exception, path: Path) -> str:
+    """`FILE: FIELD.PATH: what is wrong`, one line per problem pydantic found."""
+    if not isinstance(e, ValidationError):
+        return f"{path}: {e}"
+    lines = []
+    for err in e.errors():
+        where = _where(err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if FIELD_FIRST.match(msg) and msg.startswith(where):  # model checks name their field first
+            where, _, msg = msg.partition(": ")
+        where = where or "(top level)"
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        lines.append(f"{path}: {where}: {msg}")
+    return "\n".join(lines)
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
@@ -346,17 +360,7 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as e:
-        lines = []
-        for err in e.errors():
-            where = _where(err["loc"])
-            msg = err["msg"].removeprefix("Value error, ")
-            if FIELD_FIRST.match(msg) and msg.startswith(where):  # model checks name their field first
-                where, _, msg = msg.partition(": ")
-            where = where or "(top level)"
-            if err["type"] == "extra_forbidden":
-                msg = "unknown field"
-            lines.append(f"{path}: {where}: {msg}")
-        raise SpecError("\n".join(lines)) from None
+        raise SpecError(validation_message(e, path)) from None
     if not Path(spec.cluster.compose_file).is_absolute():  # as Compose resolves paths: from the file's folder
         spec.cluster.compose_file = str((path.parent / spec.cluster.compose_file).resolve())
     check_producer_configs(spec, path)

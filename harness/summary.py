@@ -1,45 +1,36 @@
-"""summary.json: per-variant metrics, expectation verdicts and the run's exit code."""
+"""summary.json's content, pure: the run's facts, each variant's metrics and checks, the verdict.
+
+    {"run_id", "experiment", "status", "verdict", seed, cluster, started_at, ended_at, reason,
+     warnings, faults_planned, "variants": {name: {<every metric>, produce_seconds, topic,
+     "allowed": [...], "expectations": [checks], "verdict", "incomplete": "why" (only when so)}}}
+"""
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
-from .spec import check_rule
-
-# The seed article's columns first, then the rest (DESIGN.md, Words).
-TABLE_COLUMNS = [
-    ("acked", "confirmed"), ("received", "received"), ("unique", "unique"), ("duplicates", "duplicates"),
-    ("jump_back_runs", "jump-back runs"), ("max_jump_back", "max jump-back"), ("lost", "lost"),
-    ("missing", "missing"), ("received_unacked", "received-unacked"), ("reorders", "reorders"),
-]
-ACCOUNTING = ("sent", "acked", "rejected", "unknown")
+from . import verdict
 
 
-def evaluate(expectations: dict[str, int | str], metrics: dict[str, int]) -> list[dict]:
-    return [{"metric": m, "rule": str(rule), "actual": metrics.get(m), "passed": check_rule(rule, metrics[m])}
-            for m, rule in expectations.items() if m in metrics]
+def variant_entry(metrics: dict, rules: dict, allow, incomplete: str = "") -> dict:
+    """One variant: its numbers, its checks and its verdict (or why it could not be judged)."""
+    entry = dict(metrics)
+    entry["allowed"] = sorted(allow)
+    if incomplete:
+        entry.update(incomplete=incomplete, expectations=[], verdict=verdict.INCOMPLETE)
+        return entry
+    checks = verdict.judge(metrics, rules, allow)
+    entry.update(expectations=checks, verdict=verdict.variant_verdict(checks))
+    return entry
 
 
-def accounting_holds(metrics: dict) -> bool:
-    return metrics["sent"] == metrics["acked"] + metrics["rejected"] + metrics["unknown"]
-
-
-def build(run_id: str, experiment: str, status: str, variants: dict[str, dict],
-          expectations: dict[str, dict], extra: dict | None = None) -> dict:
-    out = {"run_id": run_id, "experiment": experiment, "status": status, **(extra or {}), "variants": {}}
-    for name, metrics in variants.items():
-        out["variants"][name] = {**metrics, "expectations": evaluate(expectations.get(name, {}), metrics)}
+def build(run_id: str, experiment: str, status: str, variants: dict[str, dict], facts: dict | None = None) -> dict:
+    """variants: name -> variant_entry(...). The run's verdict comes from verdict.run_verdict."""
+    out = {"run_id": run_id, "experiment": experiment, "status": status, **(facts or {}), "variants": variants}
+    out["verdict"] = verdict.run_verdict(out)
     return out
 
 
-def passed(summary: dict) -> bool:
-    return all(e["passed"] for v in summary["variants"].values() for e in v["expectations"])
-
-
-def write(path: Path, summary: dict) -> None:
-    """Write atomically, so a reader never sees half a summary."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, path)
+def with_status(summary: dict, status: str, reason: str) -> dict:
+    """The same summary with another run status (and the verdict that follows from it)."""
+    out = {**summary, "status": status, "reason": reason}
+    out["verdict"] = verdict.run_verdict(out)
+    return out

@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.spec import SpecError, check_rule, load_spec, parse_rule
+from harness.spec import SpecError, load_spec
+from harness.verdict import Rule
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,18 +84,28 @@ def test_unreadable_or_non_mapping_files(tmp_path):
     assert "must be a YAML mapping" in error_of(tmp_path, "- 1\n- 2\n")
 
 
-@pytest.mark.parametrize("rule, actual, ok", [
-    (0, 0, True), (0, 1, False), ("> 0", 5, True), ("> 0", 0, False), ("<= 3", 3, True), ("!= 2", 2, False),
+def test_rules_are_parsed_once_into_typed_values_and_saved_as_text(tmp_path):
+    doc = {**BASE, "expectations": {"a": {"duplicates": 0, "jump_back_runs": "> 0"}}}
+    spec = load_spec(write(tmp_path, doc))
+    assert spec.rules("a") == {"duplicates": Rule("==", 0), "jump_back_runs": Rule(">", 0)}
+    assert spec.public_dict()["expectations"] == {"a": {"duplicates": "== 0", "jump_back_runs": "> 0"}}
+
+
+@pytest.mark.parametrize("patch, where, says", [
+    ({"variants": [{"name": "a", "allow": ["duplicates"]}]}, "variants.0.allow", "not a fatal anomaly"),
+    ({"variants": [{"name": "a", "allow": ["meteors"]}]}, "variants.0.allow", "not a metric"),
+    ({"expectations": {"a": {"lost": "> 0"}}}, "expectations.a.lost", "add lost to variant a's allow list"),
+    ({"expectations": {"a": {"duplicates": True}}}, "expectations.a.duplicates", "whole number or a comparison"),
 ])
-def test_rules(rule, actual, ok):
-    assert check_rule(rule, actual) is ok
+def test_allow_lists_and_rules_on_fatal_anomalies(tmp_path, patch, where, says):
+    message = error_of(tmp_path, {**BASE, **patch})
+    assert f"exp.yaml: {where}" in message and says in message, message
 
 
-def test_rule_parsing():
-    assert parse_rule(">= 10") == (">=", 10)
-    assert parse_rule("7") == ("==", 7)
-    with pytest.raises(ValueError):
-        parse_rule(True)
+def test_an_allowed_fatal_anomaly_may_have_a_rule(tmp_path):
+    doc = {**BASE, "variants": [{"name": "a", "allow": ["lost"]}], "expectations": {"a": {"lost": "> 0"}}}
+    spec = load_spec(write(tmp_path, doc))
+    assert spec.variants[0].allow == ["lost"] and spec.rules("a") == {"lost": Rule(">", 0)}
 
 
 def test_external_cluster_client_settings_come_from_the_environment(tmp_path, monkeypatch):
