@@ -1,0 +1,267 @@
+"""The run folder: the one place that knows its layout, and reads and writes every file in it.
+
+    <out>/index.html                 the list of runs (report.render_index)
+    <out>/<run-id>/spec.yaml         the experiment as run, with its seed (secrets masked)
+                   summary.json      metrics, checks and verdict (summary.py)
+                   faults.jsonl      one line per fault and variant: planned and actual times, outcome
+                   index.html        the report
+                   logs/             broker, proxy, librdkafka and harness logs
+                   <variant>/acks.parquet      the delivery log (workload/producer.py)
+                   <variant>/log.parquet/      the topic as read back, one file per partition, _SUCCESS last
+                   <variant>/anomalies/<table>.parquet   one table per anomaly (analysis/anomalies.TABLES)
+
+It is also the Python API for exploring runs in a notebook, as pandas DataFrames:
+
+    from harness import open_run
+    run = open_run("reports/20261121T101500Z-quickstart-1a2b3c")
+    run.summary["verdict"], run.variants
+    run.anomalies("idempotence-off", "jump_back_runs")   # also: run.log(v), run.acks(v), run.faults
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
+LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
+
+
+class RunFolderError(Exception):
+    """A run folder that is missing something or holds a damaged file; str() names the file."""
+
+    def __init__(self, message: str, damaged: bool = False):
+        super().__init__(message)
+        self.damaged = damaged  # True: a file is there but unreadable (exit 3); False: absent (exit 2)
+
+
+def parquet_files(path: Path) -> list[str]:
+    """A Parquet dataset's data files: the file itself, or the visible *.parquet files of a folder, sorted."""
+    if path.is_file():
+        return [str(path)]
+    return sorted(str(p) for p in path.rglob("*.parquet") if not p.name.startswith(("_", ".")))
+
+
+class RunFolder:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, out: Path, experiment: str) -> "RunFolder":
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        folder = cls(out / f"{stamp}-{experiment}-{uuid.uuid4().hex[:6]}")
+        (folder.path / LOGS).mkdir(parents=True)
+        return folder
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    # -- layout ------------------------------------------------------------------------
+    @property
+    def logs(self) -> Path:
+        return self.path / LOGS
+
+    @property
+    def report(self) -> Path:
+        return self.path / REPORT
+
+    @property
+    def faults_path(self) -> Path:
+        return self.path / FAULTS
+
+    def variant_dir(self, variant: str) -> Path:
+        return self.path / variant
+
+    def acks_path(self, variant: str) -> Path:
+        return self.path / variant / ACKS
+
+    def log_path(self, variant: str) -> Path:
+        return self.path / variant / LOG
+
+    def table_path(self, variant: str, table: str) -> Path:
+        return self.path / variant / ANOMALIES / f"{table}.parquet"
+
+    # -- spec, summary, faults, report ---------------------------------------------------
+    def write_spec(self, doc: dict) -> None:
+        (self.path / SPEC).write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    def read_spec(self) -> dict | None:
+        path = self.path / SPEC
+        if not path.exists():
+            return None
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise RunFolderError(f"{path}: unreadable ({_first_line(e)})", damaged=True) from None
+        if not isinstance(doc, dict):
+            raise RunFolderError(f"{path}: not an experiment (a YAML mapping)", damaged=True)
+        return doc
+
+    def write_summary(self, summary: dict) -> None:
+        """Atomically, so a reader never sees half a summary."""
+        _write_atomic(self.path / SUMMARY, json.dumps(summary, indent=2) + "\n")
+
+    def read_summary(self) -> dict | None:
+        path = self.path / SUMMARY
+        if not path.exists():
+            return None
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise RunFolderError(f"{path}: unreadable ({_first_line(e)})", damaged=True) from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict):
+            raise RunFolderError(f"{path}: not a kafka-chaos summary", damaged=True)
+        return doc
+
+    def append_faults(self, records: list[dict]) -> None:
+        with open(self.faults_path, "a") as f:
+            f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in records)
+
+    def read_faults(self) -> list[dict]:
+        if not self.faults_path.exists():
+            return []
+        rows = []
+        for n, line in enumerate(self.faults_path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    raise RunFolderError(f"{self.faults_path}:{n}: not a JSON line", damaged=True) from None
+                if isinstance(row, dict):
+                    rows.append(row)
+        return sorted(rows, key=lambda r: (str(r.get("variant", "")), _number(r.get("planned_at")),
+                                           _number(r.get("id"))))
+
+    def write_report(self, html: str) -> Path:
+        _write_atomic(self.report, html)
+        return self.report
+
+    # -- variants ------------------------------------------------------------------------
+    def variants(self) -> list[str]:
+        """Variant names: the spec's, in its order, else the folders that hold a delivery log."""
+        spec = self.read_spec()
+        if spec and isinstance(spec.get("variants"), list):
+            return [v["name"] for v in spec["variants"] if isinstance(v, dict) and "name" in v]
+        return sorted(p.parent.name for p in self.path.glob(f"*/{ACKS}"))
+
+    def missing(self, variant: str) -> str:
+        """Why the variant cannot be analysed ("" when its files are all there)."""
+        acks, log = self.acks_path(variant), self.log_path(variant)
+        if not acks.exists():
+            return f"{acks} is missing"
+        if not log.exists():
+            return f"{log} is missing (the final read did not happen)"
+        if log.is_dir() and not (log / DONE).exists():
+            return f"{log} is incomplete (no {DONE}: the final read did not finish)"
+        return ""
+
+    def analysis_input(self, variant: str) -> tuple[list[str], list[str]]:
+        """(log files, delivery-log files) of a variant; RunFolderError when they are not all there."""
+        why = self.missing(variant)
+        if why:
+            raise RunFolderError(why)
+        return parquet_files(self.log_path(variant)), parquet_files(self.acks_path(variant))
+
+    def write_tables(self, variant: str, tables: dict) -> None:
+        """Anomaly tables (name -> pyarrow Table), one Parquet file each, replacing any earlier ones."""
+        import shutil
+
+        import pyarrow.parquet as pq
+
+        folder = self.path / variant / ANOMALIES
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        for name, table in tables.items():
+            pq.write_table(table, folder / f"{name}.parquet")
+
+    def read_table(self, variant: str, table: str):
+        """An anomaly table as a pyarrow Table, or None when the analysis did not write it."""
+        import pyarrow.parquet as pq
+
+        path = self.table_path(variant, table)  # a file; earlier releases wrote a folder of that name
+        if not path.exists():
+            return None
+        try:
+            return pq.read_table(path)
+        except (OSError, ValueError) as e:
+            raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
+
+
+def runs_in(out: Path) -> list[RunFolder]:
+    """The run folders of an --out folder (those with a summary.json)."""
+    return [RunFolder(p.parent) for p in sorted(out.glob(f"*/{SUMMARY}"))]
+
+
+def index_path(out: Path) -> Path:
+    return out / REPORT
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def _number(x) -> float:
+    return x if isinstance(x, (int, float)) else 0
+
+
+class StoredRun:
+    """A finished (or interrupted) run, as pandas DataFrames. Made by harness.open_run(path)."""
+
+    def __init__(self, path: Path | str):
+        self.folder = RunFolder(path)
+        if not self.folder.path.is_dir():
+            raise FileNotFoundError(f"{self.folder.path}: no such run folder")
+        self.spec = self.folder.read_spec() or {}
+        self.summary = self.folder.read_summary() or {}
+        self.variants = self.folder.variants()
+
+    def __repr__(self) -> str:
+        return f"StoredRun({str(self.folder.path)!r}, verdict={self.summary.get('verdict')!r})"
+
+    @property
+    def faults(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.folder.read_faults())
+
+    def log(self, variant: str):
+        """The topic as read back: partition, offset, value (null: not the workload's), timestamp."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.folder.log_path(variant)).to_pandas()
+
+    def acks(self, variant: str):
+        """The delivery log: partition, value, outcome, offset, error, sent_at, latency_ms."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.folder.acks_path(variant)).to_pandas()
+
+    def anomalies(self, variant: str, table: str):
+        """One anomaly table (jump_back_runs, duplicates, lost, unseen, gaps, inconsistent_offsets,
+        nonmonotonic_sends, rejected_visible, unexpected, partitions, series)."""
+        from .analysis.anomalies import TABLES
+
+        if table not in TABLES:
+            raise KeyError(f"{table!r}: no such anomaly table; tables: {', '.join(TABLES)}")
+        found = self.folder.read_table(variant, table)
+        if found is None:
+            raise FileNotFoundError(f"{self.folder.table_path(variant, table)}: not written "
+                                    f"(run `kafka-chaos analyze {self.folder.path}`)")
+        return found.to_pandas()
+
+
+def open_run(path: Path | str) -> StoredRun:
+    return StoredRun(path)

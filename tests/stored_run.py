@@ -1,0 +1,74 @@
+"""A stored run folder written by hand (no broker, no Spark): two variants, anomaly tables, faults."""
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+
+from harness.analysis import metrics
+from harness.analysis.anomalies import TABLES
+from harness.runfolder import RunFolder
+from harness.summary import build, variant_entry
+from harness.verdict import Rule
+
+T0 = 1_790_000_000  # epoch seconds of the fixture's first record
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def counts(duplicates, runs, max_jb, lost=0):
+    return {**{k: 0 for k in metrics.KEYS}, "sent": 1000, "acked": 1000, "received": 1000 + duplicates,
+            "unique": 1000, "duplicates": duplicates, "jump_back_runs": runs, "max_jump_back": max_jb, "lost": lost}
+
+
+def table(name, rows):
+    return pa.Table.from_pylist(rows, schema=pa.schema(TABLES[name]))
+
+
+def make_run(out: Path, name="fixture", producer_value="harness", n_runs=3, seconds=10,
+             run_id="20260101T000000Z-fixture-aaaaaa", off_lost=0, off_allow=()):
+    folder = RunFolder(out / run_id)
+    folder.logs.mkdir(parents=True)
+    faults, variants = [], {}
+    for variant, offset in (("off", 0), ("on", 100)):
+        folder.variant_dir(variant).mkdir()
+        jumps = [] if variant == "on" else [
+            {"partition": k % 3, "first_offset": 100 * k, "last_offset": 100 * k + 9, "first_value": 90 * k,
+             "highest_before": 90 * k + 9 + k, "size": 9 + k, "length": 10, "kind": "duplicate"} for k in range(n_runs)]
+        lost = [{"partition": 0, "value": v, "offset": v} for v in range(off_lost if variant == "off" else 0)]
+        tables = {t: table(t, []) for t in TABLES}
+        tables["jump_back_runs"] = table("jump_back_runs", jumps)
+        tables["lost"] = table("lost", lost)
+        tables["series"] = table("series", [{"second": T0 + offset + s, "records": 100_000, "duplicates": s % 3,
+                                             "jump_backs": s % 2, "acks": 0 if s == 4 else 100_000}
+                                            for s in range(seconds)])
+        m = counts(37, n_runs, 9 + n_runs - 1, off_lost) if variant == "off" else counts(0, 0, 0)
+        tables["partitions"] = table("partitions", [{"partition": 0, **m}])
+        folder.write_tables(variant, tables)
+        for k, at in enumerate((1.0, 4.0, 7.5)):
+            faults.append({"variant": variant, "id": k, "kind": "lost-acks" if k < 2 else "broker-pause",
+                           "target": "all", "planned_at": at, "planned_duration": 0.3, "params": {},
+                           "outcome": "healed", "applied_at": iso(T0 + offset + at),
+                           "healed_at": iso(T0 + offset + at + 0.3)})
+        allow = list(off_allow) if variant == "off" else []
+        rules = {"duplicates": Rule("==", 0)} if variant == "on" else {}
+        variants[variant] = variant_entry(m, rules, allow)
+    folder.append_faults(faults)
+    spec = {"name": name, "producer": {"linger.ms": 5},
+            "variants": [{"name": "off", "producer": {"enable.idempotence": False, "client.id": producer_value},
+                          "allow": list(off_allow)},
+                         {"name": "on", "producer": {"enable.idempotence": True}}],
+            "expectations": {"on": {"duplicates": "== 0"}}}
+    folder.write_spec(spec)
+    summary = build(run_id, name, "complete", variants,
+                    {"cluster": "local · tansu", "seed": 4, "started_at": iso(T0 - 5), "ended_at": iso(T0 + 200),
+                     "reason": ""})
+    folder.write_summary(summary)
+    return folder, summary, faults
+
+
+def rewrite_summary(folder: RunFolder, summary: dict) -> None:
+    (folder.path / "summary.json").write_text(json.dumps(summary))
