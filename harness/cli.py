@@ -1,12 +1,12 @@
-"""kafka-chaos command line.
+"""kafka-chaos command line. It owns the terminal (rich) and the exit status of every command.
 
-Exit codes: 0 every expectation held, 1 an expectation failed, 2 bad input or usage,
-3 infrastructure failed (cluster, proxy, Spark), 130/143 interrupted (SIGINT/SIGTERM).
+Exit codes (exits.py): 0 every check held, 1 an expectation or a fatal anomaly failed, 2 bad input
+(nothing started), 3 infrastructure failed or damaged data, 130/143 interrupted (SIGINT/SIGTERM).
+A traceback is shown only with --debug; user text is never read as console markup.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -15,77 +15,135 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from . import __version__
-from .spec import SpecError, load_spec
-from .summary import ACCOUNTING, TABLE_COLUMNS, passed
+from .exits import Exit, UsageError, exit_for_exception, exit_for_verdict
 
-EXIT_OK, EXIT_EXPECTATION, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
-
-console = Console(soft_wrap=True)  # never break paths or messages: CI logs get read and grepped
-err_console = Console(stderr=True, soft_wrap=True)
+console = Console(soft_wrap=True, highlight=False)  # never break paths or messages: CI logs get read and grepped
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
-def _fail(message: str, code: int) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
-    sys.exit(code)
+def say(text: str, style: str | None = None, err: bool = False) -> None:
+    """Print user-facing text as it is (a '[' in a path or name is not markup)."""
+    (err_console if err else console).print(Text(text, style=style or ""))
+
+
+def _exit(code: Exit) -> None:
+    sys.exit(int(code))
+
+
+def _fail(e: BaseException) -> None:
+    """Map what went wrong to its exit status, say it in one line (traceback only with --debug)."""
+    code, message = exit_for_exception(e)
+    if _debug():
+        traceback.print_exception(e)
+    if code in (Exit.SIGINT, Exit.SIGTERM):
+        say(f"interrupted{': ' + message if message != 'interrupted' else ''}", "yellow", err=True)
+    else:
+        err_console.print(Text.assemble(("error: ", "bold red"), message))
+    _exit(code)
+
+
+def _debug() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().params.get("debug"))
 
 
 def _writable_dir(path: Path) -> None:
+    if any(c in str(path) for c in "\n\r\0"):
+        raise UsageError(f"--out {path!r}: a folder name may not hold a line break or NUL")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".kafka-chaos-write-test-{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        _fail(f"--out {path}: not a writable folder ({e.strerror or e})", EXIT_USAGE)
+        raise UsageError(f"--out {path}: not a writable folder ({e.strerror or e})") from None
 
 
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
-    variants = summary["variants"]
-    table = Table(title=f"{summary['experiment']} · {summary['status']}", title_justify="left")
+    from .analysis.metrics import METRICS
+
+    variants = summary.get("variants", {})
+    table = Table(title=Text(f"{summary.get('experiment')} · {summary.get('status')} · verdict "
+                             f"{summary.get('verdict')}"), title_justify="left")
     table.add_column("")
     for name in variants:
-        table.add_column(name, justify="right")
-    for key, label in TABLE_COLUMNS + [(k, k) for k in ACCOUNTING]:
-        table.add_row(label, *(f"{v[key]:,}" if isinstance(v.get(key), int) else "-" for v in variants.values()),
-                      style="dim" if key in ACCOUNTING else None)
+        table.add_column(Text(name), justify="right")
+    for m in sorted(METRICS, key=lambda m: m.accounting):
+        cells = [f"{x[m.key]:,}" if isinstance(x.get(m.key), int) else "-" for x in variants.values()]
+        table.add_row(m.label + (" *" if m.fatal else ""), *cells, style="dim" if m.accounting else None)
     console.print(table)
-    for name, v in variants.items():
-        for e in v.get("expectations", []):
-            mark = "[green]pass[/]" if e["passed"] else "[bold red]FAIL[/]"
-            console.print(f"  {mark}  {name}: {e['metric']} {e['rule']} (actual {e['actual']})", highlight=False)
+    for name, x in variants.items():
+        if x.get("incomplete"):
+            console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
+        for c in x.get("expectations", []):
+            status = c.get("status") or ("pass" if c.get("passed") else "fail")
+            mark = {"pass": ("pass", "green"), "fail": ("FAIL", "bold red"), "allowed": ("allowed", "yellow")}[status]
+            actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
+            console.print(Text.assemble("  ", mark, f"  {name}: {c['metric']} {c['rule']} (actual {actual})"))
     if summary.get("reason"):
-        console.print(f"[yellow]{summary['reason']}[/]", highlight=False)
+        say(summary["reason"], "yellow")
     if run_dir is not None:
-        console.print(f"report: {run_dir / 'index.html'}", highlight=False, soft_wrap=True)
+        say(f"report: {run_dir / 'index.html'}")
+
+
+class ProgressListener:
+    """Draws a run's progress: one bar per variant (run.Listener's methods)."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.progress = Progress(TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console)
+        self.tasks: dict[str, int] = {}
+
+    def _task(self, variant: str) -> int:
+        if variant not in self.tasks:
+            self.tasks[variant] = self.progress.add_task(Text(variant).plain, total=self.total)
+        return self.tasks[variant]
+
+    def phase(self, variant: str, what: str) -> None:
+        task = self._task(variant)
+        self.progress.update(task, description=f"{variant}: {what}".replace("[", "\\["))
+
+    def sent(self, variant: str, count: int, total: int) -> None:
+        self.progress.update(self._task(variant), completed=count)
+
+    def warning(self, text: str) -> None:
+        self.progress.console.print(Text(f"note: {text}", style="yellow"))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kafka-chaos")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of any failure (otherwise one line says what failed).")
+def main(debug: bool) -> None:
     """Chaos tests for Kafka delivery guarantees.
 
     A producer writes increasing integers per partition while faults are injected
     (lost acks, connection resets, latency, bandwidth, partitions, broker pauses,
     kills and restarts); a PySpark job reads the log back and counts duplicates,
-    jump-backs and losses for every variant (e.g. idempotence off vs on) under the
-    same seeded fault schedule. Start with: kafka-chaos run experiments/quickstart.yaml
+    jump-backs, losses and the other anomalies for every variant (e.g. idempotence
+    off vs on) under the same seeded fault schedule. Data loss and values nobody
+    sent fail a run unless the variant allows them.
+
+    Start with: kafka-chaos run experiments/quickstart.yaml
     """
 
 
 @main.command()
 @click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
-              help="Folder that receives the run folder <run-id>/.")
+              help="Folder that receives the run folder <run-id>/ and the list of runs index.html.")
 @click.option("--seed", type=int, default=None, help="Seed of the fault schedule (default: the experiment's seed).")
 @click.option("--replay", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Apply the fault schedule recorded in a run's faults.jsonl instead of planning one.")
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write JUnit XML here: one test case per variant and expectation, for CI.")
+              help="Also write JUnit XML here: one test case per variant and check, for CI.")
 def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spark_master: str | None,
         junit: Path | None) -> None:
     """Run EXPERIMENT (a YAML file) and write a report.
@@ -95,99 +153,104 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     kafka (KRaft nodes from KAFKA_HOME), compose (compose/docker-compose.yml:
     3 Apache Kafka brokers behind Toxiproxy) or external (bootstrap_servers).
 
-    Exit 0 when every expectation held, 1 when one failed, 2 on bad input,
-    3 when the cluster or the harness failed.
+    Exit 0 when every check held, 1 when an expectation or a fatal anomaly
+    (lost, unexpected, inconsistent offsets, rejected-visible) failed, 2 on bad
+    input, 3 when the cluster or the harness failed, 130/143 when interrupted.
     """
-    from .cluster import InfraError, input_problems, unsupported_faults
-    from .runner import Interrupted, Run, handle_signals
+    from . import signals
+    from .preflight import prepare
+    from .run import Run
+    from .runfolder import RunFolder
 
     try:
-        spec = load_spec(experiment)
-    except SpecError as e:
-        _fail(str(e), EXIT_USAGE)
-    schedule = None
-    if replay is not None:
-        from .faults.schedule import ScheduleError, load
-
-        try:
-            schedule = load(replay, spec)
-        except ScheduleError as e:
-            _fail(str(e), EXIT_USAGE)
-    kinds = {f.kind for f in (schedule if schedule is not None else spec.faults)}
-    cannot = unsupported_faults(spec.cluster, kinds)
-    if cannot:
-        _fail(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} cannot "
-              f"inject {', '.join(cannot)}", EXIT_USAGE)
-    problems = input_problems(spec.cluster)
-    if problems:
-        _fail("\n".join(f"{experiment}: {p}" for p in problems), EXIT_USAGE)
-    _writable_dir(out)
-    handle_signals()
-    the_run = Run(spec, out, spec.seed if seed is None else seed, console, spark_master, schedule)
+        spec, schedule = prepare(experiment, seed, replay, spark_master)
+        _writable_dir(out)
+    except Exception as e:
+        _fail(e)
+    signals.install()
+    listener = ProgressListener(spec.workload.messages)
+    folder = RunFolder.create(out, spec.name)
+    the_run = Run(spec, folder, spec.seed if seed is None else seed, listener, spark_master, schedule)
     origin = f"replayed from {replay}" if replay else f"seed {the_run.seed}"
-    console.print(f"[bold]{spec.name}[/]: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
-                  f"{len(the_run.schedule)} planned fault(s), {origin}", highlight=False)
+    say(f"{spec.name}: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
+        f"{len(the_run.schedule)} planned fault(s), {origin}", "bold")
     for warning in the_run.warnings:
-        console.print(f"[yellow]note:[/] {warning}", highlight=False)
+        listener.warning(warning)
     started = time.monotonic()
+    failure = None
     try:
-        summary = the_run.execute()
-    except Interrupted as e:
-        _write_junit(junit, the_run, started)
-        err_console.print("interrupted; partial results kept in " + str(the_run.run_dir), highlight=False)
-        sys.exit(e.code)
-    except InfraError as e:
-        _write_junit(junit, the_run, started)
-        _fail(f"{e}\npartial results kept in {the_run.run_dir}", EXIT_INFRA)
-    except Exception:  # a harness bug must not look like a failed expectation (exit 1)
-        _write_junit(junit, the_run, started)
-        traceback.print_exc()
-        _fail(f"the harness failed unexpectedly (traceback above)\npartial results kept in {the_run.run_dir}",
-              EXIT_INFRA)
-    _write_junit(junit, the_run, started)
-    print_summary(summary, the_run.run_dir)
-    sys.exit(EXIT_OK if passed(summary) else EXIT_EXPECTATION)
+        with listener.progress:
+            the_run.execute()
+    except BaseException as e:  # the summary is written; say what ended the run after the report
+        failure = e
+    summary = the_run.summary
+    code = exit_for_exception(failure)[0] if failure else exit_for_verdict(summary["verdict"])
+    if summary is not None:
+        if junit is not None:
+            from .junit import write
+
+            write(junit, summary, time.monotonic() - started)
+        if failure is None:
+            print_summary(summary, folder.path)
+        code = _publish(folder, out, code)
+    if failure is not None:
+        say(f"partial results kept in {folder.path}", err=True)
+        _fail(failure)
+    _exit(code)
 
 
-def _write_junit(path: Path | None, the_run, started: float) -> None:
-    summary = getattr(the_run, "summary", None)
-    if path is not None and summary is not None:
-        from .junit import write
+def _publish(folder, out: Path, code: Exit) -> Exit:
+    """Render the run's report and the runs index after the exit status is decided: a rendering failure
+    is a warning, never a changed verdict; a Ctrl-C here marks the summary interrupted."""
+    from . import signals
+    from .report import write_index, write_report
 
-        write(path, summary, time.monotonic() - started)
+    try:
+        with signals.deferred():
+            write_report(folder)
+            write_index(out)
+    except signals.Interrupted as e:
+        summary = folder.read_summary() or {}
+        if summary.get("status") == "complete":
+            from .summary import with_status
+
+            folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
+                                             f"`kafka-chaos report {folder.path}` renders it"))
+        say(f"interrupted while rendering the report; render it with: kafka-chaos report {folder.path}",
+            "yellow", err=True)
+        return Exit(e.code)
+    except Exception as e:
+        say(f"warning: the report could not be rendered ({type(e).__name__}: {e}); "
+            f"the verdict stands; retry with: kafka-chaos report {folder.path}", "yellow", err=True)
+    return code
 
 
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
-def analyze(run_dir: Path, spark_master: str | None) -> None:
+@click.option("--partial", is_flag=True,
+              help="Analyse the variants whose files are complete and mark the others incomplete "
+                   "(without it, a missing file or spec.yaml is an error and nothing is rewritten).")
+def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
     """Re-run the analysis of a stored RUN_DIR from its Parquet files (no broker needed).
 
-    Needs <variant>/log.parquet and <variant>/acks.parquet; rewrites summary.json and
-    index.html. Expectations come from RUN_DIR/spec.yaml when it is there.
+    Needs spec.yaml (expectations and allow lists), <variant>/acks.parquet and
+    <variant>/log.parquet; rewrites summary.json, index.html and anomalies/.
+    Exit as for `run`; a damaged file exits 3 naming it, a missing one exits 2.
     """
-    from . import summary as summary_mod
-    from .analysis.job import analyze_run, spark_session, variant_dirs
-    from .report.render import render
+    from .preflight import stored_spec
+    from .run import reanalyze
+    from .runfolder import RunFolder
 
-    dirs = variant_dirs(run_dir)
-    if not dirs:
-        _fail(f"{run_dir}: no <variant>/acks.parquet found; is this a kafka-chaos run folder?", EXIT_USAGE)
-    missing = [str(d / "log.parquet") for d in dirs if not (d / "log.parquet").exists()]
-    if missing:
-        _fail(f"missing {', '.join(missing)}", EXIT_USAGE)
-    spark = spark_session(spark_master)
+    folder = RunFolder(run_dir)
     try:
+        spec = stored_spec(folder, partial)
         with console.status("analysing with Spark"):
-            summary = analyze_run(spark, run_dir)
-    except (ValueError, FileNotFoundError) as e:
-        _fail(str(e), EXIT_USAGE)
-    finally:
-        spark.stop()
-    summary_mod.write(run_dir / "summary.json", summary)
-    render(run_dir)
-    print_summary(summary, run_dir)
-    sys.exit(EXIT_OK if passed(summary) else EXIT_EXPECTATION)
+            summary = reanalyze(folder, spec, spark_master, partial)
+    except Exception as e:
+        _fail(e)
+    print_summary(summary, folder.path)
+    _exit(_publish(folder, run_dir.resolve().parent, exit_for_verdict(summary["verdict"], partial)))
 
 
 @main.command()
@@ -196,16 +259,18 @@ def analyze(run_dir: Path, spark_master: str | None) -> None:
               help="Rebuild DIR/index.html, the list of every run in DIR with the trend across runs.")
 def report(run_dir: Path | None, index_dir: Path | None) -> None:
     """Re-render RUN_DIR/index.html from its summary.json, faults.jsonl and anomalies (no Spark needed)."""
-    from .report.render import render, render_index
+    from .report import write_index, write_report
+    from .runfolder import RunFolder
 
-    if (run_dir is None) == (index_dir is None):
-        _fail("give a RUN_DIR, or --index DIR", EXIT_USAGE)
-    if index_dir is not None:
-        console.print(f"index: {render_index(index_dir)}", highlight=False)
-        return
-    if not (run_dir / "summary.json").exists():
-        _fail(f"{run_dir}: no summary.json; run `kafka-chaos analyze {run_dir}` first", EXIT_USAGE)
-    console.print(f"report: {render(run_dir)}", highlight=False)
+    try:
+        if (run_dir is None) == (index_dir is None):
+            raise UsageError("give a RUN_DIR, or --index DIR")
+        if index_dir is not None:
+            say(f"index: {write_index(index_dir)}")
+            return
+        say(f"report: {write_report(RunFolder(run_dir))}")
+    except Exception as e:
+        _fail(e)
 
 
 @main.command()
@@ -218,13 +283,13 @@ def doctor() -> None:
 
     checks = run_checks()
     for c in checks:
-        mark = "[green]ok     [/]" if c.ok else ("[bold red]MISSING[/]" if c.needed else "[yellow]absent [/]")
-        console.print(f"{mark} {c.name:<17} {c.detail}", highlight=False)
+        mark = ("ok     ", "green") if c.ok else (("MISSING", "bold red") if c.needed else ("absent ", "yellow"))
+        console.print(Text.assemble(mark, f" {c.name:<17} {c.detail}"))
         if not c.ok and c.fix:
-            console.print(f"         fix: {c.fix}", highlight=False)
+            say(f"         fix: {c.fix}")
     ready = embedded_default_ready(checks)
-    console.print("the embedded default can run" if ready else "[bold red]the embedded default cannot run[/]")
-    sys.exit(EXIT_OK if ready else EXIT_EXPECTATION)
+    say("the embedded default can run" if ready else "the embedded default cannot run", None if ready else "bold red")
+    _exit(Exit.OK if ready else Exit.FAILED)
 
 
 @main.command()
@@ -235,6 +300,6 @@ def proxy(host: str, port: int) -> None:
     from .proxy.server import serve
 
     try:
-        serve(host, port, ready=lambda p: console.print(f"Toxiproxy API on http://{host}:{p} (Ctrl-C stops)"))
+        serve(host, port, ready=lambda p: say(f"Toxiproxy API on http://{host}:{p} (Ctrl-C stops)"))
     except OSError as e:
-        _fail(f"cannot listen on {host}:{port}: {e.strerror or e}", EXIT_USAGE)
+        _fail(UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}"))

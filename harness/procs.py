@@ -79,3 +79,12 @@ def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen |
         except OSError:
             time.sleep(0.05)
     raise TimeoutError(f"nothing listening on {host}:{port} after {timeout:.0f}s")
+
+
+RUN_ENV = "KAFKA_CHAOS_RUN"
+
+
+def tag_run(folder: Path) -> None:
+    """Every process started from now on (brokers, proxy, Spark's JVM and workers) inherits
+    KAFKA_CHAOS_RUN=<run folder>, so a test or a user can find what a run left behind."""
+    os.environ[RUN_ENV] = str(Path(folder).resolve())

@@ -94,7 +94,7 @@ def test_idempotence_off_duplicates_on_does_not(faulty_run):
     assert {f["variant"] for f in applied} == {"idempotence-off", "idempotence-on"}
     assert all(f["applied_at"] and f["healed_at"] for f in applied)
     html = (run_dir / "index.html").read_text()
-    assert f">{off['duplicates']}<" in html and "lost-acks" in html
+    assert f">{off['duplicates']:,}<" in html and "lost-acks" in html
 
 
 def test_run_leaves_no_process_behind(faulty_run):
@@ -103,6 +103,8 @@ def test_run_leaves_no_process_behind(faulty_run):
 
 
 def test_analyze_reproduces_the_summary_from_parquet_alone(faulty_run, tmp_path):
+    from harness.analysis.metrics import KEYS
+
     _, run_dir, summary = faulty_run
     bare = tmp_path / "bare"
     for variant in summary["variants"]:
@@ -110,11 +112,15 @@ def test_analyze_reproduces_the_summary_from_parquet_alone(faulty_run, tmp_path)
         shutil.copy(run_dir / variant / "acks.parquet", bare / variant / "acks.parquet")
         shutil.copytree(run_dir / variant / "log.parquet", bare / variant / "log.parquet")
     result = kafka_chaos("analyze", str(bare))
-    assert result.returncode == 0, result.stdout + result.stderr  # no spec.yaml: no expectations
+    assert result.returncode == 2 and "spec.yaml is missing" in result.stderr, result.stdout + result.stderr
+    assert not (bare / "summary.json").exists()  # nothing rewritten on a refusal
+    shutil.copy(run_dir / "spec.yaml", bare / "spec.yaml")
+    result = kafka_chaos("analyze", str(bare))
+    assert result.returncode == 0, result.stdout + result.stderr
     again = json.loads((bare / "summary.json").read_text())
     for name, v in summary["variants"].items():
-        metrics = {k: x for k, x in v.items() if k not in ("expectations", "produce_seconds")}
-        assert {k: again["variants"][name][k] for k in metrics} == metrics
+        assert {k: again["variants"][name][k] for k in KEYS} == {k: v[k] for k in KEYS}
+        assert again["variants"][name]["expectations"] == v["expectations"]
     assert (bare / "index.html").exists()
 
 

@@ -1,0 +1,66 @@
+"""Exit statuses, and the one mapping from what went wrong to a status and a one-line message.
+
+Every command (run, analyze, report, doctor) ends through `exit_for_exception` or
+`exit_for_verdict`: 0 held, 1 an expectation or a fatal anomaly failed, 2 bad input (nothing
+started), 3 infrastructure or damaged data (the numbers cannot be trusted), 130/143 interrupted.
+"""
+
+from __future__ import annotations
+
+import errno
+from enum import IntEnum
+
+from . import verdict
+
+
+class Exit(IntEnum):
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    INFRA = 3
+    SIGINT = 130
+    SIGTERM = 143
+
+
+class UsageError(Exception):
+    """Bad input found before anything started; str() names the file or option and what is allowed."""
+
+
+def exit_for_verdict(run_verdict: str, partial: bool = False) -> Exit:
+    """A summary's verdict -> exit status. `partial`: the user asked to judge only complete variants."""
+    if run_verdict == verdict.PASS:
+        return Exit.OK
+    if run_verdict == verdict.FAIL:
+        return Exit.FAILED
+    if run_verdict == verdict.INCOMPLETE and partial:
+        return Exit.OK
+    return Exit.INFRA
+
+
+def exit_for_exception(e: BaseException) -> tuple[Exit, str]:
+    """(status, one-line message) for anything a command can raise."""
+    from .cluster import InfraError
+    from .faults.schedule import ScheduleError
+    from .runfolder import RunFolderError
+    from .signals import interrupt_code
+    from .spec import SpecError
+
+    code = interrupt_code(e)
+    if code is not None:
+        return Exit(code), "interrupted"
+    if isinstance(e, (SpecError, ScheduleError, UsageError)):
+        return Exit.USAGE, str(e)
+    if isinstance(e, RunFolderError):
+        return (Exit.INFRA if e.damaged else Exit.USAGE), str(e)
+    if isinstance(e, InfraError):
+        return Exit.INFRA, str(e)
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+        return Exit.INFRA, f"no space left on the device holding {e.filename or 'the run folder'}"
+    if type(e).__module__.startswith(("py4j", "pyspark")):
+        return Exit.INFRA, f"Spark failed: {one_line(e)}"
+    return Exit.INFRA, f"the harness failed unexpectedly: {type(e).__name__}: {one_line(e)}"
+
+
+def one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__

@@ -1,0 +1,58 @@
+"""Everything checked before anything starts: the experiment file, a replayed schedule, what this
+machine and the chosen backend can do, the Spark master. Every problem is bad input (exit 2)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .exits import UsageError
+from .runfolder import RunFolder, RunFolderError
+from .spec import ExperimentSpec, SpecError, load_spec, validation_message
+
+SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+(:\d+)?(,[\w.\-]+(:\d+)?)*|yarn|k8s://\S+)$")
+
+
+def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_master: str | None):
+    """(spec, schedule or None) for `kafka-chaos run`, or SpecError / ScheduleError / UsageError."""
+    from .cluster import input_problems, unsupported_faults
+
+    spec = load_spec(experiment)
+    schedule = None
+    if replay is not None:
+        from .faults.schedule import load
+
+        schedule = load(replay, spec)
+    if spark_master is not None and not SPARK_MASTER.match(spark_master):
+        raise UsageError(f"--spark-master {spark_master!r}: not a Spark master URL "
+                         "(local, local[N], local[*], spark://HOST:PORT, yarn, k8s://...)")
+    kinds = {f.kind for f in (schedule if schedule is not None else spec.faults)}
+    cannot = unsupported_faults(spec.cluster, kinds)
+    if cannot:
+        raise SpecError(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} "
+                        f"cannot inject {', '.join(cannot)}")
+    problems = input_problems(spec.cluster)
+    if problems:
+        raise SpecError("\n".join(f"{experiment}: {p}" for p in problems))
+    return spec, schedule
+
+
+def stored_spec(folder: RunFolder, partial: bool) -> ExperimentSpec | None:
+    """The experiment a stored run was made from (its expectations and allow lists).
+
+    Validated as written, without looking at this machine (environment, librdkafka): the run
+    happened elsewhere perhaps. Missing: an error, or None with partial (fatal rules only).
+    """
+    if not folder.path.is_dir():
+        raise RunFolderError(f"{folder.path}: no such folder")
+    doc = folder.read_spec()
+    if doc is None:
+        if partial:
+            return None
+        raise RunFolderError(f"{folder.path / 'spec.yaml'} is missing: it holds the expectations and allow lists "
+                             "(analyse with --partial to judge by the fatal anomalies alone)")
+    try:
+        return ExperimentSpec.model_validate(doc, context={"stored": True})
+    except Exception as e:
+        message = validation_message(e, folder.path / "spec.yaml")
+        raise RunFolderError(message, damaged=True) from None

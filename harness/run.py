@@ -1,0 +1,220 @@
+"""One run of an experiment, along the data flow:
+
+    plan -> cluster up -> for each variant, same plan: topic, workload + nemesis, heal, read back
+         -> analysis -> verdict -> summary.json
+
+Progress goes to a Listener (the CLI draws it with rich; tests pass none). The exit code follows
+from summary.json's verdict; the caller renders the report afterwards, so a rendering failure can
+never change a verdict. `reanalyze` is the same ending for a stored run folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from datetime import datetime, timezone
+
+from . import procs, signals, summary as summary_mod
+from .analysis.folder import analyze_folder
+from .analysis.metrics import accounting_holds
+from .cluster import Cluster, InfraError, make_cluster
+from .cluster.watchdog import Watchdog
+from .exits import exit_for_exception
+from .faults.nemesis import FaultJournal, Nemesis
+from .faults.schedule import PlannedFault, plan
+from .runfolder import RunFolder
+from .spec import LOSES_MEMORY_LOG, ExperimentSpec
+from .workload.producer import DeliveryLog, produce
+from .workload.readback import save_log
+from .workload.topic import create_topic
+
+
+class Listener:
+    """What a run tells whoever watches it. Every method may be left as is (no-op)."""
+
+    def phase(self, variant: str, what: str) -> None:  # producing, healing, reading back, analysing, done
+        pass
+
+    def sent(self, variant: str, count: int, total: int) -> None:
+        pass
+
+    def warning(self, text: str) -> None:
+        pass
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str]:
+    """What the user must know to read the numbers right, said before the run starts."""
+    out = []
+    kinds = {f.kind for f in schedule}
+    if spec.cluster.broker == "tansu" and kinds & set(LOSES_MEMORY_LOG):
+        out.append(
+            f"{', '.join(sorted(kinds & set(LOSES_MEMORY_LOG)))} on Tansu: its memory storage lives in the broker "
+            "process, so a killed or restarted broker comes back empty. Every record written before is counted "
+            "as lost (that is the truth about this broker), and an idempotent producer then gets "
+            "UnknownProducerId and times out until it is recreated. Use Apache Kafka to test failover.")
+    return out
+
+
+def client_logger(path) -> logging.Logger:
+    """librdkafka's log lines go to a file in the run folder, not to the terminal."""
+    logger = logging.getLogger(f"kafka-chaos.{path}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    return logger
+
+
+class Run:
+    def __init__(self, spec: ExperimentSpec, folder: RunFolder, seed: int, listener: Listener | None = None,
+                 spark_master: str | None = None, schedule: list[PlannedFault] | None = None):
+        self.spec, self.folder, self.seed = spec, folder, seed
+        self.listener = listener or Listener()
+        self.spark_master = spark_master
+        self.schedule = schedule if schedule is not None else plan(spec, seed)
+        self.warnings = warnings_for(spec, self.schedule)
+        self.produced: dict[str, dict] = {}  # variant -> delivery counts, produce_seconds, topic
+        self.analysed: dict[str, dict] = {}  # variant -> metrics
+        self.stop = threading.Event()
+        self.started_at = _now()
+        self.cluster: Cluster | None = None
+        self.summary: dict | None = None
+
+    def execute(self) -> dict:
+        """Run everything; always leaves summary.json (status complete, interrupted or error).
+        Raises what ended the run early (Interrupted, InfraError, ...) after the summary is written."""
+        self.folder.write_spec({**self.spec.public_dict(), "seed": self.seed})
+        procs.tag_run(self.folder.path)  # every process started from here on carries the run's folder
+        status, reason, failure = "complete", "", None
+        spark = None
+        try:
+            spark = _spark(self.spark_master)
+            self.cluster = make_cluster(self.spec.cluster, self.folder.path)
+            self.cluster.up()
+            session = spark.get()
+            for variant in self.spec.variants:
+                self._run_variant(session, variant)
+            names = [v.name for v in self.spec.variants]
+            self.analysed = analyze_folder(session, self.folder, names,
+                                           on_variant=lambda v: self.listener.phase(v, "analysing"))
+        except BaseException as e:
+            failure = e
+            _, message = exit_for_exception(e)
+            status = "interrupted" if signals.interrupt_code(e) is not None else "error"
+            reason = "the run was interrupted before it finished" if status == "interrupted" else message
+            if status == "error" and not isinstance(e, InfraError):
+                (self.folder.logs / "harness-error.log").write_text("".join(traceback.format_exception(e)))
+                reason += f" (traceback in {self.folder.logs / 'harness-error.log'})"
+        with signals.deferred():  # a Ctrl-C now is recorded, not allowed to cut the clean-up short
+            self.stop.set()
+            if self.cluster is not None:
+                self.cluster.down()
+            if spark is not None:
+                spark.stop()
+            self.summary = self._write_summary(status, reason)
+        if failure is not None:
+            raise failure
+        return self.summary
+
+    def _run_variant(self, spark, variant) -> None:
+        spec, cluster, name = self.spec, self.cluster, variant.name
+        self.folder.variant_dir(name).mkdir()
+        topic = f"kc-{name}-{self.folder.run_id[-6:]}"
+        self.produced[name] = {"topic": topic}
+        create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor)
+        nemesis = Nemesis(cluster, self.schedule, name, FaultJournal(self.folder.faults_path), topic)
+        self.listener.phase(name, "producing")
+        nemesis.start()
+        watchdog = Watchdog(cluster, self.stop)
+        log = DeliveryLog(self.folder.acks_path(name), spec.topic.partitions)
+        t0 = time.monotonic()
+        try:
+            produce(cluster.client, topic, spec.topic.partitions, spec.workload.messages,
+                    spec.producer_config(variant), log, rate=spec.workload.rate,
+                    flush_timeout=spec.workload.flush_timeout, stop=self.stop,
+                    on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
+                    logger=client_logger(self.folder.logs / f"producer-{name}.log"), before_flush=nemesis.stop)
+        finally:  # whatever happened, keep what was recorded
+            watchdog.stop()
+            nemesis.stop()
+            self.produced[name].update(sent=log.sent, **log.counts, produce_seconds=round(time.monotonic() - t0, 2))
+        if watchdog.error:
+            raise InfraError(f"{name}: {watchdog.error}")
+        if not accounting_holds(self.produced[name]):
+            raise InfraError(f"{name}: delivery accounting broken: {self.produced[name]}")
+        if nemesis.errors:
+            raise InfraError(f"{name}: faults could not be applied: {'; '.join(nemesis.errors[:3])}")
+        cluster.check_alive()
+        self.listener.phase(name, "healing")
+        cluster.settle(topic, spec.topic.partitions)
+        self.listener.phase(name, "reading back")
+        save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.log_path(name))
+        self.listener.phase(name, "done")
+
+    def _write_summary(self, status: str, reason: str) -> dict:
+        facts = {"seed": self.seed, "warnings": self.warnings,
+                 "cluster": self.cluster.description if self.cluster else "", "started_at": self.started_at,
+                 "ended_at": _now(), "reason": reason, "faults_planned": len(self.schedule)}
+        variants = {}
+        for v in self.spec.variants:
+            if v.name not in self.produced:
+                continue
+            analysed = self.analysed.get(v.name)
+            incomplete = "" if analysed else "not analysed: the run ended before its analysis"
+            variants[v.name] = summary_mod.variant_entry({**self.produced[v.name], **(analysed or {})},
+                                                          self.spec.rules(v.name), v.allow, incomplete)
+        s = summary_mod.build(self.folder.run_id, self.spec.name, status, variants, facts)
+        self.folder.write_summary(s)
+        return s
+
+
+def _spark(master: str | None):
+    from .analysis.spark import SparkStarter
+
+    return SparkStarter(master)
+
+
+# Facts only the live run knew; kept when a stored run is analysed again.
+KEPT_RUN_FACTS = ("seed", "cluster", "started_at", "ended_at", "faults_planned", "warnings", "reason")
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic")
+
+
+def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,
+              partial: bool = False, listener: Listener | None = None) -> dict:
+    """The summary of a stored run from its Parquet files alone (what `kafka-chaos analyze` writes).
+
+    Without a spec (only with partial) no expectation applies and nothing is allowed.
+    """
+    listener = listener or Listener()
+    old = folder.read_summary() or {}
+    names = [v.name for v in spec.variants] if spec else folder.variants()
+    from .analysis.spark import spark_session
+
+    spark = spark_session(spark_master)
+    try:
+        analysed = analyze_folder(spark, folder, names, partial=partial,
+                                  on_variant=lambda v: listener.phase(v, "analysing"))
+    finally:
+        spark.stop()
+    variants = {}
+    allow = {v.name: v.allow for v in spec.variants} if spec else {}
+    for name, metrics in analysed.items():
+        kept = {k: x for k, x in old.get("variants", {}).get(name, {}).items() if k in KEPT_VARIANT_FACTS}
+        why = metrics.pop("incomplete", "")
+        variants[name] = summary_mod.variant_entry({**kept, **metrics}, spec.rules(name) if spec else {},
+                                                   allow.get(name, []), why)
+    status = old.get("status", "complete")
+    if status not in ("interrupted", "error"):
+        status = "incomplete" if any(v.get("incomplete") for v in variants.values()) else "complete"
+    facts = {k: old[k] for k in KEPT_RUN_FACTS if k in old}
+    s = summary_mod.build(old.get("run_id", folder.run_id), spec.name if spec else old.get("experiment", folder.run_id),
+                          status, variants, facts)
+    folder.write_summary(s)
+    return s
