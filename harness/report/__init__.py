@@ -1,1 +1,21 @@
-"""The HTML report of a run."""
+"""The HTML reports: load.py reads a run folder into a view, render.py turns a view into a page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..runfolder import RunFolder, index_path
+from .load import load, load_index
+from .render import render_index, render_run
+
+
+def write_report(folder: RunFolder) -> Path:
+    """<run>/index.html from the folder's summary, faults and anomaly tables."""
+    return folder.write_report(render_run(load(folder)))
+
+
+def write_index(out: Path) -> Path:
+    """<out>/index.html: every run of the folder, newest first, with the trend across runs."""
+    path = index_path(out)
+    path.write_text(render_index(load_index(out)))
+    return path

@@ -44,17 +44,30 @@ def _num(v: float) -> str:
     return f"{v:,.0f}" if v >= 10 or float(v).is_integer() else f"{v:.2g}"
 
 
+FAULT_COLORS = {  # one colour per fault kind, the same in every chart and legend
+    "lost-acks": "#e45756", "reset-connections": "#f58518", "latency": "#eeca3b", "bandwidth": "#b279a2",
+    "slow-close": "#9d755d", "partition": "#54a24b", "isolate": "#2f7f4f", "broker-pause": "#4c78a8",
+    "broker-kill": "#222222", "broker-restart": "#72b7b2",
+}
+
+
+def fault_color(kind: str) -> str:
+    return FAULT_COLORS.get(kind, "#bab0ac")
+
+
 def timeline(title: str, t0: float, t1: float, lines: dict[str, list[tuple[float, float]]],
-             faults: list[tuple[float, float, str]]) -> Markup:
-    """Lines over time (seconds since t0) with each fault drawn as a shaded bar over its active period."""
+             faults: list[dict]) -> Markup:
+    """Lines over time (seconds since t0) with each fault ({start, end, kind, label}) shaded over its
+    active period in its kind's colour, and a legend of the kinds shown."""
     x = _scale(0, max(t1 - t0, 1e-9), PAD_L, W - PAD_R)
     y_max = max([v for pts in lines.values() for _, v in pts] + [1])
     y = _scale(0, y_max, H - PAD_B, PAD_T)
     body = []
-    for start, end, label in faults:
-        x0, x1 = x(max(0.0, start - t0)), x(min(t1 - t0, max(start, end) - t0))
-        body.append(f'<rect class="fault" x="{x0:.1f}" y="{PAD_T}" width="{max(1.0, x1 - x0):.1f}" '
-                    f'height="{H - PAD_B - PAD_T}"><title>{escape(label)}</title></rect>')
+    for f in faults:
+        x0, x1 = x(max(0.0, f["start"] - t0)), x(min(t1 - t0, max(f["start"], f["end"]) - t0))
+        body.append(f'<rect class="fault" data-kind="{escape(f["kind"])}" fill="{fault_color(f["kind"])}" '
+                    f'x="{x0:.1f}" y="{PAD_T}" width="{max(1.0, x1 - x0):.1f}" height="{H - PAD_B - PAD_T}">'
+                    f'<title>{escape(f["label"])}</title></rect>')
     for i, (name, pts) in enumerate(lines.items()):
         color = COLORS[i % len(COLORS)]
         coords = " ".join(f"{x(t - t0):.1f},{y(v):.1f}" for t, v in pts)
@@ -63,16 +76,21 @@ def timeline(title: str, t0: float, t1: float, lines: dict[str, list[tuple[float
                     f'<title>{escape(name)}</title></polyline>')
         body.append(f'<text x="{W - PAD_R - 4}" y="{PAD_T + 12 + 12 * i}" class="legend" text-anchor="end" '
                     f'fill="{color}">{escape(name)}</text>')
+    for i, kind in enumerate(sorted({f["kind"] for f in faults})):
+        lx = PAD_L + 6 + 110 * i
+        body.append(f'<rect class="legend-key" x="{lx}" y="{PAD_T + 2}" width="9" height="9" '
+                    f'fill="{fault_color(kind)}"/><text x="{lx + 12}" y="{PAD_T + 10}" class="legend">'
+                    f'{escape(kind)}</text>')
     return _frame(title, y_max, ("0 s", f"{t1 - t0:.0f} s"), body)
 
 
 def histogram(title: str, values: list[int], bins: int = 20) -> Markup:
-    """Counts of values in log-spaced bins (jump-back sizes span 1 to thousands)."""
+    """Counts of values in log-spaced bins (jump-back sizes span 0 to thousands; 0 has its own bin)."""
     if not values:
         return _frame(title, 1, ("", ""), [f'<text x="{W / 2}" y="{H / 2}" class="tick" '
                                            f'text-anchor="middle">none</text>'])
     top = max(values)
-    edges = sorted({1} | {max(1, round(top ** (k / bins))) for k in range(bins + 1)} | {top + 1})
+    edges = sorted({0, 1} | {max(1, round(top ** (k / bins))) for k in range(bins + 1)} | {top + 1})
     counts = [sum(1 for v in values if lo <= v < hi) for lo, hi in zip(edges, edges[1:])]
     y_max = max(counts)
     y = _scale(0, y_max, H - PAD_B, PAD_T)
@@ -81,7 +99,7 @@ def histogram(title: str, values: list[int], bins: int = 20) -> Markup:
     for i, (c, lo, hi) in enumerate(zip(counts, edges, edges[1:])):
         body.append(f'<rect class="bar" x="{PAD_L + i * bw + 1:.1f}" y="{y(c):.1f}" width="{max(1.0, bw - 2):.1f}" '
                     f'height="{H - PAD_B - y(c):.1f}"><title>size {lo}-{hi - 1}: {c}</title></rect>')
-    return _frame(title, y_max, ("size 1", f"size {top}"), body)
+    return _frame(title, y_max, ("size 0", f"size {top}"), body)
 
 
 def trend(title: str, runs: list[str], lines: dict[str, list[float | None]]) -> Markup:

@@ -1,53 +1,70 @@
-"""The HTML reports: one per run (<run>/index.html) and one for a folder of runs (index.html).
+"""The HTML reports, pure: a view (load.py) in, one self-contained HTML page out.
 
-Both are single self-contained files (inline CSS and SVG, no script, no network request),
-rendered by jinja2 with autoescaping: every value from data or experiment files is escaped.
+    render_run(view) -> str       <run>/index.html
+    render_index(runs) -> str     <out>/index.html, every run with its verdict and the trend across runs
+
+Pages are jinja2 templates with autoescaping (every value from data or experiment files is
+escaped), inline CSS and SVG, no script and no network request. Links are built only from names
+the harness generated (run folder names on disk, variant names the spec validated), each
+percent-encoded as a relative path.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
-from pathlib import Path
+from urllib.parse import quote
 
-import pyarrow.parquet as pq
-import yaml
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..summary import ACCOUNTING, TABLE_COLUMNS
+from ..analysis.metrics import BY_KEY, METRICS
+from .. import verdict as v
 from . import charts
-
-LISTING_CAP = 200
+from .load import DETAIL_TABLES, LISTING_CAP
 
 
 def _env() -> Environment:
-    return Environment(loader=PackageLoader("harness.report", "templates"),
-                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=PackageLoader("harness.report", "templates"),
+                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env.filters["path"] = lambda *parts: "/".join(quote(str(p), safe="") for p in parts)
+    env.filters["num"] = lambda x: f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else ("-" if x is None
+                                                                                                   else x)
+    return env
 
 
-def read_faults(run_dir: Path) -> list[dict]:
-    path = run_dir / "faults.jsonl"
-    if not path.exists():
-        return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return sorted(rows, key=lambda r: (r.get("variant", ""), r.get("planned_at", 0), r.get("id", 0)))
+def listing_line(run: dict) -> str:
+    """A jump-back run in the seed article's words: "Msg: m=65899 Last-acked=65929 JUMP BACK 30 DUPLICATE"
+    (the article prints no JUMP BACK for a repeat of the value just read: size 0), then where it is."""
+    kind = str(run["kind"]).upper()
+    head = (f"Msg: m={run['first_value']} {kind}" if run["size"] == 0 else
+            f"Msg: m={run['first_value']} Last-acked={run['highest_before']} JUMP BACK {run['size']} {kind}")
+    return f"{head}  (p={run['partition']} offsets {run['first_offset']}-{run['last_offset']}, {run['length']} records)"
 
 
-def _table(path: Path) -> list[dict]:
-    return pq.read_table(path).to_pylist() if path.exists() else []
+def headline(summary: dict, run_verdict: str) -> tuple[str, str]:
+    """(css class, the report's first line): the verdict and why."""
+    variants = summary.get("variants", {})
+    if run_verdict in (v.INTERRUPTED, v.ERROR):
+        return "fail", f"{run_verdict.upper()}: {summary.get('reason') or 'the run did not finish'}"
+    failed = [f"{name}: {_check_text(c)}" for name, var in variants.items() for c in var.get("expectations", [])
+              if c.get("status", v.PASS if c.get("passed") else v.FAIL) == v.FAIL]
+    if failed:
+        return "fail", "FAIL: " + "; ".join(failed)
+    incomplete = [f"{name} ({var['incomplete']})" for name, var in variants.items() if var.get("incomplete")]
+    if incomplete:
+        return "fail", "INCOMPLETE: not analysed: " + "; ".join(incomplete)
+    allowed = [f"{name}: {_check_text(c)}" for name, var in variants.items() for c in var.get("expectations", [])
+               if c.get("status") == v.ALLOWED]
+    if allowed:
+        return "allowed", "PASS with allowed anomalies: " + "; ".join(allowed)
+    return "pass", "PASS: every check held"
 
 
-def _epoch(iso: str | None) -> float | None:
-    return datetime.fromisoformat(iso).timestamp() if iso else None
-
-
-def _differing_settings(spec: dict) -> tuple[list[str], dict[str, dict]]:
-    """Producer settings that differ between variants: (keys, {variant: {key: value}})."""
-    common = spec.get("producer") or {}
-    per = {v["name"]: {**common, **(v.get("producer") or {})} for v in spec.get("variants", [])}
-    keys = sorted({k for conf in per.values() for k in conf
-                   if len({json.dumps(c.get(k)) for c in per.values()}) > 1})
-    return keys, per
+def _check_text(c: dict) -> str:
+    metric = BY_KEY.get(c["metric"])
+    label = metric.label if metric else c["metric"]
+    actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
+    if c.get("status") == v.ALLOWED:
+        return f"{label} = {actual} (allowed by the experiment)"
+    return f"{label} = {actual}, expected {c['rule']}"
 
 
 def _dense(rows: list[dict]) -> list[dict]:
@@ -56,69 +73,53 @@ def _dense(rows: list[dict]) -> list[dict]:
         return []
     by_second = {r["second"]: r for r in rows}
     lo, hi = min(by_second), max(by_second)
-    return [by_second.get(t, {"second": t, "records": 0, "duplicates": 0, "jump_backs": 0}) for t in range(lo, hi + 1)]
+    zero = {k: 0 for k in rows[0] if k != "second"}
+    return [by_second.get(t, {"second": t, **zero}) for t in range(lo, hi + 1)]
 
 
-def _variant_view(run_dir: Path, name: str, faults: list[dict]) -> dict:
-    details = run_dir / name / "anomalies"
-    series = _dense(_table(details / "series.parquet"))
-    runs = sorted(_table(details / "jump_back_runs.parquet"), key=lambda r: (r["partition"], r["first_offset"]))
-    view = {"runs": runs[:LISTING_CAP], "more_runs": max(0, len(runs) - LISTING_CAP),
-            "partitions": _table(details / "partitions.parquet"), "charts": [], "details": details.exists()}
+def _charts(name: str, var: dict) -> list:
+    series = _dense(var["series"])
+    out = []
     if series:
         t0, t1 = series[0]["second"], series[-1]["second"] + 1
-        bars = [(_epoch(f["applied_at"]), _epoch(f.get("healed_at")) or _epoch(f["applied_at"]) + f["planned_duration"],
-                 f"{f['kind']} #{f['id']} on {f['target']}")
-                for f in faults if f.get("variant") == name and f.get("applied_at")]
-        view["charts"].append(charts.timeline(
-            f"{name}: records written per second (fault periods shaded)", t0, t1,
-            {"records": [(r["second"], r["records"]) for r in series]}, bars))
-        view["charts"].append(charts.timeline(
-            f"{name}: duplicates and jump-backs per second", t0, t1,
-            {"duplicates": [(r["second"], r["duplicates"]) for r in series],
-             "jump-backs": [(r["second"], r["jump_backs"]) for r in series]}, bars))
-    view["charts"].append(charts.histogram(f"{name}: jump-back sizes ({len(runs)} runs)", [r["size"] for r in runs]))
-    return view
-
-
-def render(run_dir: Path) -> Path:
-    summary = json.loads((run_dir / "summary.json").read_text())
-    spec = yaml.safe_load((run_dir / "spec.yaml").read_text()) if (run_dir / "spec.yaml").exists() else {}
-    faults = read_faults(run_dir)
-    keys, settings = _differing_settings(spec or {})
-    start, end = _epoch(summary.get("started_at")), _epoch(summary.get("ended_at"))
-    html = _env().get_template("run.html.j2").render(
-        s=summary, columns=TABLE_COLUMNS, accounting=ACCOUNTING, faults=faults,
-        duration=f"{end - start:.0f} s" if start and end else "",
-        setting_keys=keys, settings=settings,
-        variants={name: _variant_view(run_dir, name, faults) for name in summary["variants"]},
-        cap=LISTING_CAP)
-    out = run_dir / "index.html"
-    out.write_text(html)
+        lines = {"records (by produce time)": [(r["second"], r["records"]) for r in series]}
+        if any(r.get("acks") for r in series):
+            lines["acks (by acknowledgement time)"] = [(r["second"], r.get("acks") or 0) for r in series]
+        out.append(charts.timeline(f"{name}: records and acknowledgements per second (faults shaded by kind)",
+                                   t0, t1, lines, var["faults"]))
+        out.append(charts.timeline(f"{name}: duplicates and jump-backs per second", t0, t1,
+                                   {"duplicates": [(r["second"], r["duplicates"]) for r in series],
+                                    "jump-backs": [(r["second"], r["jump_backs"]) for r in series]}, var["faults"]))
+    out.append(charts.histogram(f"{name}: jump-back sizes ({var['runs_total']} runs)", var["sizes"]))
     return out
 
 
-def render_index(folder: Path) -> Path:
-    """folder/index.html: every run in the folder, newest first, and the trend of duplicates and lost."""
-    runs = []
-    for path in folder.glob("*/summary.json"):
-        try:
-            runs.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-    runs.sort(key=lambda s: (s.get("started_at") or "", s.get("run_id", "")), reverse=True)
-    for s in runs:
-        checks = [e for v in s.get("variants", {}).values() for e in v.get("expectations", [])]
-        s["verdict"] = ("error" if s.get("status") == "error" else "interrupted" if s.get("status") == "interrupted"
-                        else "pass" if all(e["passed"] for e in checks) else "FAIL")
+def render_run(view: dict) -> str:
+    s = view["summary"]
+    css, line = headline(s, view["verdict"])
+    variants = {name: {**var, "charts": _charts(name, var), "listing": [listing_line(r) for r in var["runs"]]}
+                for name, var in view["variants"].items()}
+    return _env().get_template("run.html.j2").render(
+        s=s, verdict=view["verdict"], headline=line, headline_class=css, metrics=METRICS,
+        setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"], variants=variants,
+        detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s))
+
+
+def _duration(s: dict) -> str:
+    from .load import _epoch
+
+    start, end = _epoch(s.get("started_at")), _epoch(s.get("ended_at"))
+    return f"{end - start:.0f} s" if start and end else ""
+
+
+def render_index(runs: list[dict]) -> str:
     oldest_first = list(reversed(runs))
-    names = sorted({f"{s['experiment']}/{v}" for s in runs for v in s.get("variants", {})})
+    names = sorted({(r["summary"].get("experiment"), name) for r in runs for name in r["summary"].get("variants", {})},
+                   key=str)
     trend = []
     for metric in ("duplicates", "lost"):
-        lines = {n: [s["variants"].get(n.split("/", 1)[1], {}).get(metric) if s["experiment"] == n.split("/", 1)[0]
-                     else None for s in oldest_first] for n in names}
-        trend.append(charts.trend(f"{metric} per variant, oldest run left", [s["run_id"] for s in oldest_first], lines))
-    html = _env().get_template("index.html.j2").render(runs=runs, trend=trend)
-    out = folder / "index.html"
-    out.write_text(html)
-    return out
+        lines = {f"{exp}/{name}": [r["summary"]["variants"].get(name, {}).get(metric)
+                                   if r["summary"].get("experiment") == exp else None for r in oldest_first]
+                 for exp, name in names}
+        trend.append(charts.trend(f"{metric} per variant, oldest run left", [r["folder"] for r in oldest_first], lines))
+    return _env().get_template("index.html.j2").render(runs=runs, trend=trend)

@@ -1,0 +1,98 @@
+"""Everything a report shows, read from a run folder into plain data (render.py turns it into HTML).
+
+    view = load(RunFolder(path))          # one run
+    views = load_index(out_folder)         # every run of an --out folder, newest first
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from ..analysis.anomalies import TABLES
+from ..runfolder import RunFolder, RunFolderError, runs_in
+from ..verdict import run_verdict
+
+LISTING_CAP = 200  # jump-back runs and anomaly rows shown in the page; all of them are in the Parquet
+DETAIL_TABLES = ("lost", "unseen", "inconsistent_offsets", "rejected_visible", "unexpected", "nonmonotonic_sends")
+
+
+def _epoch(iso) -> float | None:
+    try:
+        return datetime.fromisoformat(iso).timestamp() if isinstance(iso, str) and iso else None
+    except ValueError:
+        return None
+
+
+def _differing_settings(spec: dict) -> tuple[list[str], dict[str, dict]]:
+    """Producer settings that differ between variants: (keys, {variant: {key: value}})."""
+    common = spec.get("producer") or {}
+    per = {v["name"]: {**common, **(v.get("producer") or {})} for v in spec.get("variants", [])
+           if isinstance(v, dict) and "name" in v}
+    keys = sorted({k for conf in per.values() for k in conf
+                   if len({json.dumps(c.get(k), sort_keys=True, default=str) for c in per.values()}) > 1})
+    return keys, per
+
+
+def _rows(folder: RunFolder, variant: str, table: str) -> list[dict]:
+    try:
+        found = folder.read_table(variant, table)
+    except RunFolderError:
+        return []
+    return found.to_pylist() if found is not None else []
+
+
+def _fault_periods(faults: list[dict], variant: str) -> list[dict]:
+    """Each applied fault of a variant as {start, end, kind, label} in epoch seconds."""
+    out = []
+    for f in faults:
+        start = _epoch(f.get("applied_at"))
+        if f.get("variant") != variant or start is None:
+            continue
+        end = _epoch(f.get("healed_at")) or start + float(f.get("planned_duration") or 0)
+        out.append({"start": start, "end": end, "kind": str(f.get("kind", "")),
+                    "label": f"{f.get('kind')} #{f.get('id')} on {f.get('target')}"})
+    return out
+
+
+def load(folder: RunFolder) -> dict:
+    """The view of one run: summary, settings, faults and, per variant, its tables."""
+    summary = folder.read_summary()
+    if summary is None:
+        raise RunFolderError(f"{folder.path}: no summary.json; run `kafka-chaos analyze {folder.path}` first")
+    spec = folder.read_spec() or {}
+    faults = folder.read_faults()
+    keys, settings = _differing_settings(spec)
+    variants = {}
+    for name in summary.get("variants", {}):
+        runs = _rows(folder, name, "jump_back_runs")
+        variants[name] = {
+            "series": _rows(folder, name, "series"),
+            "partitions": _rows(folder, name, "partitions"),
+            "runs": runs[:LISTING_CAP], "runs_total": len(runs), "sizes": [r["size"] for r in runs],
+            "details": {t: _capped(_rows(folder, name, t)) for t in DETAIL_TABLES},
+            "faults": _fault_periods(faults, name),
+            "has_tables": folder.table_path(name, "partitions").exists(),
+        }
+    return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary),
+            "setting_keys": keys, "settings": settings, "faults": faults, "variants": variants,
+            "tables": list(TABLES)}
+
+
+def _capped(rows: list[dict]) -> dict:
+    return {"rows": rows[:LISTING_CAP], "total": len(rows)}
+
+
+def load_index(out: Path) -> list[dict]:
+    """Every run of a folder, newest first: its folder name (the link), summary and verdict."""
+    runs = []
+    for folder in runs_in(out):
+        try:
+            s = folder.read_summary()
+        except RunFolderError:
+            continue
+        if s is not None:
+            runs.append({"folder": folder.path.name, "summary": s, "verdict": s.get("verdict") or run_verdict(s)})
+    runs.sort(key=lambda r: (str(r["summary"].get("started_at") or ""), r["folder"]), reverse=True)
+    return runs
