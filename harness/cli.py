@@ -67,6 +67,7 @@ def _writable_dir(path: Path) -> None:
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
     from .analysis.metrics import METRICS
+    from .verdict import status_of
 
     variants = summary.get("variants", {})
     table = Table(title=Text(f"{summary.get('experiment')} · {summary.get('status')} · verdict "
@@ -82,7 +83,7 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
         if x.get("incomplete"):
             console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
         for c in x.get("expectations", []):
-            status = c.get("status") or ("pass" if c.get("passed") else "fail")
+            status = status_of(c)
             mark = {"pass": ("pass", "green"), "fail": ("FAIL", "bold red"), "allowed": ("allowed", "yellow")}[status]
             actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
             console.print(Text.assemble("  ", mark, f"  {name}: {c['metric']} {c['rule']} (actual {actual})"))

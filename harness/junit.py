@@ -45,7 +45,7 @@ def to_xml(summary: dict, seconds: float = 0.0) -> bytes:
             tests += 1
             case = ET.SubElement(suite, "testcase", classname=f"{experiment}.{variant}",
                                  name=f"{c['metric']} {c['rule']}", time="0")
-            status = c.get("status") or (v.PASS if c.get("passed") else v.FAIL)
+            status = v.status_of(c)
             if status == v.FAIL:
                 failures += 1
                 ET.SubElement(case, "failure", type="ExpectationFailed",

@@ -187,22 +187,24 @@ KEPT_VARIANT_FACTS = ("produce_seconds", "topic")
 
 
 def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,
-              partial: bool = False, listener: Listener | None = None) -> dict:
+              partial: bool = False, listener: Listener | None = None, spark=None) -> dict:
     """The summary of a stored run from its Parquet files alone (what `kafka-chaos analyze` writes).
 
-    Without a spec (only with partial) no expectation applies and nothing is allowed.
+    Without a spec (only with partial) no expectation applies and nothing is allowed. A Spark
+    session is started and stopped here unless one is given.
     """
     listener = listener or Listener()
     old = folder.read_summary() or {}
     names = [v.name for v in spec.variants] if spec else folder.variants()
     from .analysis.spark import spark_session
 
-    spark = spark_session(spark_master)
+    session = spark or spark_session(spark_master)
     try:
-        analysed = analyze_folder(spark, folder, names, partial=partial,
+        analysed = analyze_folder(session, folder, names, partial=partial,
                                   on_variant=lambda v: listener.phase(v, "analysing"))
     finally:
-        spark.stop()
+        if spark is None:
+            session.stop()
     variants = {}
     allow = {v.name: v.allow for v in spec.variants} if spec else {}
     for name, metrics in analysed.items():

@@ -17,6 +17,8 @@ class Metric:
     meaning: str  # one line, for the README and the report
     combine: str = "sum"  # across partitions and runs: "sum" or "max"
     fatal: bool = False  # fails the run unless the variant allows it
+    anomaly: bool = False  # something went wrong when it is above 0 (highlighted in the report)
+    trend: bool = False  # drawn across runs in the runs index
     accounting: bool = False  # delivery counts, shown dimmed after the anomalies
 
 
@@ -25,23 +27,26 @@ METRICS: tuple[Metric, ...] = (
     Metric("acked", "confirmed", "sends the broker confirmed, with the offset the client was told"),
     Metric("received", "received", "records read back that carry a value the workload sent"),
     Metric("unique", "unique", "distinct values read back"),
-    Metric("duplicates", "duplicates", "extra copies of values already read: received - unique"),
+    Metric("duplicates", "duplicates", "extra copies of values already read: received - unique",
+           anomaly=True, trend=True),
     Metric("jump_back_runs", "jump-back runs",
-           "runs of consecutive records whose value is not above the highest value read before"),
+           "runs of consecutive records whose value is not above the highest value read before", anomaly=True),
     Metric("max_jump_back", "max jump-back", "largest jump-back size: highest value before - first value of the run",
            combine="max"),
-    Metric("lost", "lost", "acked values never read while a later value of their partition was read", fatal=True),
+    Metric("lost", "lost", "acked values never read while a later value of their partition was read",
+           fatal=True, anomaly=True, trend=True),
     Metric("unseen", "unseen",
-           "acked values never read with nothing later read in their partition: lost or late, a final read cannot tell"),
+           "acked values never read with nothing later read in their partition: lost or late, a final read cannot tell",
+           anomaly=True),
     Metric("missing", "missing", "rejected or unknown values never read (expected under faults)"),
     Metric("received_unacked", "received-unacked", "unknown values that are in the log anyway"),
     Metric("reorders", "reorders", "jump-back records whose value had not been read before (late, not repeated)"),
     Metric("unexpected", "unexpected", "records read that the workload never sent (foreign format included)",
-           fatal=True),
+           fatal=True, anomaly=True),
     Metric("inconsistent_offsets", "inconsistent offsets",
-           "acked offsets that hold another value, or nothing", fatal=True),
+           "acked offsets that hold another value, or nothing", fatal=True, anomaly=True),
     Metric("rejected_visible", "rejected-visible", "values reported as rejected (never written) that are in the log",
-           fatal=True),
+           fatal=True, anomaly=True),
     Metric("nonmonotonic_sends", "nonmonotonic sends",
            "acked sends whose offset is below the offset of the send before them in their partition"),
     # Delivery accounting: sent = acked + rejected + unknown.

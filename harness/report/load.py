@@ -11,11 +11,14 @@ from datetime import datetime
 from pathlib import Path
 
 from ..analysis.anomalies import TABLES
+from ..analysis.metrics import BY_KEY
 from ..runfolder import RunFolder, RunFolderError, runs_in
-from ..verdict import run_verdict
+from ..verdict import run_verdict, status_of
 
 LISTING_CAP = 200  # jump-back runs and anomaly rows shown in the page; all of them are in the Parquet
-DETAIL_TABLES = ("lost", "unseen", "inconsistent_offsets", "rejected_visible", "unexpected", "nonmonotonic_sends")
+# Tables listed row by row in the page: those named after a metric (lost, unseen, ...), but the two the
+# jump-back listing already shows.
+DETAIL_TABLES = tuple(t for t in TABLES if t in BY_KEY and t not in ("duplicates", "jump_back_runs"))
 
 
 def _epoch(iso) -> float | None:
@@ -75,6 +78,9 @@ def load(folder: RunFolder) -> dict:
             "faults": _fault_periods(faults, name),
             "has_tables": folder.table_path(name, "partitions").exists(),
         }
+    for var in summary.get("variants", {}).values():  # one status per check, whatever release wrote it
+        var["expectations"] = [{**c, "status": status_of(c)} for c in var.get("expectations", [])]
+        var.setdefault("allowed", [])
     return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary),
             "setting_keys": keys, "settings": settings, "faults": faults, "variants": variants,
             "tables": list(TABLES)}

@@ -45,14 +45,14 @@ def headline(summary: dict, run_verdict: str) -> tuple[str, str]:
     if run_verdict in (v.INTERRUPTED, v.ERROR):
         return "fail", f"{run_verdict.upper()}: {summary.get('reason') or 'the run did not finish'}"
     failed = [f"{name}: {_check_text(c)}" for name, var in variants.items() for c in var.get("expectations", [])
-              if c.get("status", v.PASS if c.get("passed") else v.FAIL) == v.FAIL]
+              if v.status_of(c) == v.FAIL]
     if failed:
         return "fail", "FAIL: " + "; ".join(failed)
     incomplete = [f"{name} ({var['incomplete']})" for name, var in variants.items() if var.get("incomplete")]
     if incomplete:
         return "fail", "INCOMPLETE: not analysed: " + "; ".join(incomplete)
     allowed = [f"{name}: {_check_text(c)}" for name, var in variants.items() for c in var.get("expectations", [])
-               if c.get("status") == v.ALLOWED]
+               if v.status_of(c) == v.ALLOWED]
     if allowed:
         return "allowed", "PASS with allowed anomalies: " + "; ".join(allowed)
     return "pass", "PASS: every check held"
@@ -117,7 +117,7 @@ def render_index(runs: list[dict]) -> str:
     names = sorted({(r["summary"].get("experiment"), name) for r in runs for name in r["summary"].get("variants", {})},
                    key=str)
     trend = []
-    for metric in ("duplicates", "lost"):
+    for metric in (m.key for m in METRICS if m.trend):
         lines = {f"{exp}/{name}": [r["summary"]["variants"].get(name, {}).get(metric)
                                    if r["summary"].get("experiment") == exp else None for r in oldest_first]
                  for exp, name in names}

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import Producer
 
-from .outcomes import ACKED, UNKNOWN, outcome
+from .outcomes import ACKED, REJECTED, UNKNOWN, outcome
 
 ACKS_SCHEMA = pa.schema([
     ("partition", pa.int32()),
@@ -71,7 +71,7 @@ class DeliveryLog:
         self._latency: list[float] = []
         self._failed: list[tuple] = []  # (partition, raw value, KafkaError, latency)
         self._writer = pq.ParquetWriter(path, ACKS_SCHEMA)
-        self.counts = {"acked": 0, "rejected": 0, "unknown": 0}
+        self.counts = {ACKED: 0, REJECTED: 0, UNKNOWN: 0}
         self.sent = 0  # set by close()
         part, value, offset, latency = self._part.append, self._value.append, self._offset.append, self._latency.append
         failed = self._failed.append
@@ -230,5 +230,5 @@ def produce(
     finally:
         producer.poll(0)
         log.close([count // partitions + (1 if p < count % partitions else 0) for p in range(partitions)])
-    return ProduceResult(count, log.counts["acked"], log.counts["rejected"], log.counts["unknown"],
+    return ProduceResult(count, log.counts[ACKED], log.counts[REJECTED], log.counts[UNKNOWN],
                          time.monotonic() - t0, stop.is_set())

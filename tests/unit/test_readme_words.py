@@ -1,0 +1,14 @@
+"""The README's Words section says what the metric registry says, for every metric."""
+
+from pathlib import Path
+
+from harness.analysis.metrics import METRICS
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def test_every_metric_is_in_the_readme_words_exactly_as_defined():
+    words = README[README.index("## Words"):README.index("## Experiments")]
+    for m in METRICS:
+        assert f"- **{m.label}** (`{m.key}`{', fatal' if m.fatal else ''}): {m.meaning}" in words, m.key
+    assert words.count("\n- **") == len(METRICS)
