@@ -5,8 +5,8 @@ anomalies (~0.1% duplicates in retried blocks of 1-3000 values, ~0.01% of acked 
 lost, some unknown sends half of which were written), laid out as a real run: one
 log file per partition in offset order, and one acks.parquet. Then, in this process:
 
-  (a) Spark: checks.analyze + summarize (Spark start-up timed separately);
-  (b) numpy: the kernel over every partition in one process, on one core;
+  (a) Spark: analysis.spark.analyze_variant, one task per partition (Spark start-up timed separately);
+  (b) numpy: anomalies.check_partition over every partition in one process, on one core;
 
 checks that both give the same numbers, and prints both times, the ratio, and the peak
 memory of the whole process tree.
@@ -29,10 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 import pyarrow as pa  # noqa: E402
-import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from harness.analysis import kernel  # noqa: E402
+from harness.analysis import metrics  # noqa: E402
+from harness.analysis.spark import analyze_variant, check_files, partitions_in  # noqa: E402
+from harness.runfolder import parquet_files  # noqa: E402
 
 
 def generate(folder: Path, records: int, partitions: int, seed: int = 1) -> dict:
@@ -72,52 +73,29 @@ def generate(folder: Path, records: int, partitions: int, seed: int = 1) -> dict
                                  "offset": np.arange(len(log_values), dtype=np.int64), "value": log_values,
                                  "timestamp": pa.array(ts, pa.timestamp("ms", tz="UTC"))}),
                        folder / "log.parquet" / f"part-{p:05d}.parquet")
+        # Each acked value was told the offset of its first copy, as a client hears of its write.
+        first = np.full(n, -1, dtype=np.int64)
+        uniq, first_index = np.unique(log_values, return_index=True)
+        first[uniq] = first_index
+        # A lost value was told an offset too: the one its successor now holds (the log moved up).
+        gone = first < 0
+        first[gone] = np.minimum.accumulate(np.where(gone, np.iinfo(np.int64).max, first)[::-1])[::-1][gone]
         names = np.array(["", "acked", "rejected", "unknown"], dtype=object)
         for lo in range(0, n, 1_000_000):
             hi = min(n, lo + 1_000_000)
             writer.write_table(pa.table({
                 "partition": pa.array(np.full(hi - lo, p, np.int32)), "value": np.arange(lo, hi, dtype=np.int64),
                 "outcome": pa.array(names[outcome[lo:hi]], pa.string()),
-                "offset": pa.array(np.arange(lo, hi), mask=outcome[lo:hi] != 1)}))
+                "offset": pa.array(first[lo:hi], mask=outcome[lo:hi] != 1)}))
     writer.close()
     return planted
 
 
 def numpy_reference(folder: Path) -> dict[str, int]:
-    """Every partition through the kernel in this process, on one core."""
-    totals = dict.fromkeys(("received", "duplicates", "reorders", "jump_back_runs"), 0)
-    totals["max_jump_back"] = 0
-    presents = {}
-    for path in sorted((folder / "log.parquet").glob("*.parquet")):
-        t = pq.read_table(path, columns=["partition", "offset", "value"])
-        p = int(t["partition"][0].as_py())
-        st = kernel.PartitionLog(p)
-        st.feed(t["offset"].to_numpy(), t["value"].to_numpy())
-        st.finish()
-        runs = st.runs_with_kind()
-        totals["received"] += st.received
-        totals["duplicates"] += st.repeats
-        totals["reorders"] += st.reorders
-        totals["jump_back_runs"] += len(runs)
-        totals["max_jump_back"] = max([totals["max_jump_back"]] + [r[4] for r in runs])
-        presents[p] = (st.seen.present(len(st.seen.array)), len(st.seen.other))
-    acks = pq.read_table(folder / "acks.parquet")
-    part = acks["partition"].to_numpy()
-    codes = np.zeros(len(acks), np.int8)
-    for name, code in kernel.OUTCOME_CODES.items():
-        codes[pc.equal(acks["outcome"], name).to_numpy(zero_copy_only=False)] = code
-    values = acks["value"].to_numpy()
-    for p in sorted(set(np.unique(part).tolist()) | set(presents)):
-        pa_ = kernel.PartitionAcks(p)
-        mask = part == p
-        pa_.feed(values[mask], codes[mask])
-        c = pa_.trimmed()
-        present, beyond = presents.get(p, (np.zeros(0, bool), 0))
-        metrics, _, _ = kernel.combine(p, present[: len(c)], int(present[len(c):].sum()) + beyond, c)
-        for k, v in metrics.items():
-            totals[k] = totals.get(k, 0) + v
-    totals["unique"] = totals["received"] - totals["duplicates"]
-    return totals
+    """Every partition through the same definitions in this process, on one core."""
+    logs, acks = parquet_files(folder / "log.parquet"), parquet_files(folder / "acks.parquet")
+    found = [check_files(p, logs, acks).metrics for p in sorted(partitions_in(logs + acks))]
+    return metrics.combine_rows(found)
 
 
 class PeakMemory:
@@ -165,28 +143,23 @@ def main() -> None:
         numpy_s = time.perf_counter() - t
         print(f"numpy reference   {numpy_s:8.2f}s", flush=True)
 
-        from harness.analysis import checks
-        from harness.analysis.job import parquet_files, spark_session
+        from harness.analysis.spark import spark_session
 
+        run = folder / "bench"
+        files = parquet_files(run / "log.parquet"), parquet_files(run / "acks.parquet")
         with PeakMemory() as mem:
             t = time.perf_counter()
             spark = spark_session()
             startup_s = time.perf_counter() - t
             t = time.perf_counter()
-            run = folder / "bench"
-            findings = checks.analyze_files(spark, parquet_files(run / "log.parquet"), parquet_files(run / "acks.parquet"))
-            scan_s = time.perf_counter() - t
-            got = checks.summarize(findings)
+            got, _ = analyze_variant(spark, *files)
             spark_s = time.perf_counter() - t
-            findings.unpersist()
             t = time.perf_counter()  # again, with Python workers already started and imports done
-            again = checks.analyze_files(spark, parquet_files(run / "log.parquet"), parquet_files(run / "acks.parquet"))
-            assert checks.summarize(again) == got
+            assert analyze_variant(spark, *files)[0] == got
             warm_s = time.perf_counter() - t
-            again.unpersist()
             spark.stop()
         print(f"spark start-up    {startup_s:8.2f}s")
-        print(f"spark checks      {spark_s:8.2f}s (scan {scan_s:.2f}s, join per partition {spark_s - scan_s:.2f}s)")
+        print(f"spark checks      {spark_s:8.2f}s (one task per partition)")
         same = all(got[k] == v for k, v in reference.items())
         print(f"agree exactly     {same}")
         if not same:

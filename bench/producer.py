@@ -58,7 +58,7 @@ def bare_loop_with_reports(bootstrap: str, topic: str, messages: int) -> float:
 
 def harness_loop(bootstrap: str, topic: str, messages: int, workdir: Path) -> float:
     t = time.perf_counter()
-    r = produce({"bootstrap.servers": bootstrap}, topic, PARTITIONS, messages, CONFIG, DeliveryLog(workdir / f"{topic}.parquet"))
+    r = produce({"bootstrap.servers": bootstrap}, topic, PARTITIONS, messages, CONFIG, DeliveryLog(workdir / f"{topic}.parquet", PARTITIONS))
     assert r.acked == messages, r
     return messages / (time.perf_counter() - t)
 

@@ -49,7 +49,7 @@ def bare_loop(bootstrap: str, topic: str, partitions: int, records: int) -> floa
 
 
 def spark_read(spark, bootstrap: str, topic: str, partitions: int, records: int) -> float:
-    from harness.analysis.job import read_topic
+    from harness.workload.readback import read_topic
 
     df = read_topic(spark, {"bootstrap.servers": bootstrap}, topic, partitions)
     t = time.perf_counter()
@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from harness.analysis.job import spark_session
+    from harness.analysis.spark import spark_session
 
     with tempfile.TemporaryDirectory() as tmp:
         cluster = LocalTansuCluster(ClusterSpec(), Path(tmp))
@@ -74,7 +74,7 @@ def main() -> None:
             topic = "bench-read"
             create_topic(cluster.client, topic, args.partitions, 1)
             r = produce(cluster.client, topic, args.partitions, args.records, {"linger.ms": 20},
-                        DeliveryLog(Path(tmp) / "acks.parquet"))
+                        DeliveryLog(Path(tmp) / "acks.parquet", args.partitions))
             assert r.acked == args.records, r
             rates = {"bare": [], "spark": []}
             for i in range(args.repeat):

@@ -50,6 +50,11 @@ class ProduceResult:
     interrupted: bool
 
 
+def _writer(path: Path) -> pq.ParquetWriter:
+    # Dictionary encoding only where values repeat: it costs time on the producer's thread for nothing else.
+    return pq.ParquetWriter(path, ACKS_SCHEMA, use_dictionary=["outcome", "error"])
+
+
 class DeliveryLog:
     """Delivery reports, spilled to acks.parquet in batches so a long run stays small in memory.
 
@@ -70,7 +75,7 @@ class DeliveryLog:
         self._offset: list[int] = []
         self._latency: list[float] = []
         self._failed: list[tuple] = []  # (partition, raw value, KafkaError, latency)
-        self._writer = pq.ParquetWriter(path, ACKS_SCHEMA)
+        self._writer = _writer(path)
         self.counts = {ACKED: 0, REJECTED: 0, UNKNOWN: 0}
         self.sent = 0  # set by close()
         part, value, offset, latency = self._part.append, self._value.append, self._offset.append, self._latency.append
@@ -86,6 +91,8 @@ class DeliveryLog:
                 failed((msg.partition(), msg.value(), err, msg.latency()))
 
         self.on_delivery = on_delivery
+        pc.cast(pa.array(["0"]), pa.int64())  # loads Arrow's compute kernels now, not in the first spill
+
 
     def mark_chunk(self) -> None:
         """The next CHUNK messages are handed to the client now."""
@@ -98,34 +105,39 @@ class DeliveryLog:
     def spill(self) -> None:
         if self._part:
             n = len(self._part)
-            self._write(self._part, self._value, [ACKED] * n, self._offset, [None] * n, self._latency)
+            self._write(self._part, self._value, pa.repeat(ACKED, n), self._offset, pa.nulls(n, pa.string()),
+                        self._latency)
             self.counts[ACKED] += n
             for column in (self._part, self._value, self._offset, self._latency):
                 column.clear()
         if self._failed:
             part, raw, errors, latency = zip(*self._failed)
             outcomes = [outcome(e) for e in errors]
-            self._write(part, raw, outcomes, [None] * len(part), [e.name() for e in errors], latency)
+            self._write(part, raw, pa.array(outcomes, pa.string()), [None] * len(part),
+                        pa.array([e.name() for e in errors], pa.string()), latency)
             for name in outcomes:
                 self.counts[name] += 1
             self._failed.clear()
 
     def _write(self, part, raw, outcomes, offsets, errors, latency_s) -> None:
-        parts = np.asarray(part, dtype=np.int32)
-        values = pc.cast(pa.array(raw, pa.string()), pa.int64())
-        latency = np.asarray(latency_s, dtype=np.float64) * 1000
-        self._write_rows(parts, values, pa.array(outcomes, pa.string()), pa.array(offsets, pa.int64()),
-                         pa.array(errors, pa.string()), pa.array(latency, mask=latency < 0))
+        parts = pa.array(part, pa.int32())
+        latency = pc.multiply(pa.array(latency_s, pa.float64()), 1000.0)
+        self._write_rows(parts, pc.cast(pa.array(raw, pa.string()), pa.int64()), outcomes,
+                         pa.array(offsets, pa.int64()), errors, pc.if_else(pc.less(latency, 0), None, latency))
 
-    def _write_rows(self, parts: np.ndarray, values: pa.Array, outcomes, offsets, errors, latency) -> None:
-        index = values.to_numpy(zero_copy_only=False) * self.partitions + parts
+    def _write_rows(self, parts: pa.Array, values: pa.Array, outcomes, offsets, errors, latency) -> None:
+        """One row group per partition; sent_at from the time the message's chunk was handed over."""
+        p = parts.to_numpy(zero_copy_only=False)
+        index = values.to_numpy(zero_copy_only=False) * self.partitions + p
         times = np.asarray(self.chunk_times_ms, dtype=np.int64)
-        sent_at = pa.array(times[np.minimum(index // CHUNK, len(times) - 1)], pa.int64()).cast(
-            pa.timestamp("ms", tz="UTC")) if len(times) else pa.nulls(len(parts), pa.timestamp("ms", tz="UTC"))
-        table = pa.table([pa.array(parts, pa.int32()), values, outcomes, offsets, errors, sent_at, latency],
-                         schema=ACKS_SCHEMA)
-        for p in np.unique(parts).tolist():
-            self._writer.write_table(table.filter(pa.array(parts == p)))
+        stamp = pa.timestamp("ms", tz="UTC")
+        sent_at = (pa.array(times[np.minimum(index // CHUNK, len(times) - 1)]).cast(stamp) if len(times)
+                   else pa.nulls(len(p), stamp))
+        table = pa.table([parts, values, outcomes, offsets, errors, sent_at, latency], schema=ACKS_SCHEMA)
+        order = np.argsort(p, kind="stable")
+        table, bounds = table.take(order), np.flatnonzero(np.diff(p[order])) + 1
+        for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(p)]))):
+            self._writer.write_table(table.slice(lo, hi - lo))
 
     def close(self, sent_per_partition: list[int]) -> None:
         """Write the rest; any send with no report becomes unknown; fsync the file."""
@@ -141,7 +153,7 @@ class DeliveryLog:
         """Sends that got no delivery report at all (the client was torn down): unknown, error null."""
         self._writer.close()
         table = pq.read_table(self.path)
-        self._writer = pq.ParquetWriter(self.path, ACKS_SCHEMA)
+        self._writer = _writer(self.path)
         for p in range(self.partitions):  # rewrite what was there, one row group per partition
             self._writer.write_table(table.filter(pc.equal(table["partition"], p)))
         parts, values = [], []
@@ -152,10 +164,10 @@ class DeliveryLog:
             missing = np.flatnonzero(~have)
             parts.append(np.full(len(missing), p, dtype=np.int32))
             values.append(missing)
-        parts_a, values_a = np.concatenate(parts), np.concatenate(values).astype(np.int64)
+        values_a = np.concatenate(values).astype(np.int64)
         n = len(values_a)
-        self._write_rows(parts_a, pa.array(values_a), pa.array([UNKNOWN] * n, pa.string()), pa.nulls(n, pa.int64()),
-                         pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()))
+        self._write_rows(pa.array(np.concatenate(parts)), pa.array(values_a), pa.repeat(UNKNOWN, n),
+                         pa.nulls(n, pa.int64()), pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()))
         self.counts[UNKNOWN] += n
 
 
