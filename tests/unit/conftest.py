@@ -1,14 +1,18 @@
+import sys
+
 import psutil
 import pytest
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_jvm_in_the_unit_tier():
-    """tests/unit starts no JVM (Spark) and no broker: that is what makes it the fast tier."""
-    yield
-    import sys
-
+def _jvm() -> bool:
     pyspark = sys.modules.get("pyspark")
-    assert pyspark is None or pyspark.SparkContext._gateway is None, "the unit tier started Spark's JVM"
-    java = [p.cmdline() for p in psutil.Process().children(recursive=True) if "java" in p.name()]
-    assert not java, f"the unit tier started a JVM: {java}"
+    return bool(pyspark and pyspark.SparkContext._gateway is not None) or any(
+        "java" in p.name() for p in psutil.Process().children(recursive=True))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_jvm_in_the_unit_tier(request):
+    """tests/unit starts no JVM (Spark) and no broker: that is what makes it the fast tier."""
+    before = _jvm()
+    yield
+    assert before or not _jvm(), f"{request.module.__name__} started a JVM"
