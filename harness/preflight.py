@@ -18,6 +18,7 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
     from .cluster import input_problems, unsupported_faults
 
     spec = load_spec(experiment)
+    check_producer_configs(spec, experiment)
     schedule = None
     if replay is not None:
         from .faults.schedule import load
@@ -56,3 +57,22 @@ def stored_spec(folder: RunFolder, partial: bool) -> ExperimentSpec | None:
     except Exception as e:
         message = validation_message(e, folder.path / "spec.yaml")
         raise RunFolderError(message, damaged=True) from None
+
+
+def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
+    """Let librdkafka itself judge each variant's settings, without connecting anywhere."""
+    import logging
+
+    from confluent_kafka import KafkaException, Producer
+
+    quiet = logging.getLogger("kafka-chaos.config-check")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    for i, variant in enumerate(spec.variants):
+        conf = {**spec.producer_config(variant), **spec.cluster.client_settings(),
+                "bootstrap.servers": "127.0.0.1:9", "logger": quiet}
+        try:
+            Producer(conf)
+        except (KafkaException, ValueError, TypeError) as e:
+            detail = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            raise SpecError(f"{path}: variants.{i}.producer ({variant.name}): librdkafka rejects it: {detail}") from None
