@@ -113,7 +113,7 @@ class ProxyRegistry:
             update_toxic(t, body if isinstance(body, dict) else {})
         except ToxicError as e:
             raise ApiError(400, str(e)) from e
-        proxy.toxics_updated()
+        proxy.update_toxic(t)
         return t.to_json()
 
     async def delete_toxic(self, name: str, toxic: str) -> None:
