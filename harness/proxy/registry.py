@@ -52,13 +52,17 @@ class ProxyRegistry:
         proxy = self._get(name)
         if not isinstance(body, dict):
             raise ApiError(400, "proxy update must be a JSON object")
-        if "upstream" in body:
-            proxy.upstream = body["upstream"]
-        if "listen" in body and body["listen"] != proxy.listen:
+        listen, upstream = body.get("listen", proxy.listen), body.get("upstream", proxy.upstream)
+        enabled = bool(body.get("enabled", proxy.enabled))
+        if (listen, upstream) != (proxy.listen, proxy.upstream):
+            # As Toxiproxy's Proxy.Update: a new address stops the proxy, closing its
+            # connections; it starts again below if it is (still) to be enabled.
             await proxy.set_enabled(False)
-            proxy.listen = body["listen"]
-        if "enabled" in body:
-            await proxy.set_enabled(bool(body["enabled"]))
+            proxy.listen, proxy.upstream = listen, upstream
+        try:
+            await proxy.set_enabled(enabled)
+        except OSError as e:
+            raise ApiError(500, f"listen {proxy.listen}: {e}") from e
         return proxy.to_json()
 
     async def delete(self, name: str) -> None:

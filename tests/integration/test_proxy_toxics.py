@@ -280,6 +280,19 @@ def test_disabled_proxy_refuses_connections(proxy):
         roundtrip(s)
 
 
+def test_update_moves_the_proxy_and_keeps_it_enabled(proxy, echo):
+    # Toxiproxy's Proxy.Update: a new listen or upstream closes the connections, then restarts.
+    base = f"http://{APIConsumer.host}:{APIConsumer.port}/proxies/{proxy.name}"
+    with connect(proxy) as s:
+        r = requests.post(base, json={"listen": "127.0.0.1:0"})
+        assert r.status_code == 200 and r.json()["enabled"] is True
+        assert r.json()["listen"] != proxy.listen
+        assert until_closed(s)[0] == b""
+    proxy.listen = r.json()["listen"]
+    with connect(proxy) as s:
+        roundtrip(s)
+
+
 def receive_all(sock, n, timeout=10) -> bytes:
     sock.settimeout(timeout)
     got = b""
