@@ -3,21 +3,63 @@
 Every method runs on the server's asyncio loop (see server.py), so proxy state is
 only ever touched from one thread. Errors are ApiError(status, message); the HTTP
 layer turns them into Toxiproxy's JSON error body {"error": ..., "status": ...}.
+Request bodies arrive parsed but unchecked: every field is type-checked here (or
+in toxics.py) before anything changes, so a bad request is a 400, never a crash.
 """
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote
+
 from .. import __version__
 from .link import Proxy
-from .toxics import ToxicError, parse_toxic, update_toxic
+from .toxics import ToxicError, parse_toxic, shown, update_toxic
 
 VERSION = f"2.12.0-kafka-chaos-{__version__}"
+
+# Toxiproxy's Proxy fields and their JSON types; null means "not given", as in Go.
+PROXY_FIELDS = {"name": str, "listen": str, "upstream": str, "enabled": bool}
+ADDRESS = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s\[\]:/]*):([0-9]{1,5})")
 
 
 class ApiError(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
+
+    def to_json(self) -> dict:
+        return {"error": str(self), "status": self.status}
+
+
+def proxy_fields(body, where: str = "") -> dict:
+    """The Proxy fields given in one JSON object, type-checked."""
+    if not isinstance(body, dict):
+        raise ApiError(400, f"bad request body: a proxy must be a JSON object{where}, got {shown(body)}")
+    fields = {}
+    for key, kind in PROXY_FIELDS.items():
+        value = body.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, kind):
+            kind_name = "true or false" if kind is bool else "a string"
+            raise ApiError(400, f"bad request body: {key} must be {kind_name}{where}, got {shown(value)}")
+        fields[key] = value
+    for key in ("listen", "upstream"):
+        if key in fields and not is_address(fields[key]):
+            raise ApiError(400, f"bad request body: {key} must be HOST:PORT{where}, got {shown(fields[key])}")
+    return fields
+
+
+def is_address(value: str) -> bool:
+    match = ADDRESS.fullmatch(value)
+    return match is not None and int(match[2]) <= 65535
+
+
+def require_name_and_upstream(fields: dict, where: str = "") -> None:
+    for key in ("name", "upstream"):
+        if not fields.get(key):
+            raise ApiError(400, f"missing required field: {key}{where}")
 
 
 class ProxyRegistry:
@@ -32,28 +74,29 @@ class ProxyRegistry:
         return self.proxies[name]
 
     async def create(self, body) -> dict:
-        if not isinstance(body, dict):
-            raise ApiError(400, "proxy must be a JSON object")
-        name, upstream = body.get("name"), body.get("upstream")
-        if not name or not upstream:
-            raise ApiError(400, "missing required field: name and upstream")
-        if name in self.proxies:
+        fields = proxy_fields(body)
+        require_name_and_upstream(fields)
+        if fields["name"] in self.proxies:
             raise ApiError(409, "proxy already exists")
-        proxy = Proxy(name, body.get("listen") or "127.0.0.1:0", upstream, body.get("enabled", True))
+        return await self._create(fields)
+
+    async def _create(self, fields: dict) -> dict:
+        proxy = Proxy(fields["name"], fields.get("listen") or "127.0.0.1:0", fields["upstream"],
+                      fields.get("enabled", True))
         if proxy.enabled:
             try:
                 await proxy.start()
             except OSError as e:
                 raise ApiError(500, f"listen {proxy.listen}: {e}") from e
-        self.proxies[name] = proxy
+        self.proxies[proxy.name] = proxy
         return proxy.to_json()
 
     async def update(self, name: str, body) -> dict:
-        proxy = self._get(name)
-        if not isinstance(body, dict):
-            raise ApiError(400, "proxy update must be a JSON object")
-        listen, upstream = body.get("listen", proxy.listen), body.get("upstream", proxy.upstream)
-        enabled = bool(body.get("enabled", proxy.enabled))
+        return await self._update(self._get(name), proxy_fields(body))
+
+    async def _update(self, proxy: Proxy, fields: dict) -> dict:
+        listen, upstream = fields.get("listen", proxy.listen), fields.get("upstream", proxy.upstream)
+        enabled = fields.get("enabled", proxy.enabled)
         if (listen, upstream) != (proxy.listen, proxy.upstream):
             # As Toxiproxy's Proxy.Update: a new address stops the proxy, closing its
             # connections; it starts again below if it is (still) to be enabled.
@@ -64,6 +107,21 @@ class ProxyRegistry:
         except OSError as e:
             raise ApiError(500, f"listen {proxy.listen}: {e}") from e
         return proxy.to_json()
+
+    async def populate(self, body) -> list[dict]:
+        if not isinstance(body, list):
+            raise ApiError(400, f"bad request body: populate takes a JSON list of proxies, got {shown(body)}")
+        # Check every proxy before changing any, as Toxiproxy's PopulateJson does.
+        items = [proxy_fields(item, f" at proxy {i}") for i, item in enumerate(body, 1)]
+        for i, fields in enumerate(items, 1):
+            require_name_and_upstream(fields, f" at proxy {i}")
+        out = []
+        for fields in items:
+            if fields["name"] in self.proxies:
+                out.append(await self._update(self.proxies[fields["name"]], fields))
+            else:
+                out.append(await self._create(fields))
+        return out
 
     async def delete(self, name: str) -> None:
         await self._get(name).stop()
@@ -98,7 +156,7 @@ class ProxyRegistry:
     async def update_toxic(self, name: str, toxic: str, body) -> dict:
         proxy, t = self._toxic(name, toxic)
         try:
-            update_toxic(t, body if isinstance(body, dict) else {})
+            update_toxic(t, body)
         except ToxicError as e:
             raise ApiError(400, str(e)) from e
         proxy.update_toxic(t)
@@ -109,7 +167,7 @@ class ProxyRegistry:
 
     async def route(self, method: str, path: str, body) -> tuple[int, object]:
         """Map one API request to (status, JSON body); Toxiproxy 2.x routes and codes."""
-        parts = [p for p in path.split("?")[0].split("/") if p]
+        parts = [unquote(p) for p in path.split("?")[0].split("/") if p]
         match (method, parts):
             case ("GET", ["version"]):
                 return 200, {"version": VERSION}
@@ -140,16 +198,15 @@ class ProxyRegistry:
             case ("DELETE", ["proxies", name, "toxics", toxic]):
                 await self.delete_toxic(name, toxic)
                 return 204, None
-        raise ApiError(404, "not found" if method in ("GET", "POST", "DELETE", "PATCH") else "method not allowed")
+        if _is_route(parts):
+            raise ApiError(405, "method not allowed")
+        raise ApiError(404, "not found")
 
-    async def populate(self, body) -> list[dict]:
-        if not isinstance(body, list):
-            raise ApiError(400, "populate takes a JSON list of proxies")
-        out = []
-        for item in body:
-            existing = self.proxies.get(item.get("name")) if isinstance(item, dict) else None
-            if existing is not None:
-                out.append(await self.update(existing.name, item))
-            else:
-                out.append(await self.create(item))
-        return out
+
+def _is_route(parts: list[str]) -> bool:
+    match parts:
+        case ["version"] | ["reset"] | ["proxies"] | ["populate"] | ["proxies", _] | ["proxies", _, "toxics"]:
+            return True
+        case ["proxies", _, "toxics", _]:
+            return True
+    return False

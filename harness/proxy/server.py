@@ -16,44 +16,116 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
+import re
 import signal
 import sys
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .registry import ApiError, ProxyRegistry
 
 
+MAX_BODY = 1 << 20  # bytes; Toxiproxy's largest bodies (populate) are a few KB
+READ_TIMEOUT = 15  # seconds a client may take per read, as Toxiproxy's ReadTimeout
+CALL_TIMEOUT = 30  # seconds the loop may take to answer, as Toxiproxy's WriteTimeout
+CONTENT_LENGTH = re.compile(r"[0-9]+")
+
+
+def parse_body(raw: bytes):
+    """The request's JSON value (None when there is no body), or ApiError 400."""
+    if not raw.strip():
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ApiError(400, f"bad request body: not UTF-8 ({e.reason} at byte {e.start})") from e
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except (ValueError, RecursionError) as e:  # RecursionError: nesting deeper than Python's stack
+        raise ApiError(400, f"bad request body: {e or 'nested too deeply'}") from e
+
+
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
 def _handler(registry: ProxyRegistry, loop: asyncio.AbstractEventLoop):
     class Handler(BaseHTTPRequestHandler):
+        """Every request gets exactly one answer, a JSON error when anything is wrong with it."""
+
         protocol_version = "HTTP/1.1"
+        # A request line without a version (HTTP/0.9, or garbage) would get a body without
+        # status line or headers; answer it as HTTP/1.1 so the client can read the error.
+        default_request_version = "HTTP/1.1"
+        timeout = READ_TIMEOUT
 
         def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
             try:
-                body = json.loads(raw) if raw.strip() else None
-            except ValueError:
-                self._send(400, {"error": "bad request body", "status": 400})
-                return
-            future = asyncio.run_coroutine_threadsafe(registry.route(self.command, self.path, body), loop)
-            try:
-                status, payload = future.result(timeout=30)
+                body = parse_body(self._read_body())
+                status, payload = self._call(registry.route(self.command, self.path, body))
             except ApiError as e:
-                status, payload = e.status, {"error": str(e), "status": e.status}
+                status, payload = e.status, e.to_json()
             self._send(status, payload)
+
+        def _read_body(self) -> bytes:
+            if "Transfer-Encoding" in self.headers:
+                self.close_connection = True  # the body's end is unknown to us
+                raise ApiError(411, "chunked request bodies are not supported; send Content-Length")
+            lengths = set(self.headers.get_all("Content-Length") or ["0"])
+            if len(lengths) > 1 or not CONTENT_LENGTH.fullmatch(length := lengths.pop().strip()):
+                self.close_connection = True
+                raise ApiError(400, "bad request: Content-Length must be one non-negative integer")
+            if int(length) > MAX_BODY:
+                self.close_connection = True  # not read: nothing after it on this connection can be parsed
+                raise ApiError(413, f"request body over {MAX_BODY} bytes")
+            try:
+                raw = self.rfile.read(int(length))
+            except TimeoutError as e:
+                self.close_connection = True
+                raise ApiError(408, f"request body not received within {READ_TIMEOUT} s") from e
+            if len(raw) < int(length):
+                self.close_connection = True
+                raise ApiError(400, "bad request: body shorter than its Content-Length")
+            return raw
+
+        def _call(self, coro):
+            try:
+                future = asyncio.run_coroutine_threadsafe(coro, loop)
+                return future.result(timeout=CALL_TIMEOUT)
+            except ApiError:
+                raise
+            except concurrent.futures.TimeoutError as e:
+                future.cancel()
+                raise ApiError(503, f"no answer from the proxy loop within {CALL_TIMEOUT} s") from e
+            except Exception as e:  # a bug, or the loop closing: still an answer, not a dropped connection
+                coro.close()
+                raise ApiError(500, f"internal error: {type(e).__name__}: {e}") from e
 
         def _send(self, status: int, payload) -> None:
             data = b"" if payload is None else json.dumps(payload).encode()
-            self.send_response(status)
-            if data:
-                self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                if data:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if self.close_connection:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+            except OSError:  # the client went away
+                self.close_connection = True
 
-        do_GET = do_POST = do_DELETE = do_PATCH = _serve
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # The stdlib calls this for requests it cannot parse (bad request line, headers too
+            # long, unknown method); it would answer with an HTML page.
+            self.close_connection = True
+            self._send(code, {"error": message or HTTPStatus(code).phrase, "status": code})
+
+        do_GET = do_POST = do_DELETE = do_PATCH = do_PUT = do_HEAD = do_OPTIONS = _serve
 
         def log_message(self, *args) -> None:  # keep the harness's output clean
             pass
