@@ -41,6 +41,7 @@ class Proxy:
         self.enabled = enabled
         self.toxics: dict[str, Toxic] = {}  # in the order added: Toxiproxy's chain order per stream
         self.links: set[Link] = set()
+        self._dialling: set[Link] = set()  # accepted, upstream not connected yet
         self._server: asyncio.base_events.Server | None = None
 
     def to_json(self) -> dict:
@@ -63,7 +64,7 @@ class Proxy:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
-        for link in list(self.links):
+        for link in list(self.links | self._dialling):
             link.close()
 
     async def set_enabled(self, enabled: bool) -> None:
@@ -99,11 +100,12 @@ class Proxy:
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         link = Link(self, reader, writer)
-        if not await link.connect():
-            return
-        if self._server is None:  # disabled while we were dialling upstream
-            link.close()
-            return
+        self._dialling.add(link)
+        try:
+            if not await link.connect():
+                return
+        finally:
+            self._dialling.discard(link)
         self.links.add(link)
         for toxic in list(self.toxics.values()):
             link.start_toxic(toxic)
@@ -176,10 +178,13 @@ class Link:
         try:
             host, port = split_hostport(self.proxy.upstream)
             self.server_r, self.server_w = await asyncio.open_connection(host, port)
-            return True
         except OSError:
             self.close()
             return False
+        if self.closed.is_set():  # the proxy stopped while we dialled
+            self.server_w.close()
+            return False
+        return True
 
     async def run(self) -> None:
         pipes = [

@@ -151,6 +151,10 @@ def serve(host: str, port: int, ready=None) -> None:
         httpd.shutdown()
         for proxy in list(registry.proxies.values()):
             loop.run_until_complete(proxy.stop())
+        pending = asyncio.all_tasks(loop)  # e.g. a connection still dialling its upstream
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.close()
 
 
