@@ -10,6 +10,8 @@ or in $TOXIPROXY_SERVER, the harness runs that instead (see cluster/toxiproxy.py
 The proxy data path runs on one asyncio loop; the HTTP API runs on the stdlib's
 threaded HTTP server (no extra dependency for a handful of JSON routes) and hands
 every request to the loop, so proxy state is only ever touched from one thread.
+Before a request is read, guard.py decides whether it may be served at all (no
+browsers, Host must name this server); registry.py checks what it asks for.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from .guard import Guard
 from .registry import ApiError, ProxyRegistry
 
 
@@ -64,6 +67,10 @@ def _handler(registry: ProxyRegistry, loop: asyncio.AbstractEventLoop):
 
         def _serve(self) -> None:
             try:
+                refusal = self.server.guard.refusal(self.headers, self.request_version)
+                if refusal is not None:
+                    self.close_connection = True  # its body is left unread
+                    raise ApiError(*refusal)
                 body = parse_body(self._read_body())
                 status, payload = self._call(registry.route(self.command, self.path, body))
             except ApiError as e:
@@ -138,6 +145,7 @@ def serve(host: str, port: int, ready=None) -> None:
     loop = asyncio.new_event_loop()
     registry = ProxyRegistry()
     httpd = ThreadingHTTPServer((host, port), _handler(registry, loop))
+    httpd.guard = Guard(host, httpd.server_address[1])  # before serving: the port is known once bound
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     stop = asyncio.Event()

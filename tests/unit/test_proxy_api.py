@@ -187,3 +187,72 @@ def test_unknown_route_is_404_and_wrong_method_405(base):
     refused(requests.put(f"{base}/proxies"), 405, "method not allowed")
     refused(requests.delete(f"{base}/version"), 405, "method not allowed")
     refused(requests.get(f"{base}/proxies/absent"), 404, "proxy not found")
+
+
+# -- who may call the API ---------------------------------------------------
+
+BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+
+
+def test_browser_user_agent_is_refused_as_toxiproxy_does(base):
+    r = requests.get(f"{base}/proxies", headers={"User-Agent": BROWSER})
+    assert r.status_code == 403 and r.json() == {"error": "User agent not allowed", "status": 403}
+    assert requests.get(f"{base}/proxies", headers={"User-Agent": "Wget/2.1"}).status_code == 200
+
+
+@pytest.mark.parametrize("headers", [
+    {"User-Agent": BROWSER, "Origin": "http://attacker.example"},
+    {"User-Agent": "SomeBrowser/1.0", "Origin": "http://attacker.example"},  # not "Mozilla/": Origin gives it away
+    {"User-Agent": "SomeBrowser/1.0", "Sec-Fetch-Mode": "no-cors"},
+])
+def test_cross_origin_simple_post_is_refused_before_it_does_anything(base, headers):
+    requests.post(f"{base}/proxies", json={"name": "p", "upstream": "127.0.0.1:9"}).raise_for_status()
+    requests.post(f"{base}/proxies/p/toxics", json={"name": "t", "type": "latency"}).raise_for_status()
+    page = {**headers, "Content-Type": "text/plain"}  # what a <form> or no-cors fetch() can send unasked
+    assert requests.post(f"{base}/reset", headers=page).status_code == 403
+    r = requests.post(f"{base}/proxies", headers=page, data='{"name": "q", "upstream": "127.0.0.1:9"}')
+    assert r.status_code == 403 and r.json()["status"] == 403
+    assert list(requests.get(f"{base}/proxies").json()) == ["p"]
+    assert [t["name"] for t in requests.get(f"{base}/proxies/p/toxics").json()] == ["t"]
+
+
+@pytest.mark.parametrize("host, allowed", [
+    ("127.0.0.1:{port}", True),
+    ("localhost:{port}", True),
+    ("LocalHost:{port}", True),
+    ("[::1]:{port}", True),
+    ("attacker.example:{port}", False),  # a DNS-rebinding page sends its own name
+    ("127.0.0.1.nip.io:{port}", False),
+    ("localhost:1{port}", False),
+    ("127.0.0.1", False),  # port 80
+    ("::1:{port}", False),
+    ("", False),
+])
+def test_host_header_must_name_this_server(port, base, host, allowed):
+    r = requests.get(f"{base}/proxies", headers={"Host": host.format(port=port)})
+    if allowed:
+        assert r.status_code == 200
+    else:
+        refused(r, 403, "is not this server's address")
+
+
+def test_missing_host_is_allowed_for_http_1_0_only(port):
+    assert raw(port, b"GET /version HTTP/1.0\r\n\r\n")[0] == 200
+    assert raw(port, b"GET /version HTTP/1.1\r\n\r\n") == (400, {"error": "missing Host header", "status": 400})
+    two = f"GET /version HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: attacker.example\r\n\r\n"
+    assert raw(port, two.encode()) == (400, {"error": "more than one Host header", "status": 400})
+
+
+def test_toxiproxy_python_passes_the_checks(port, base):
+    # toxiproxy-python sends requests' own User-Agent and Host; the harness drives the API with it.
+    from toxiproxy.api import APIConsumer
+    from toxiproxy.server import Toxiproxy
+
+    APIConsumer.host, APIConsumer.port = "127.0.0.1", port
+    api = Toxiproxy()
+    proxy = api.create(upstream="127.0.0.1:9", name="tp")
+    proxy.add_toxic(type="timeout", name="lost", attributes={"timeout": 100})
+    assert list(proxy.toxics()) == ["lost"] and "tp" in api.proxies()
+    proxy.destroy_toxic("lost")
+    proxy.destroy()
+    assert api.version()
