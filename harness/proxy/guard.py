@@ -85,3 +85,13 @@ class Guard:
         # Bound to every address: any IP literal of this machine may be used, and an IP
         # literal cannot be a rebound name.
         return wildcard and is_ip(name)
+
+
+def listen_refusal(api_host: str, listen: str) -> str | None:
+    """Why a proxy may not listen on `listen` (HOST:PORT) when the API runs on `api_host`; None if it may."""
+    host = listen.rpartition(":")[0]
+    if not is_loopback(api_host) or host == "" or is_loopback(host):  # "" is 127.0.0.1 here (link.py)
+        return None
+    return (f"listen {listen} is not a loopback address: the API runs on {api_host}, so its proxies may only "
+            f"listen on 127.0.0.1, [::1] or localhost (start it on --host 0.0.0.0 to allow others)")
+

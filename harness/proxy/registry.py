@@ -13,6 +13,7 @@ import re
 from urllib.parse import unquote
 
 from .. import __version__
+from .guard import listen_refusal
 from .link import Proxy
 from .toxics import ToxicError, parse_toxic, shown, update_toxic
 
@@ -65,8 +66,14 @@ def require_name_and_upstream(fields: dict, where: str = "") -> None:
 class ProxyRegistry:
     """All proxies of one server. Every method runs on the asyncio loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, api_host: str = "127.0.0.1") -> None:
         self.proxies: dict[str, Proxy] = {}
+        self.api_host = api_host  # where the API listens decides where proxies may (guard.py)
+
+    def _check_listen(self, fields: dict, which: str = "") -> None:
+        refusal = listen_refusal(self.api_host, fields["listen"]) if "listen" in fields else None
+        if refusal is not None:
+            raise ApiError(400, which + refusal)
 
     def _get(self, name: str) -> Proxy:
         if name not in self.proxies:
@@ -76,6 +83,7 @@ class ProxyRegistry:
     async def create(self, body) -> dict:
         fields = proxy_fields(body)
         require_name_and_upstream(fields)
+        self._check_listen(fields)
         if fields["name"] in self.proxies:
             raise ApiError(409, "proxy already exists")
         return await self._create(fields)
@@ -92,7 +100,9 @@ class ProxyRegistry:
         return proxy.to_json()
 
     async def update(self, name: str, body) -> dict:
-        return await self._update(self._get(name), proxy_fields(body))
+        proxy, fields = self._get(name), proxy_fields(body)
+        self._check_listen(fields)
+        return await self._update(proxy, fields)
 
     async def _update(self, proxy: Proxy, fields: dict) -> dict:
         listen, upstream = fields.get("listen", proxy.listen), fields.get("upstream", proxy.upstream)
@@ -115,6 +125,7 @@ class ProxyRegistry:
         items = [proxy_fields(item, f" at proxy {i}") for i, item in enumerate(body, 1)]
         for i, fields in enumerate(items, 1):
             require_name_and_upstream(fields, f" at proxy {i}")
+            self._check_listen(fields, f"proxy {i}: ")
         out = []
         for fields in items:
             if fields["name"] in self.proxies:

@@ -143,7 +143,7 @@ def _handler(registry: ProxyRegistry, loop: asyncio.AbstractEventLoop):
 def serve(host: str, port: int, ready=None) -> None:
     """Run the API on host:port and the proxies on this thread's loop until SIGINT/SIGTERM."""
     loop = asyncio.new_event_loop()
-    registry = ProxyRegistry()
+    registry = ProxyRegistry(host)
     httpd = ThreadingHTTPServer((host, port), _handler(registry, loop))
     httpd.guard = Guard(host, httpd.server_address[1])  # before serving: the port is known once bound
     httpd.daemon_threads = True

@@ -256,3 +256,36 @@ def test_toxiproxy_python_passes_the_checks(port, base):
     proxy.destroy_toxic("lost")
     proxy.destroy()
     assert api.version()
+
+
+# -- where proxies may listen -----------------------------------------------
+
+@pytest.mark.parametrize("listen", ["0.0.0.0:0", "[::]:0", "192.0.2.1:0", "example.com:0"])
+def test_proxy_on_a_loopback_api_cannot_listen_on_the_network(base, listen):
+    says = f"listen {listen} is not a loopback address"
+    refused(requests.post(f"{base}/proxies", json={"name": "p", "upstream": "127.0.0.1:9", "listen": listen}),
+            400, says)
+    refused(requests.post(f"{base}/populate", json=[{"name": "p", "upstream": "127.0.0.1:9", "listen": listen}]),
+            400, f"proxy 1: {says}")
+    assert requests.get(f"{base}/proxies").json() == {}
+    before = requests.post(f"{base}/proxies", json={"name": "p", "upstream": "127.0.0.1:9"}).json()["listen"]
+    refused(requests.post(f"{base}/proxies/p", json={"listen": listen}), 400, says)
+    assert requests.get(f"{base}/proxies/p").json()["listen"] == before
+
+
+@pytest.mark.parametrize("listen, host", [("127.0.0.1:0", "127.0.0.1"), ("localhost:0", "localhost"),
+                                          (":0", "127.0.0.1")])
+def test_proxy_on_a_loopback_api_may_listen_on_loopback(base, listen, host):
+    r = requests.post(f"{base}/proxies", json={"name": "p", "upstream": "127.0.0.1:9", "listen": listen})
+    assert r.status_code == 201 and r.json()["listen"].rsplit(":", 1)[0] == host
+
+
+def test_api_started_on_all_addresses_lets_proxies_listen_there(tmp_path):
+    with embedded_api(tmp_path, host="0.0.0.0") as port:
+        base = f"http://127.0.0.1:{port}"
+        r = requests.post(f"{base}/proxies", json={"name": "p", "upstream": "127.0.0.1:9", "listen": "0.0.0.0:0"})
+        assert r.status_code == 201 and r.json()["listen"].startswith("0.0.0.0:")
+        # Any IP literal names this server then; a name still has to be localhost.
+        assert requests.get(f"{base}/version", headers={"Host": f"10.1.2.3:{port}"}).status_code == 200
+        refused(requests.get(f"{base}/version", headers={"Host": f"attacker.example:{port}"}), 403, "not this server")
+        requests.delete(f"{base}/proxies/p")
