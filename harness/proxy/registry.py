@@ -33,8 +33,8 @@ class ApiError(Exception):
         return {"error": str(self), "status": self.status}
 
 
-def proxy_fields(body, where: str = "") -> dict:
-    """The Proxy fields given in one JSON object, type-checked."""
+def proxy_fields(body, where: str = "", new: bool = False) -> dict:
+    """The Proxy fields given in one JSON object, type-checked; a `new` proxy needs name and upstream."""
     if not isinstance(body, dict):
         raise ApiError(400, f"bad request body: a proxy must be a JSON object{where}, got {shown(body)}")
     fields = {}
@@ -46,6 +46,11 @@ def proxy_fields(body, where: str = "") -> dict:
             kind_name = "true or false" if kind is bool else "a string"
             raise ApiError(400, f"bad request body: {key} must be {kind_name}{where}, got {shown(value)}")
         fields[key] = value
+    for key in ("name", "upstream") if new else ():
+        if not fields.get(key):
+            raise ApiError(400, f"missing required field: {key}{where}")
+    if fields.get("listen") == "":
+        fields["listen"] = "127.0.0.1:0"  # Go's net.Listen("") picks a port; here on loopback
     for key in ("listen", "upstream"):
         if key in fields and not is_address(fields[key]):
             raise ApiError(400, f"bad request body: {key} must be HOST:PORT{where}, got {shown(fields[key])}")
@@ -55,12 +60,6 @@ def proxy_fields(body, where: str = "") -> dict:
 def is_address(value: str) -> bool:
     match = ADDRESS.fullmatch(value)
     return match is not None and int(match[2]) <= 65535
-
-
-def require_name_and_upstream(fields: dict, where: str = "") -> None:
-    for key in ("name", "upstream"):
-        if not fields.get(key):
-            raise ApiError(400, f"missing required field: {key}{where}")
 
 
 class ProxyRegistry:
@@ -81,15 +80,14 @@ class ProxyRegistry:
         return self.proxies[name]
 
     async def create(self, body) -> dict:
-        fields = proxy_fields(body)
-        require_name_and_upstream(fields)
+        fields = proxy_fields(body, new=True)
         self._check_listen(fields)
         if fields["name"] in self.proxies:
             raise ApiError(409, "proxy already exists")
         return await self._create(fields)
 
     async def _create(self, fields: dict) -> dict:
-        proxy = Proxy(fields["name"], fields.get("listen") or "127.0.0.1:0", fields["upstream"],
+        proxy = Proxy(fields["name"], fields.get("listen", "127.0.0.1:0"), fields["upstream"],
                       fields.get("enabled", True))
         if proxy.enabled:
             try:
@@ -122,9 +120,8 @@ class ProxyRegistry:
         if not isinstance(body, list):
             raise ApiError(400, f"bad request body: populate takes a JSON list of proxies, got {shown(body)}")
         # Check every proxy before changing any, as Toxiproxy's PopulateJson does.
-        items = [proxy_fields(item, f" at proxy {i}") for i, item in enumerate(body, 1)]
+        items = [proxy_fields(item, f" at proxy {i}", new=True) for i, item in enumerate(body, 1)]
         for i, fields in enumerate(items, 1):
-            require_name_and_upstream(fields, f" at proxy {i}")
             self._check_listen(fields, f"proxy {i}: ")
         out = []
         for fields in items:

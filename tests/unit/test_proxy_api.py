@@ -105,6 +105,14 @@ def test_proxy_field_of_the_wrong_type_is_400(base, field, value, says):
     refused(requests.post(f"{base}/proxies/p", json={field: value}), 400, says)
 
 
+def test_empty_upstream_is_missing_and_empty_listen_is_loopback(base):
+    refused(requests.post(f"{base}/proxies", json={"name": "p", "upstream": ""}), 400,
+            "missing required field: upstream")
+    r = requests.post(f"{base}/proxies", json={"name": "p", "upstream": "127.0.0.1:9", "listen": ""})
+    assert r.status_code == 201 and r.json()["listen"].startswith("127.0.0.1:")
+    refused(requests.post(f"{base}/proxies/p", json={"upstream": ""}), 400, 'upstream must be HOST:PORT, got ""')
+
+
 @pytest.mark.parametrize("toxic, says", [
     ({"type": "latency", "attributes": {"latency": "10"}}, 'latency.latency must be a whole number'),
     ({"type": "latency", "attributes": {"latency": 1.5}}, "got 1.5"),
