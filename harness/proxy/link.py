@@ -42,7 +42,7 @@ class Proxy:
         self.toxics: dict[str, Toxic] = {}  # in the order added: Toxiproxy's chain order per stream
         self.links: set[Link] = set()
         self._dialling: set[Link] = set()  # accepted, upstream not connected yet
-        self._server: asyncio.base_events.Server | None = None
+        self._listener: socket.socket | None = None  # while enabled
 
     def to_json(self) -> dict:
         return {
@@ -55,15 +55,18 @@ class Proxy:
 
     async def start(self) -> None:
         host, port = split_hostport(self.listen)
-        self._server = await asyncio.start_server(self._on_client, host, port, reuse_address=True)
+        listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        listener.setblocking(False)
+        asyncio.get_running_loop().add_reader(listener, self._accept, listener)
+        self._listener = listener
         # Port 0 means "any": keep the port we got, so a re-enable listens there again.
-        self.listen = f"{host}:{self._server.sockets[0].getsockname()[1]}"
+        self.listen = f"{host}:{listener.getsockname()[1]}"
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        if self._listener is not None:
+            asyncio.get_running_loop().remove_reader(self._listener)
+            self._listener.close()  # connections the kernel queued but nobody accepted get RST
+            self._listener = None
         for link in list(self.links | self._dialling):
             link.close()
 
@@ -98,9 +101,32 @@ class Proxy:
         for link in list(self.links):
             link.start_toxic(toxic)
 
-    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        link = Link(self, reader, writer)
+    def _accept(self, listener: socket.socket) -> None:
+        # A plain reader callback rather than asyncio.Server or loop.sock_accept: both can
+        # accept a connection just as the proxy stops and then drop it, left open (CPython
+        # 3.11: Server._attach asserts; a cancelled sock_accept still accepts). Here every
+        # accepted socket gets its link at once, where stop() finds it.
+        if listener is not self._listener:  # stopped earlier in this loop iteration
+            return
+        try:
+            client, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # e.g. out of file descriptors: pause a second rather than spin
+            loop = asyncio.get_running_loop()
+            loop.remove_reader(listener)
+
+            def resume() -> None:
+                if listener is self._listener:  # not stopped meanwhile
+                    loop.add_reader(listener, self._accept, listener)
+
+            loop.call_later(1, resume)
+            return
+        link = Link(self, client)
         self._dialling.add(link)
+        link.task = asyncio.ensure_future(self._serve(link))
+
+    async def _serve(self, link: Link) -> None:
         try:
             if not await link.connect():
                 return
@@ -121,9 +147,11 @@ def split_hostport(addr: str) -> tuple[str, int]:
 
 
 class Link:
-    def __init__(self, proxy: Proxy, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter):
+    def __init__(self, proxy: Proxy, client: socket.socket):
         self.proxy = proxy
-        self.client_r, self.client_w = client_r, client_w
+        self.client = client  # as accepted; connect() wraps it in client_r/client_w
+        self.client_r: asyncio.StreamReader | None = None
+        self.client_w: asyncio.StreamWriter | None = None
         self.server_r: asyncio.StreamReader | None = None
         self.server_w: asyncio.StreamWriter | None = None
         self.active: dict[int, bool] = {}  # id(toxic) -> did toxicity apply it at its last (re)start
@@ -131,6 +159,7 @@ class Link:
         self.deadline: dict[int, float] = {}  # id(timeout toxic) -> when it closes the link
         self._timers: dict[int, asyncio.Task] = {}  # id(toxic) -> its timer task
         self.closed = asyncio.Event()
+        self.task: asyncio.Task | None = None  # the proxy's task serving this link
 
     # -- toxic bookkeeping -------------------------------------------------
     def start_toxic(self, toxic: Toxic) -> None:
@@ -174,15 +203,25 @@ class Link:
 
     # -- data path ---------------------------------------------------------
     async def connect(self) -> bool:
-        """Dial the upstream; on failure close the client, as Toxiproxy does."""
+        """Wrap the client socket and dial the upstream; False, all closed, if that fails
+        (Toxiproxy closes the client too) or the proxy stopped meanwhile."""
         try:
-            host, port = split_hostport(self.proxy.upstream)
-            self.server_r, self.server_w = await asyncio.open_connection(host, port)
+            self.client_r, self.client_w = await asyncio.open_connection(sock=self.client)
         except OSError:
-            self.close()
+            self.client.close()
+            self.closed.set()
             return False
-        if self.closed.is_set():  # the proxy stopped while we dialled
-            self.server_w.close()
+        if not self.closed.is_set():
+            try:
+                host, port = split_hostport(self.proxy.upstream)
+                self.server_r, self.server_w = await asyncio.open_connection(host, port)
+            except OSError:
+                self.close()
+                return False
+        if self.closed.is_set():  # close() came while we were at it: finish its job
+            for w in (self.client_w, self.server_w):
+                if w is not None:
+                    w.close()
             return False
         return True
 
@@ -272,6 +311,8 @@ class Link:
             await asyncio.sleep(max(delays) / 1000)
 
     def close(self, reset: bool = False) -> None:
+        """Close both sides, with RST instead of FIN when `reset`. A client socket not wrapped
+        yet is left to connect(), so its transport is never pulled from under it."""
         if self.closed.is_set():
             return
         for w in (self.client_w, self.server_w):

@@ -284,6 +284,7 @@ def test_update_moves_the_proxy_and_keeps_it_enabled(proxy, echo):
     # Toxiproxy's Proxy.Update: a new listen or upstream closes the connections, then restarts.
     base = f"http://{APIConsumer.host}:{APIConsumer.port}/proxies/{proxy.name}"
     with connect(proxy) as s:
+        roundtrip(s)  # accepted and connected: a connection still queued would get RST instead
         r = requests.post(base, json={"listen": "127.0.0.1:0"})
         assert r.status_code == 200 and r.json()["enabled"] is True
         assert r.json()["listen"] != proxy.listen
