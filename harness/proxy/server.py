@@ -159,11 +159,16 @@ def serve(host: str, port: int, ready=None) -> None:
         httpd.shutdown()
         for proxy in list(registry.proxies.values()):
             loop.run_until_complete(proxy.stop())
-        pending = asyncio.all_tasks(loop)  # e.g. a connection still dialling its upstream
-        for task in pending:
-            task.cancel()
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(_cancel_the_rest())
         loop.close()
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel what still runs on the loop (e.g. a connection dialling its upstream) and wait for it."""
+    rest = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
 
 
 def main(argv: list[str] | None = None) -> None:

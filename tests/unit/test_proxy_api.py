@@ -17,12 +17,13 @@ from harness import procs
 
 @contextmanager
 def embedded_api(tmp_path, host="127.0.0.1"):
-    """A running embedded server; yields its port, and stops it (checking it survived) on exit."""
+    """A running embedded server; yields its port, and stops it on exit, checking it survived
+    every request and then stops cleanly on SIGTERM."""
     env = {**os.environ, "KAFKA_CHAOS_RUN": str(tmp_path)}
     for _ in range(3):  # the free port may be taken before the server binds it
         port = procs.free_port()
-        proc = procs.spawn([sys.executable, "-m", "harness.proxy", "--host", host, "--port", str(port)],
-                           tmp_path / f"proxy-{port}.log", env=env)
+        log = tmp_path / f"proxy-{port}.log"
+        proc = procs.spawn([sys.executable, "-m", "harness.proxy", "--host", host, "--port", str(port)], log, env=env)
         try:
             procs.wait_for_port("127.0.0.1", port, timeout=15, proc=proc)
             break
@@ -35,6 +36,7 @@ def embedded_api(tmp_path, host="127.0.0.1"):
         assert requests.get(f"http://127.0.0.1:{port}/version", timeout=5).status_code == 200, "server died"
     finally:
         procs.stop(proc)
+    assert proc.returncode == 0 and "Traceback" not in log.read_text(), log.read_text()
 
 
 @pytest.fixture(scope="module")
