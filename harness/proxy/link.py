@@ -4,7 +4,20 @@ A Link joins one client connection to one upstream connection with two pipes,
 `upstream` (client -> server) and `downstream` (server -> client). Each pipe has a
 reader task that stamps chunks with their arrival time and a writer that applies
 the toxics present *now*, so toxics added or removed mid-connection take effect
-at once, as in Toxiproxy. Toxicity is drawn once per (connection, toxic).
+at once, as in Toxiproxy.
+
+Toxiproxy runs each toxic of a connection as a stub (ToxicStub.Run in its
+toxics/toxic.go) that draws toxicity afresh whenever it (re)starts: when the
+connection opens, when the toxic is added or updated, and when a toxic is added
+right after it or the one right after it is removed (link.go interrupts that
+neighbour). `Link.start_toxic` is that (re)start.
+
+`timeout` follows Toxiproxy's TimeoutToxic (toxics/timeout.go): data reaching it
+is dropped, never delivered; with timeout > 0 the connection is closed once no
+data has reached it for `timeout` ms (each dropped chunk restarts the clock);
+with timeout 0 it is never closed by the toxic. Removing the toxic closes the
+connection: TimeoutToxic is a cleanup toxic and its Cleanup closes the stub,
+on every connection, whether toxicity applied the toxic there or not.
 """
 
 from __future__ import annotations
@@ -26,9 +39,10 @@ class Proxy:
         self.listen = listen
         self.upstream = upstream
         self.enabled = enabled
-        self.toxics: dict[str, Toxic] = {}
+        self.toxics: dict[str, Toxic] = {}  # in the order added: Toxiproxy's chain order per stream
         self.links: set[Link] = set()
-        self._server: asyncio.base_events.Server | None = None
+        self._dialling: set[Link] = set()  # accepted, upstream not connected yet
+        self._listener: socket.socket | None = None  # while enabled
 
     def to_json(self) -> dict:
         return {
@@ -41,16 +55,19 @@ class Proxy:
 
     async def start(self) -> None:
         host, port = split_hostport(self.listen)
-        self._server = await asyncio.start_server(self._on_client, host, port, reuse_address=True)
+        listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        listener.setblocking(False)
+        asyncio.get_running_loop().add_reader(listener, self._accept, listener)
+        self._listener = listener
         # Port 0 means "any": keep the port we got, so a re-enable listens there again.
-        self.listen = f"{host}:{self._server.sockets[0].getsockname()[1]}"
+        self.listen = f"{host}:{listener.getsockname()[1]}"
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        for link in list(self.links):
+        if self._listener is not None:
+            asyncio.get_running_loop().remove_reader(self._listener)
+            self._listener.close()  # connections the kernel queued but nobody accepted get RST
+            self._listener = None
+        for link in list(self.links | self._dialling):
             link.close()
 
     async def set_enabled(self, enabled: bool) -> None:
@@ -60,23 +77,64 @@ class Proxy:
             await self.stop()
         self.enabled = enabled
 
+    def _last_toxic(self, stream: str) -> Toxic | None:
+        return next((t for t in reversed(self.toxics.values()) if t.stream == stream), None)
+
     def add_toxic(self, toxic: Toxic) -> None:
+        before = self._last_toxic(toxic.stream)
         self.toxics[toxic.name] = toxic
         for link in list(self.links):
-            link.toxic_added(toxic)
+            link.start_toxic(toxic)
+            if before is not None:
+                link.start_toxic(before)
 
     def remove_toxic(self, name: str) -> None:
+        toxic = self.toxics[name]
+        same_stream = [n for n, t in self.toxics.items() if t.stream == toxic.stream]
+        i = same_stream.index(name)
+        before = self.toxics[same_stream[i - 1]] if i else None
         del self.toxics[name]
         for link in list(self.links):
-            link.toxics_changed()
+            link.toxic_removed(toxic, before)
 
-    def toxics_updated(self) -> None:
+    def update_toxic(self, toxic: Toxic) -> None:
         for link in list(self.links):
-            link.toxics_changed()
+            link.start_toxic(toxic)
 
-    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        link = Link(self, reader, writer)
+    def _accept(self, listener: socket.socket) -> None:
+        # A plain reader callback rather than asyncio.Server or loop.sock_accept: both can
+        # accept a connection just as the proxy stops and then drop it, left open (CPython
+        # 3.11: Server._attach asserts; a cancelled sock_accept still accepts). Here every
+        # accepted socket gets its link at once, where stop() finds it.
+        if listener is not self._listener:  # stopped earlier in this loop iteration
+            return
+        try:
+            client, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # e.g. out of file descriptors: pause a second rather than spin
+            loop = asyncio.get_running_loop()
+            loop.remove_reader(listener)
+
+            def resume() -> None:
+                if listener is self._listener:  # not stopped meanwhile
+                    loop.add_reader(listener, self._accept, listener)
+
+            loop.call_later(1, resume)
+            return
+        link = Link(self, client)
+        self._dialling.add(link)
+        link.task = asyncio.ensure_future(self._serve(link))
+
+    async def _serve(self, link: Link) -> None:
+        try:
+            if not await link.connect():
+                return
+        finally:
+            self._dialling.discard(link)
         self.links.add(link)
+        for toxic in list(self.toxics.values()):
+            link.start_toxic(toxic)
         try:
             await link.run()
         finally:
@@ -89,55 +147,94 @@ def split_hostport(addr: str) -> tuple[str, int]:
 
 
 class Link:
-    def __init__(self, proxy: Proxy, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter):
+    def __init__(self, proxy: Proxy, client: socket.socket):
         self.proxy = proxy
-        self.client_r, self.client_w = client_r, client_w
+        self.client = client  # as accepted; connect() wraps it in client_r/client_w
+        self.client_r: asyncio.StreamReader | None = None
+        self.client_w: asyncio.StreamWriter | None = None
+        self.server_r: asyncio.StreamReader | None = None
         self.server_w: asyncio.StreamWriter | None = None
-        self.active: dict[int, bool] = {}  # id(toxic) -> does it apply to this link
-        self.sent: dict[int, int] = {}  # id(limit_data toxic) -> bytes passed since it applied
-        self._changed = asyncio.Event()
-        self._timers: list[asyncio.Task] = []
+        self.active: dict[int, bool] = {}  # id(toxic) -> did toxicity apply it at its last (re)start
+        self.sent: dict[int, int] = {}  # id(limit_data toxic) -> bytes passed since it was added
+        self.deadline: dict[int, float] = {}  # id(timeout toxic) -> when it closes the link
+        self._timers: dict[int, asyncio.Task] = {}  # id(toxic) -> its timer task
         self.closed = asyncio.Event()
+        self.task: asyncio.Task | None = None  # the proxy's task serving this link
 
     # -- toxic bookkeeping -------------------------------------------------
-    def toxic_added(self, toxic: Toxic) -> None:
-        applies = random.random() < toxic.toxicity
-        self.active[id(toxic)] = applies
-        if applies and toxic.type in ("reset_peer", "timeout"):
-            if toxic.type == "reset_peer" or toxic.attr("timeout") > 0:
-                self._timers.append(asyncio.get_running_loop().create_task(self._close_after(toxic)))
-        self.toxics_changed()
+    def start_toxic(self, toxic: Toxic) -> None:
+        """(Re)start `toxic` on this link, as ToxicStub.Run does: toxicity is drawn again, timers restart."""
+        self._stop_timer(toxic)
+        applies = self.active[id(toxic)] = random.random() < toxic.toxicity
+        if not applies or self.closed.is_set():
+            return
+        if toxic.type == "timeout" and toxic.attr("timeout") > 0:
+            self.deadline[id(toxic)] = time.monotonic() + toxic.attr("timeout") / 1000
+            self._timers[id(toxic)] = asyncio.ensure_future(self._timeout(toxic))
+        elif toxic.type == "reset_peer":
+            self._timers[id(toxic)] = asyncio.ensure_future(self._reset_after(toxic))
 
-    def toxics_changed(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+    def toxic_removed(self, toxic: Toxic, before: Toxic | None) -> None:
+        self._stop_timer(toxic)
+        self.active.pop(id(toxic), None)
+        self.sent.pop(id(toxic), None)
+        if toxic.type == "timeout":
+            self.close()  # TimeoutToxic.Cleanup closes the stub, so the connection ends
+        elif before is not None:
+            self.start_toxic(before)  # Toxiproxy re-runs the toxic before the removed one
+
+    def _stop_timer(self, toxic: Toxic) -> None:
+        task = self._timers.pop(id(toxic), None)
+        if task is not None:
+            task.cancel()
+        self.deadline.pop(id(toxic), None)
 
     def chain(self, stream: str) -> list[Toxic]:
         return [t for t in self.proxy.toxics.values() if t.stream == stream and self.active.get(id(t))]
 
-    async def _close_after(self, toxic: Toxic) -> None:
+    async def _timeout(self, toxic: Toxic) -> None:
+        while (left := self.deadline[id(toxic)] - time.monotonic()) > 0:
+            await asyncio.sleep(left)
+        self.close()
+
+    async def _reset_after(self, toxic: Toxic) -> None:
         await asyncio.sleep(toxic.attr("timeout") / 1000)
-        if self.proxy.toxics.get(toxic.name) is toxic:
-            self.close(reset=toxic.type == "reset_peer")
+        self.close(reset=True)
 
     # -- data path ---------------------------------------------------------
-    async def run(self) -> None:
+    async def connect(self) -> bool:
+        """Wrap the client socket and dial the upstream; False, all closed, if that fails
+        (Toxiproxy closes the client too) or the proxy stopped meanwhile."""
         try:
-            host, port = split_hostport(self.proxy.upstream)
-            server_r, self.server_w = await asyncio.open_connection(host, port)
+            self.client_r, self.client_w = await asyncio.open_connection(sock=self.client)
         except OSError:
-            self.close()
-            return
-        for toxic in list(self.proxy.toxics.values()):
-            self.toxic_added(toxic)
+            self.client.close()
+            self.closed.set()
+            return False
+        if not self.closed.is_set():
+            try:
+                host, port = split_hostport(self.proxy.upstream)
+                self.server_r, self.server_w = await asyncio.open_connection(host, port)
+            except OSError:
+                self.close()
+                return False
+        if self.closed.is_set():  # close() came while we were at it: finish its job
+            for w in (self.client_w, self.server_w):
+                if w is not None:
+                    w.close()
+            return False
+        return True
+
+    async def run(self) -> None:
         pipes = [
             asyncio.ensure_future(self._pipe("upstream", self.client_r, self.server_w)),
-            asyncio.ensure_future(self._pipe("downstream", server_r, self.client_w)),
+            asyncio.ensure_future(self._pipe("downstream", self.server_r, self.client_w)),
         ]
         await self.closed.wait()
-        for task in pipes + self._timers:
+        timers = list(self._timers.values())
+        for task in pipes + timers:
             task.cancel()
-        await asyncio.gather(*pipes, *self._timers, return_exceptions=True)
+        await asyncio.gather(*pipes, *timers, return_exceptions=True)
 
     async def _pipe(self, stream: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         queue: asyncio.Queue = asyncio.Queue(maxsize=32)
@@ -165,10 +262,12 @@ class Link:
     async def _deliver(self, stream: str, arrived: float, data: bytes, writer: asyncio.StreamWriter) -> bool:
         """Pass one chunk through the toxics of `stream`; False when the link closed."""
         chain = self.chain(stream)
-        # timeout holds all data while present (its timer closes the link when due).
-        while any(t.type == "timeout" for t in chain):
-            await self._changed.wait()
-            chain = self.chain(stream)
+        timeout = next((t for t in chain if t.type == "timeout"), None)
+        if timeout is not None:
+            # Dropped, never delivered; the data restarts the idle clock of the first timeout toxic.
+            if id(timeout) in self.deadline:
+                self.deadline[id(timeout)] = time.monotonic() + timeout.attr("timeout") / 1000
+            return True
         for t in chain:
             if t.type == "latency":
                 jitter = random.uniform(-t.attr("jitter"), t.attr("jitter"))
@@ -212,6 +311,8 @@ class Link:
             await asyncio.sleep(max(delays) / 1000)
 
     def close(self, reset: bool = False) -> None:
+        """Close both sides, with RST instead of FIN when `reset`. A client socket not wrapped
+        yet is left to connect(), so its transport is never pulled from under it."""
         if self.closed.is_set():
             return
         for w in (self.client_w, self.server_w):

@@ -10,192 +10,129 @@ or in $TOXIPROXY_SERVER, the harness runs that instead (see cluster/toxiproxy.py
 The proxy data path runs on one asyncio loop; the HTTP API runs on the stdlib's
 threaded HTTP server (no extra dependency for a handful of JSON routes) and hands
 every request to the loop, so proxy state is only ever touched from one thread.
+Before a request is read, guard.py decides whether it may be served at all (no
+browsers, Host must name this server); registry.py checks what it asks for.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import re
 import signal
 import sys
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from .. import __version__
-from .link import Proxy
-from .toxics import ToxicError, parse_toxic, update_toxic
-
-VERSION = f"2.12.0-kafka-chaos-{__version__}"
+from .guard import Guard
+from .registry import ApiError, ProxyRegistry
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
+MAX_BODY = 1 << 20  # bytes; Toxiproxy's largest bodies (populate) are a few KB
+READ_TIMEOUT = 15  # seconds a client may take per read, as Toxiproxy's ReadTimeout
+CALL_TIMEOUT = 30  # seconds the loop may take to answer, as Toxiproxy's WriteTimeout
+CONTENT_LENGTH = re.compile(r"[0-9]+")
 
 
-class ProxyRegistry:
-    """All proxies of one server. Every method runs on the asyncio loop."""
+def parse_body(raw: bytes):
+    """The request's JSON value (None when there is no body), or ApiError 400."""
+    if not raw.strip():
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ApiError(400, f"bad request body: not UTF-8 ({e.reason} at byte {e.start})") from e
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except (ValueError, RecursionError) as e:  # RecursionError: nesting deeper than Python's stack
+        raise ApiError(400, f"bad request body: {e or 'nested too deeply'}") from e
 
-    def __init__(self) -> None:
-        self.proxies: dict[str, Proxy] = {}
 
-    def _get(self, name: str) -> Proxy:
-        if name not in self.proxies:
-            raise ApiError(404, "proxy not found")
-        return self.proxies[name]
-
-    async def create(self, body) -> dict:
-        if not isinstance(body, dict):
-            raise ApiError(400, "proxy must be a JSON object")
-        name, upstream = body.get("name"), body.get("upstream")
-        if not name or not upstream:
-            raise ApiError(400, "missing required field: name and upstream")
-        if name in self.proxies:
-            raise ApiError(409, "proxy already exists")
-        proxy = Proxy(name, body.get("listen") or "127.0.0.1:0", upstream, body.get("enabled", True))
-        if proxy.enabled:
-            try:
-                await proxy.start()
-            except OSError as e:
-                raise ApiError(500, f"listen {proxy.listen}: {e}") from e
-        self.proxies[name] = proxy
-        return proxy.to_json()
-
-    async def update(self, name: str, body) -> dict:
-        proxy = self._get(name)
-        if not isinstance(body, dict):
-            raise ApiError(400, "proxy update must be a JSON object")
-        if "upstream" in body:
-            proxy.upstream = body["upstream"]
-        if "listen" in body and body["listen"] != proxy.listen:
-            await proxy.set_enabled(False)
-            proxy.listen = body["listen"]
-        if "enabled" in body:
-            await proxy.set_enabled(bool(body["enabled"]))
-        return proxy.to_json()
-
-    async def delete(self, name: str) -> None:
-        await self._get(name).stop()
-        del self.proxies[name]
-
-    async def reset(self) -> None:
-        for proxy in self.proxies.values():
-            await proxy.set_enabled(True)
-            for toxic in list(proxy.toxics):
-                proxy.remove_toxic(toxic)
-
-    async def add_toxic(self, name: str, body) -> dict:
-        proxy = self._get(name)
-        try:
-            toxic = parse_toxic(body)
-        except ToxicError as e:
-            raise ApiError(400, str(e)) from e
-        if toxic.name in proxy.toxics:
-            raise ApiError(409, "toxic already exists")
-        proxy.add_toxic(toxic)
-        return toxic.to_json()
-
-    def _toxic(self, name: str, toxic: str):
-        proxy = self._get(name)
-        if toxic not in proxy.toxics:
-            raise ApiError(404, "toxic not found")
-        return proxy, proxy.toxics[toxic]
-
-    async def get_toxic(self, name: str, toxic: str) -> dict:
-        return self._toxic(name, toxic)[1].to_json()
-
-    async def update_toxic(self, name: str, toxic: str, body) -> dict:
-        proxy, t = self._toxic(name, toxic)
-        try:
-            update_toxic(t, body if isinstance(body, dict) else {})
-        except ToxicError as e:
-            raise ApiError(400, str(e)) from e
-        proxy.toxics_updated()
-        return t.to_json()
-
-    async def delete_toxic(self, name: str, toxic: str) -> None:
-        self._toxic(name, toxic)[0].remove_toxic(toxic)
-
-    async def route(self, method: str, path: str, body) -> tuple[int, object]:
-        """Map one API request to (status, JSON body); Toxiproxy 2.x routes and codes."""
-        parts = [p for p in path.split("?")[0].split("/") if p]
-        match (method, parts):
-            case ("GET", ["version"]):
-                return 200, {"version": VERSION}
-            case ("POST", ["reset"]):
-                await self.reset()
-                return 204, None
-            case ("GET", ["proxies"]):
-                return 200, {n: p.to_json() for n, p in self.proxies.items()}
-            case ("POST", ["proxies"]):
-                return 201, await self.create(body)
-            case ("POST", ["populate"]):
-                return 201, {"proxies": await self.populate(body)}
-            case ("GET", ["proxies", name]):
-                return 200, self._get(name).to_json()
-            case ("POST" | "PATCH", ["proxies", name]):
-                return 200, await self.update(name, body)
-            case ("DELETE", ["proxies", name]):
-                await self.delete(name)
-                return 204, None
-            case ("GET", ["proxies", name, "toxics"]):
-                return 200, [t.to_json() for t in self._get(name).toxics.values()]
-            case ("POST", ["proxies", name, "toxics"]):
-                return 200, await self.add_toxic(name, body)
-            case ("GET", ["proxies", name, "toxics", toxic]):
-                return 200, await self.get_toxic(name, toxic)
-            case ("POST" | "PATCH", ["proxies", name, "toxics", toxic]):
-                return 200, await self.update_toxic(name, toxic, body)
-            case ("DELETE", ["proxies", name, "toxics", toxic]):
-                await self.delete_toxic(name, toxic)
-                return 204, None
-        raise ApiError(404, "not found" if method in ("GET", "POST", "DELETE", "PATCH") else "method not allowed")
-
-    async def populate(self, body) -> list[dict]:
-        if not isinstance(body, list):
-            raise ApiError(400, "populate takes a JSON list of proxies")
-        out = []
-        for item in body:
-            existing = self.proxies.get(item.get("name")) if isinstance(item, dict) else None
-            if existing is not None:
-                out.append(await self.update(existing.name, item))
-            else:
-                out.append(await self.create(item))
-        return out
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")
 
 
 def _handler(registry: ProxyRegistry, loop: asyncio.AbstractEventLoop):
     class Handler(BaseHTTPRequestHandler):
+        """Every request gets exactly one answer, a JSON error when anything is wrong with it."""
+
         protocol_version = "HTTP/1.1"
+        # A request line without a version (HTTP/0.9, or garbage) would get a body without
+        # status line or headers; answer it as HTTP/1.1 so the client can read the error.
+        default_request_version = "HTTP/1.1"
+        timeout = READ_TIMEOUT
 
         def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
             try:
-                body = json.loads(raw) if raw.strip() else None
-            except ValueError:
-                self._send(400, {"error": "bad request body", "status": 400})
-                return
-            future = asyncio.run_coroutine_threadsafe(registry.route(self.command, self.path, body), loop)
-            try:
-                status, payload = future.result(timeout=30)
+                refusal = self.server.guard.refusal(self.headers, self.request_version)
+                if refusal is not None:
+                    self.close_connection = True  # its body is left unread
+                    raise ApiError(*refusal)
+                body = parse_body(self._read_body())
+                status, payload = self._call(registry.route(self.command, self.path, body))
             except ApiError as e:
-                status, payload = e.status, {"error": str(e), "status": e.status}
+                status, payload = e.status, e.to_json()
             self._send(status, payload)
+
+        def _read_body(self) -> bytes:
+            if "Transfer-Encoding" in self.headers:
+                self.close_connection = True  # the body's end is unknown to us
+                raise ApiError(411, "chunked request bodies are not supported; send Content-Length")
+            lengths = set(self.headers.get_all("Content-Length") or ["0"])
+            if len(lengths) > 1 or not CONTENT_LENGTH.fullmatch(length := lengths.pop().strip()):
+                self.close_connection = True
+                raise ApiError(400, "bad request: Content-Length must be one non-negative integer")
+            if int(length) > MAX_BODY:
+                self.close_connection = True  # not read: nothing after it on this connection can be parsed
+                raise ApiError(413, f"request body over {MAX_BODY} bytes")
+            try:
+                raw = self.rfile.read(int(length))
+            except TimeoutError as e:
+                self.close_connection = True
+                raise ApiError(408, f"request body not received within {READ_TIMEOUT} s") from e
+            if len(raw) < int(length):
+                self.close_connection = True
+                raise ApiError(400, "bad request: body shorter than its Content-Length")
+            return raw
+
+        def _call(self, coro):
+            try:
+                future = asyncio.run_coroutine_threadsafe(coro, loop)
+                return future.result(timeout=CALL_TIMEOUT)
+            except ApiError:
+                raise
+            except concurrent.futures.TimeoutError as e:
+                future.cancel()
+                raise ApiError(503, f"no answer from the proxy loop within {CALL_TIMEOUT} s") from e
+            except Exception as e:  # a bug, or the loop closing: still an answer, not a dropped connection
+                coro.close()
+                raise ApiError(500, f"internal error: {type(e).__name__}: {e}") from e
 
         def _send(self, status: int, payload) -> None:
             data = b"" if payload is None else json.dumps(payload).encode()
-            self.send_response(status)
-            if data:
-                self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                if data:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if self.close_connection:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+            except OSError:  # the client went away
+                self.close_connection = True
 
-        do_GET = do_POST = do_DELETE = do_PATCH = _serve
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # The stdlib calls this for requests it cannot parse (bad request line, headers too
+            # long, unknown method); it would answer with an HTML page.
+            self.close_connection = True
+            self._send(code, {"error": message or HTTPStatus(code).phrase, "status": code})
+
+        do_GET = do_POST = do_DELETE = do_PATCH = do_PUT = do_HEAD = do_OPTIONS = _serve
 
         def log_message(self, *args) -> None:  # keep the harness's output clean
             pass
@@ -206,8 +143,9 @@ def _handler(registry: ProxyRegistry, loop: asyncio.AbstractEventLoop):
 def serve(host: str, port: int, ready=None) -> None:
     """Run the API on host:port and the proxies on this thread's loop until SIGINT/SIGTERM."""
     loop = asyncio.new_event_loop()
-    registry = ProxyRegistry()
+    registry = ProxyRegistry(host)
     httpd = ThreadingHTTPServer((host, port), _handler(registry, loop))
+    httpd.guard = Guard(host, httpd.server_address[1])  # before serving: the port is known once bound
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     stop = asyncio.Event()
@@ -221,7 +159,16 @@ def serve(host: str, port: int, ready=None) -> None:
         httpd.shutdown()
         for proxy in list(registry.proxies.values()):
             loop.run_until_complete(proxy.stop())
+        loop.run_until_complete(_cancel_the_rest())
         loop.close()
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel what still runs on the loop (e.g. a connection dialling its upstream) and wait for it."""
+    rest = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
 
 
 def main(argv: list[str] | None = None) -> None:

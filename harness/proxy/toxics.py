@@ -2,11 +2,13 @@
 
 The behaviour lives in `link.py`, which applies these to each connection; this
 module only validates what the HTTP API receives, the way Toxiproxy 2.x does
-(400 on an unknown type, stream or attribute value).
+(400 on an unknown type or stream, or a field of the wrong JSON type; null
+counts as not given). It also refuses unknown and negative attributes.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 STREAMS = ("upstream", "downstream")
@@ -25,6 +27,12 @@ TOXIC_ATTRIBUTES: dict[str, dict[str, int]] = {
 
 class ToxicError(ValueError):
     """A toxic definition the API must refuse with 400."""
+
+
+def shown(value) -> str:
+    """A request value for an error message: as JSON, cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass
@@ -48,48 +56,64 @@ class Toxic:
         return self.attributes[key]
 
 
-def _number(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ToxicError(f"{what} must be a non-negative number, got {value!r}")
-    return int(value)
+INT64_MAX = 2**63 - 1
 
 
-def parse_toxic(body: dict) -> Toxic:
+def _integer(value, what: str) -> int:
+    # Toxiproxy decodes attributes into Go int64 fields, which refuse 1.5, 1e3 and "1".
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+        raise ToxicError(f"{what} must be a whole number from 0 to {INT64_MAX}, got {shown(value)}")
+    return value
+
+
+def _toxicity(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ToxicError(f"toxicity must be a number from 0 to 1, got {shown(value)}")
+    return float(value)
+
+
+def _string(body: dict, key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ToxicError(f"bad request body: {key} must be a string, got {shown(value)}")
+    return value
+
+
+def parse_toxic(body) -> Toxic:
     """Build a Toxic from an API request body, or raise ToxicError."""
     if not isinstance(body, dict):
-        raise ToxicError("toxic must be a JSON object")
-    ttype = body.get("type")
+        raise ToxicError(f"bad request body: a toxic must be a JSON object, got {shown(body)}")
+    ttype, stream, name = _string(body, "type"), _string(body, "stream") or "downstream", _string(body, "name")
     if ttype not in TOXIC_ATTRIBUTES:
-        raise ToxicError(f"invalid toxic type: {ttype!r}; allowed: {', '.join(TOXIC_ATTRIBUTES)}")
-    stream = body.get("stream") or "downstream"
+        raise ToxicError(f"invalid toxic type: {shown(ttype)}; allowed: {', '.join(TOXIC_ATTRIBUTES)}")
     if stream not in STREAMS:
-        raise ToxicError(f"invalid stream: {stream!r}; allowed: upstream, downstream")
-    toxicity = body.get("toxicity", 1.0)
-    if isinstance(toxicity, bool) or not isinstance(toxicity, (int, float)) or not 0 <= toxicity <= 1:
-        raise ToxicError(f"toxicity must be between 0 and 1, got {toxicity!r}")
-    name = body.get("name") or f"{ttype}_{stream}"
+        raise ToxicError(f"invalid stream: {shown(stream)}; allowed: upstream, downstream")
+    toxicity = 1.0 if body.get("toxicity") is None else _toxicity(body["toxicity"])
     attributes = dict(TOXIC_ATTRIBUTES[ttype])
-    attributes.update(_attributes(ttype, body.get("attributes") or {}))
-    return Toxic(name=name, type=ttype, stream=stream, toxicity=float(toxicity), attributes=attributes)
+    attributes.update(_attributes(ttype, body.get("attributes")))
+    return Toxic(name=name or f"{ttype}_{stream}", type=ttype, stream=stream, toxicity=toxicity,
+                 attributes=attributes)
 
 
-def _attributes(ttype: str, given: dict) -> dict[str, int]:
+def _attributes(ttype: str, given) -> dict[str, int]:
+    if given is None:
+        return {}
     if not isinstance(given, dict):
-        raise ToxicError("attributes must be a JSON object")
+        raise ToxicError(f"bad request body: attributes must be a JSON object, got {shown(given)}")
     allowed = TOXIC_ATTRIBUTES[ttype]
     out = {}
     for key, value in given.items():
         if key not in allowed:
-            raise ToxicError(f"unknown attribute {key!r} for {ttype}; allowed: {', '.join(allowed)}")
-        out[key] = _number(value, f"{ttype}.{key}")
+            raise ToxicError(f"unknown attribute {shown(key)} for {ttype}; allowed: {', '.join(allowed)}")
+        out[key] = _integer(value, f"{ttype}.{key}")
     return out
 
 
-def update_toxic(toxic: Toxic, body: dict) -> None:
+def update_toxic(toxic: Toxic, body) -> None:
     """Apply a POST /proxies/{p}/toxics/{t} body: attributes and toxicity may change."""
-    if "toxicity" in body:
-        t = body["toxicity"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
-            raise ToxicError(f"toxicity must be between 0 and 1, got {t!r}")
-        toxic.toxicity = float(t)
-    toxic.attributes.update(_attributes(toxic.type, body.get("attributes") or {}))
+    if not isinstance(body, dict):
+        raise ToxicError(f"bad request body: a toxic update must be a JSON object, got {shown(body)}")
+    toxicity = toxic.toxicity if body.get("toxicity") is None else _toxicity(body["toxicity"])
+    attributes = _attributes(toxic.type, body.get("attributes"))  # checked before anything changes
+    toxic.toxicity = toxicity
+    toxic.attributes.update(attributes)

@@ -1,4 +1,5 @@
-"""The embedded proxy driven through toxiproxy-python, each toxic measured on a real TCP stream.
+"""The embedded proxy driven through toxiproxy-python, each toxic measured on a real TCP stream
+as real Toxiproxy 2.x behaves (timeout: toxics/timeout.go, link.go in Shopify/toxiproxy).
 
 The server comes from ToxiproxyServer, so a real toxiproxy-server is tested instead
 when one is on PATH or in $TOXIPROXY_SERVER.
@@ -97,25 +98,103 @@ def test_reset_peer_resets_the_connection(proxy):
         roundtrip(s)
 
 
-def test_timeout_holds_data_then_closes(proxy):
+def until_closed(sock, timeout=5) -> tuple[bytes, float]:
+    """Everything the proxy still delivers, and the seconds until it closed the connection."""
+    t = time.monotonic()
+    sock.settimeout(timeout)
+    got = b""
+    while chunk := sock.recv(65536):
+        got += chunk
+    return got, time.monotonic() - t
+
+
+def stays_open(sock, seconds) -> bytes:
+    """Wait `seconds`; fail if the proxy closes the connection meanwhile. Returns what arrived."""
+    sock.settimeout(seconds)
+    try:
+        chunk = sock.recv(65536)
+    except socket.timeout:
+        return b""
+    assert chunk, "connection closed"
+    return chunk
+
+
+# timeout follows Toxiproxy's toxics/timeout.go: data reaching it is dropped; the connection
+# closes after `timeout` ms without data reaching it (never when 0) and when the toxic is removed.
+
+def test_timeout_drops_data_then_closes(proxy):
+    with connect(proxy) as s:
+        roundtrip(s)
+        proxy.add_toxic(type="timeout", name="to", attributes={"timeout": 300})
+        s.sendall(b"dropped")
+        got, waited = until_closed(s)
+        assert got == b""
+        assert 0.25 <= waited < 2
+
+
+def test_timeout_clock_restarts_with_each_dropped_chunk(proxy):
     with connect(proxy) as s:
         proxy.add_toxic(type="timeout", name="to", attributes={"timeout": 300})
-        t = time.monotonic()
-        s.sendall(b"held")
-        assert s.recv(10) == b""  # nothing delivered, then closed
-        assert time.monotonic() - t >= 0.25
+        for _ in range(5):  # 0.75 s of traffic, never 300 ms apart
+            s.sendall(b"dropped")
+            assert stays_open(s, 0.15) == b""
+        got, waited = until_closed(s)
+        assert got == b"" and 0.1 <= waited < 2  # ~300 ms after the last echo was dropped
 
 
-def test_timeout_zero_holds_data_until_removed(proxy):
+def test_timeout_clock_restarts_when_the_toxic_is_updated(proxy):
+    # An update re-runs the toxic (ToxicLink.UpdateToxic); it does not close the connection.
+    with connect(proxy) as s:
+        proxy.add_toxic(type="timeout", name="to", attributes={"timeout": 300})
+        assert stays_open(s, 0.2) == b""
+        requests.post(f"http://{APIConsumer.host}:{APIConsumer.port}/proxies/{proxy.name}/toxics/to",
+                      json={"attributes": {"timeout": 400}}).raise_for_status()
+        got, waited = until_closed(s)
+        assert got == b"" and 0.35 <= waited < 2
+
+
+def test_timeout_removal_closes_the_connection(proxy):
+    with connect(proxy) as s:
+        proxy.add_toxic(type="timeout", name="to", attributes={"timeout": 10_000})
+        s.sendall(b"dropped")
+        assert stays_open(s, 0.3) == b""
+        proxy.destroy_toxic("to")
+        got, waited = until_closed(s)
+        assert got == b"" and waited < 1  # dropped data is not delivered on removal either
+
+
+def test_timeout_zero_drops_until_removed_then_closes(proxy):
     with connect(proxy) as s:
         proxy.add_toxic(type="timeout", name="to0", attributes={"timeout": 0})
-        s.sendall(b"held")
-        s.settimeout(0.3)
-        with pytest.raises(socket.timeout):
-            s.recv(10)
+        s.sendall(b"dropped")
+        assert stays_open(s, 0.5) == b""  # no timer: still open
         proxy.destroy_toxic("to0")
-        s.settimeout(5)
-        assert s.recv(10) == b"held"
+        got, waited = until_closed(s)
+        assert got == b"" and waited < 1
+
+
+@pytest.mark.parametrize("timeout", [0, 300])
+def test_timeout_applies_to_connections_opened_while_present(proxy, timeout):
+    proxy.add_toxic(type="timeout", name="to", attributes={"timeout": timeout})
+    with connect(proxy) as s:
+        s.sendall(b"dropped")
+        if timeout:
+            got, waited = until_closed(s)
+            assert got == b"" and 0.2 <= waited < 2
+        else:
+            assert stays_open(s, 0.4) == b""
+            proxy.destroy_toxic("to")
+            assert until_closed(s)[0] == b""
+
+
+def test_timeout_not_applied_by_toxicity_still_closes_on_removal(proxy):
+    # Toxiproxy calls Cleanup on every connection's stub, applied or not.
+    with connect(proxy) as s:
+        proxy.add_toxic(type="timeout", name="never", toxicity=0.0, attributes={"timeout": 0})
+        roundtrip(s)  # toxicity 0: data flows
+        proxy.destroy_toxic("never")
+        got, waited = until_closed(s)
+        assert got == b"" and waited < 1
 
 
 def test_limit_data_closes_after_n_bytes(proxy):
@@ -134,8 +213,9 @@ def test_toxicity_zero_never_applies(proxy):
         assert roundtrip(s) < 0.2
 
 
-def test_lost_ack_request_arrives_response_does_not(proxy, echo):
-    # The shape the lost-acks fault uses: upstream flows, downstream is held, then cut.
+@pytest.fixture
+def recorder(proxy):
+    """Points the proxy at a server that records each request and answers b"ack"."""
     received = []
 
     class Recorder(socketserver.BaseRequestHandler):
@@ -145,18 +225,33 @@ def test_lost_ack_request_arrives_response_does_not(proxy, echo):
                 self.request.sendall(b"ack")
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Recorder)
+    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    requests.post(f"http://{APIConsumer.host}:{APIConsumer.port}/proxies/{proxy.name}",
-                  json={"upstream": f"127.0.0.1:{server.server_address[1]}"})
-    try:
-        with connect(proxy) as s:
-            proxy.add_toxic(type="timeout", stream="downstream", name="lost", attributes={"timeout": 200})
-            s.sendall(b"request")
-            assert s.recv(10) == b""
-        assert received == [b"request"]
-    finally:
-        server.shutdown()
-        server.server_close()
+    r = requests.post(f"http://{APIConsumer.host}:{APIConsumer.port}/proxies/{proxy.name}",
+                      json={"upstream": f"127.0.0.1:{server.server_address[1]}"})
+    assert r.status_code == 200
+    yield received
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("fault_ms, cut_after_ms", [(2000, 200), (300, 10_000)])
+def test_lost_acks_request_arrives_ack_never_does(proxy, recorder, fault_ms, cut_after_ms):
+    # The lost-acks fault: a downstream timeout toxic removed after the fault's duration.
+    # Whether the cut or the removal comes first, the ack is lost and the connection ends.
+    with connect(proxy) as s:
+        proxy.add_toxic(type="timeout", stream="downstream", name="lost", attributes={"timeout": cut_after_ms})
+        s.sendall(b"request")
+        s.settimeout(fault_ms / 1000)
+        try:
+            got = s.recv(10)
+        except socket.timeout:
+            got = None  # still open when the fault ends
+        proxy.destroy_toxic("lost")
+        if got is None:
+            got = until_closed(s)[0]
+        assert got == b""
+    assert recorder == [b"request"]
 
 
 def test_api_errors_and_listing(api, proxy):
@@ -181,6 +276,20 @@ def test_disabled_proxy_refuses_connections(proxy):
     with pytest.raises(OSError):
         connect(proxy).recv(1)
     proxy.enable()
+    with connect(proxy) as s:
+        roundtrip(s)
+
+
+def test_update_moves_the_proxy_and_keeps_it_enabled(proxy, echo):
+    # Toxiproxy's Proxy.Update: a new listen or upstream closes the connections, then restarts.
+    base = f"http://{APIConsumer.host}:{APIConsumer.port}/proxies/{proxy.name}"
+    with connect(proxy) as s:
+        roundtrip(s)  # accepted and connected: a connection still queued would get RST instead
+        r = requests.post(base, json={"listen": "127.0.0.1:0"})
+        assert r.status_code == 200 and r.json()["enabled"] is True
+        assert r.json()["listen"] != proxy.listen
+        assert until_closed(s)[0] == b""
+    proxy.listen = r.json()["listen"]
     with connect(proxy) as s:
         roundtrip(s)
 
