@@ -1,6 +1,7 @@
 """The compose backend's own code, run here without Docker: the Docker SDK client and the
 `docker compose` CLI are replaced by stand-ins whose "containers" are real Tansu brokers, behind
-a real Toxiproxy-API proxy listening on a wildcard address as the Toxiproxy container does.
+a real Toxiproxy-API proxy (on loopback: the embedded one refuses wildcard listeners, and the
+wildcard addresses the Toxiproxy container reports are matched in tests/unit/test_metadata.py).
 What this cannot show (the apache/kafka image, real failover) is tests/compose/'s job."""
 
 from pathlib import Path
@@ -70,7 +71,7 @@ def stand_in(tmp_path, monkeypatch):
     server = ToxiproxyServer(tmp_path / "logs")
     toxi = server.start()
     port, proxy_port = procs.free_port(), procs.free_port()
-    toxi.create_proxy("broker-0", upstream=f"127.0.0.1:{port}", listen=f"0.0.0.0:{proxy_port}")
+    toxi.create_proxy("broker-0", upstream=f"127.0.0.1:{port}", listen=f"127.0.0.1:{proxy_port}")
     broker = BrokerProcess(0, tansu_command(0, port, f"127.0.0.1:{proxy_port}"), port, tmp_path / "broker.log")
     docker = FakeDocker({"kafka-1": FakeContainer("kafka-chaos-kafka-1-1", broker)})
     compose_calls = []
@@ -102,7 +103,8 @@ def test_up_preflight_faults_and_down(tmp_path, stand_in):
         assert calls[:2] == [("ps", "-q"), ("up", "-d", "--wait")]
         assert docker.queries[0]["label"] == ["com.docker.compose.project=kafka-chaos",
                                               "com.docker.compose.service=kafka-1"]
-        # The wildcard listen address became the address clients use, and the preflight proved it.
+        # The proxy's address became the address clients use, and the preflight proved it (the wildcard
+        # addresses the Toxiproxy container reports are matched in tests/unit/test_metadata.py).
         assert cluster.bootstrap == f"127.0.0.1:{proxy_port}" and cluster.endpoints == [cluster.bootstrap]
         assert cluster.description.startswith("compose · apache/kafka:4.1.0 × 1")
         create_topic(cluster.client, "t", 2, 1)
