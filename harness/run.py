@@ -133,11 +133,13 @@ class Run:
         self.listener.phase(name, "producing")
         nemesis.start()
         watchdog = Watchdog(cluster, self.stop)
-        log = DeliveryLog(self.folder.acks_path(name), spec.topic.partitions)
+        config = spec.producer_config(variant)
+        log = DeliveryLog(self.folder.acks_path(name), spec.topic.partitions,
+                          offsets_told=str(config.get("acks", config.get("request.required.acks", "all"))) != "0")
         t0 = time.monotonic()
         try:
             produce(cluster.client, topic, spec.topic.partitions, spec.workload.messages,
-                    spec.producer_config(variant), log, rate=spec.workload.rate,
+                    config, log, rate=spec.workload.rate,
                     flush_timeout=spec.workload.flush_timeout, stop=self.stop,
                     on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
                     logger=client_logger(self.folder.logs / f"producer-{name}.log"), before_flush=nemesis.stop)

@@ -67,7 +67,7 @@ def reference(log_rows, ack_rows):
                     told.append((v, off))
                     cause = None
                     if off < 0:
-                        cause = "negative offset"
+                        cause = "negative offset (the client was told none)"
                     elif off not in by_offset:
                         cause = ("beyond the end of the log" if last_offset is None or off > last_offset
                                  else "no record at this offset")

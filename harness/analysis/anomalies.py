@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from . import metrics as registry
 
 NONE = np.iinfo(np.int64).min
-NO_OFFSET = -1001  # librdkafka's RD_KAFKA_OFFSET_INVALID: the client was told no offset (acks=0)
+NO_OFFSET = -1001  # librdkafka's RD_KAFKA_OFFSET_INVALID: no offset is told with acks=0 (null in acks.parquet)
 OUTCOMES = ("acked", "rejected", "unknown")  # codes 1, 2, 3; 0: never sent
 ACKED, REJECTED, UNKNOWN = 1, 2, 3
 
@@ -211,8 +211,8 @@ class PartitionCheck:
     def _inconsistent(self, i: int, found, cause: str | None = None) -> None:
         off = int(self.ack_off[i])
         if cause is None:
-            cause = ("negative offset" if off < 0 else "beyond the end of the log" if off > self.last_offset
-                     else "no record at this offset")
+            cause = ("negative offset (the client was told none)" if off < 0
+                     else "beyond the end of the log" if off > self.last_offset else "no record at this offset")
         self.inconsistent.append((int(self.ack_val[i]), off, found, cause))
 
     def _order(self, offsets, values, timestamps_ms) -> None:

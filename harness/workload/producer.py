@@ -65,9 +65,12 @@ class DeliveryLog:
 
     SPILL = 100_000
 
-    def __init__(self, path: Path, partitions: int):
+    def __init__(self, path: Path, partitions: int, offsets_told: bool = True):
         self.path = path
         self.partitions = partitions
+        # confluent-kafka gives None for a negative offset. With acks=0 no offset is ever told (null);
+        # otherwise an acked send without one was told a negative offset: kept as -1 for the analysis.
+        self.offsets_told = offsets_told
         self.chunk_times_ms: list[int] = []  # chunk k (messages k*CHUNK ...) was handed to the client then
         # Acked reports as parallel columns (no per-message tuple); failures are rare.
         self._part: list[int] = []
@@ -106,7 +109,7 @@ class DeliveryLog:
         if self._part:
             n = len(self._part)
             self._write(self._part, self._value, pa.repeat(ACKED, n), self._offset, pa.nulls(n, pa.string()),
-                        self._latency)
+                        self._latency, acked=True)
             self.counts[ACKED] += n
             for column in (self._part, self._value, self._offset, self._latency):
                 column.clear()
@@ -114,16 +117,19 @@ class DeliveryLog:
             part, raw, errors, latency = zip(*self._failed)
             outcomes = [outcome(e) for e in errors]
             self._write(part, raw, pa.array(outcomes, pa.string()), [None] * len(part),
-                        pa.array([e.name() for e in errors], pa.string()), latency)
+                        pa.array([e.name() for e in errors], pa.string()), latency, acked=False)
             for name in outcomes:
                 self.counts[name] += 1
             self._failed.clear()
 
-    def _write(self, part, raw, outcomes, offsets, errors, latency_s) -> None:
+    def _write(self, part, raw, outcomes, offsets, errors, latency_s, acked: bool) -> None:
         parts = pa.array(part, pa.int32())
         latency = pc.multiply(pa.array(latency_s, pa.float64()), 1000.0)
-        self._write_rows(parts, pc.cast(pa.array(raw, pa.string()), pa.int64()), outcomes,
-                         pa.array(offsets, pa.int64()), errors, pc.if_else(pc.less(latency, 0), None, latency))
+        offsets = pa.array(offsets, pa.int64())
+        if acked and self.offsets_told and offsets.null_count:
+            offsets = pc.fill_null(offsets, -1)
+        self._write_rows(parts, pc.cast(pa.array(raw, pa.string()), pa.int64()), outcomes, offsets, errors,
+                         pc.if_else(pc.less(latency, 0), None, latency))
 
     def _write_rows(self, parts: pa.Array, values: pa.Array, outcomes, offsets, errors, latency) -> None:
         """One row group per partition; sent_at from the time the message's chunk was handed over."""

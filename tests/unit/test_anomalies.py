@@ -144,7 +144,7 @@ def test_inconsistent_offsets_each_cause():
     f = check(ack_rows, [0, 1, 2, 3], offsets=[0, 1, 2, 4])
     got = {(r["value"], r["offset"], r["found_value"], r["cause"]) for r in rows(f, "inconsistent_offsets")}
     assert got == {(1, 2, 2, "holds another value"), (2, 3, None, "no record at this offset"),
-                   (3, -1, None, "negative offset"), (4, 9, None, "beyond the end of the log")}
+                   (3, -1, None, "negative offset (the client was told none)"), (4, 9, None, "beyond the end of the log")}
     assert f.metrics["inconsistent_offsets"] == 4
     assert f.metrics["unseen"] == 2  # 4 and 5: acked, nothing later read
 

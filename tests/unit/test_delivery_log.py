@@ -1,0 +1,84 @@
+"""The delivery log: what each delivery report becomes in acks.parquet (no broker: reports are made here,
+and one test produces to librdkafka's in-process mock cluster)."""
+
+import logging
+
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import KafkaError
+
+from harness.workload.producer import CHUNK, DeliveryLog, produce
+
+
+class Report:
+    """What librdkafka hands to on_delivery (the part the log reads)."""
+
+    def __init__(self, partition, value, offset, latency=0.005):
+        self._p, self._v, self._o, self._l = partition, value, offset, latency
+
+    def partition(self):
+        return self._p
+
+    def value(self):
+        return b"%d" % self._v
+
+    def offset(self):
+        return self._o
+
+    def latency(self):
+        return self._l
+
+
+def rows(path):
+    return sorted(pq.read_table(path).to_pylist(), key=lambda r: (r["partition"], r["value"]))
+
+
+def test_reports_become_rows_with_outcome_error_offset_and_times(tmp_path):
+    log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
+    log.mark_chunk()
+    log.on_delivery(None, Report(0, 0, 0))
+    log.on_delivery(None, Report(1, 0, None))  # a negative offset reaches Python as None
+    log.on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT), Report(0, 1, None, -1))
+    log.on_delivery(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), Report(1, 1, None))
+    log.close([2, 2])
+    got = rows(tmp_path / "acks.parquet")
+    assert [(r["partition"], r["value"], r["outcome"], r["offset"], r["error"]) for r in got] == [
+        (0, 0, "acked", 0, None), (0, 1, "unknown", None, "_MSG_TIMED_OUT"),
+        (1, 0, "acked", -1, None), (1, 1, "rejected", None, "MSG_SIZE_TOO_LARGE")]
+    assert got[0]["latency_ms"] == pytest.approx(5.0) and got[1]["latency_ms"] is None
+    assert len({r["sent_at"] for r in got}) == 1 and got[0]["sent_at"] is not None
+    assert log.counts == {"acked": 2, "rejected": 1, "unknown": 1} and log.sent == 4
+    assert pq.ParquetFile(tmp_path / "acks.parquet").metadata.num_row_groups == 2 * 2  # a row group per partition
+
+
+def test_with_acks_0_no_offset_is_told_and_none_is_recorded(tmp_path):
+    log = DeliveryLog(tmp_path / "acks.parquet", partitions=1, offsets_told=False)
+    log.mark_chunk()
+    log.on_delivery(None, Report(0, 0, None))
+    log.close([1])
+    assert rows(tmp_path / "acks.parquet")[0]["offset"] is None
+
+
+def test_sends_without_a_report_become_unknown(tmp_path):
+    log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
+    log.mark_chunk()
+    log.on_delivery(None, Report(0, 0, 0))
+    log.close([2, 1])  # values 0 and 1 of partition 0 and value 0 of partition 1 were handed over
+    got = rows(tmp_path / "acks.parquet")
+    assert [(r["partition"], r["value"], r["outcome"]) for r in got] == [(0, 0, "acked"), (0, 1, "unknown"),
+                                                                      (1, 0, "unknown")]
+    assert log.counts == {"acked": 1, "rejected": 0, "unknown": 2}
+
+
+def test_produce_to_librdkafkas_mock_cluster_keeps_the_accounting(tmp_path):
+    quiet = logging.getLogger("mock")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    log = DeliveryLog(tmp_path / "acks.parquet", partitions=3)
+    n = 3 * CHUNK + 7
+    r = produce({"bootstrap.servers": "unused:1", "test.mock.num.brokers": 1}, "t", 3, n,
+                {"enable.idempotence": True}, log, logger=quiet)
+    assert (r.sent, r.acked, r.rejected, r.unknown) == (n, n, 0, 0)
+    got = rows(tmp_path / "acks.parquet")
+    assert len(got) == n and {r["value"] for r in got if r["partition"] == 2} == set(range(n // 3))
+    assert len(log.chunk_times_ms) == 4 and all(r["offset"] == r["value"] for r in got)
