@@ -10,6 +10,7 @@ never change a verdict. `reanalyze` is the same ending for a stored run folder.
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 import time
@@ -90,11 +91,11 @@ class Run:
     def execute(self) -> dict:
         """Run everything; always leaves summary.json (status complete, interrupted or error).
         Raises what ended the run early (Interrupted, InfraError, ...) after the summary is written."""
-        self.folder.write_spec({**self.spec.public_dict(), "seed": self.seed})
-        procs.tag_run(self.folder.path)  # every process started from here on carries the run's folder
         status, reason, failure = "complete", "", None
         spark = None
         try:
+            self.folder.write_spec({**self.spec.public_dict(), "seed": self.seed})
+            procs.tag_run(self.folder.path)  # every process started from here on carries the run's folder
             spark = _spark(self.spark_master)
             self.cluster = make_cluster(self.spec.cluster, self.folder.path)
             self.cluster.up()
@@ -173,7 +174,15 @@ class Run:
             variants[v.name] = summary_mod.variant_entry({**self.produced[v.name], **(analysed or {})},
                                                           self.spec.rules(v.name), v.allow, incomplete)
         s = summary_mod.build(self.folder.run_id, self.spec.name, status, variants, facts)
-        self.folder.write_summary(s)
+        try:
+            self.folder.write_summary(s)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            # A full disk: keep whatever fits, the status and the reason first.
+            s = summary_mod.build(self.folder.run_id, self.spec.name, "error", {},
+                                  {"reason": f"no space left on the device holding {self.folder.path}"})
+            self.folder.write_summary(s)
         return s
 
 

@@ -50,10 +50,10 @@ def kafka_chaos(*args, cwd=None):
                           cwd=cwd or ROOT, timeout=300)
 
 
-def run_experiment(tmp_path, doc):
+def run_experiment(tmp_path, doc, out_name="reports"):
     exp = tmp_path / f"{doc['name']}.yaml"
     exp.write_text(yaml.safe_dump(doc))
-    out = tmp_path / "reports"
+    out = tmp_path / out_name
     result = kafka_chaos("run", str(exp), "--out", str(out))
     runs = list(run_dirs(out))
     assert (out / "index.html").exists()  # the folder's list of runs
@@ -128,7 +128,8 @@ def test_analyze_reproduces_the_summary_from_parquet_alone(faulty_run, tmp_path)
 
 
 def test_no_fault_control_is_clean(tmp_path):
-    result, _, summary = run_experiment(tmp_path, CONTROL)
+    # An output folder Spark would read as a glob, to show every path is used literally.
+    result, _, summary = run_experiment(tmp_path, CONTROL, out_name="reports[1]{a}*?")
     assert result.returncode == 0, result.stdout + result.stderr
     for name, v in summary["variants"].items():
         from harness.analysis.metrics import METRICS
