@@ -152,7 +152,7 @@ def main() -> None:
             spark = spark_session()
             startup_s = time.perf_counter() - t
             t = time.perf_counter()
-            got, _ = analyze_variant(spark, *files)
+            got, _, _ = analyze_variant(spark, *files)
             spark_s = time.perf_counter() - t
             t = time.perf_counter()  # again, with Python workers already started and imports done
             assert analyze_variant(spark, *files)[0] == got

@@ -66,7 +66,7 @@ def _writable_dir(path: Path) -> None:
 
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
-    from .analysis.metrics import METRICS
+    from .analysis.metrics import FIGURES, METRICS
     from .verdict import status_of
 
     variants = summary.get("variants", {})
@@ -78,6 +78,12 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     for m in sorted(METRICS, key=lambda m: m.accounting):
         cells = [f"{x[m.key]:,}" if isinstance(x.get(m.key), int) else "-" for x in variants.values()]
         table.add_row(m.label + (" *" if m.fatal else ""), *cells, style="dim" if m.accounting else None)
+    from .report.render import latency_text
+
+    for f in FIGURES:
+        cells = [latency_text(x.get(f.key)) if f.key == "latency_ms" else str(x.get(f.key, "-"))
+                 for x in variants.values()]
+        table.add_row(f.label, *cells)
     console.print(table)
     for name, x in variants.items():
         if x.get("incomplete"):

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import metrics as registry
+from .timing import TIMING_TABLES, PartitionTiming
 
 NONE = np.iinfo(np.int64).min
 NO_OFFSET = -1001  # librdkafka's RD_KAFKA_OFFSET_INVALID: no offset is told with acks=0 (null in acks.parquet)
@@ -60,7 +61,10 @@ TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
                            ("previous_offset", _I64)],
     "rejected_visible": [("partition", _I32), ("value", _I64), ("offset", _I64), ("error", _STR)],
     "unexpected": [("partition", _I32), ("offset", _I64), ("value", _I64)],
-    "series": [("second", _I64), ("records", _I64), ("duplicates", _I64), ("jump_backs", _I64), ("acks", _I64)],
+    # Per second: records by produce time, acknowledgements by report time, and latency quantiles of the
+    # sends of that second (timing.py, filled in when the partitions are combined).
+    "series": [("second", _I64), ("records", _I64), ("duplicates", _I64), ("jump_backs", _I64), ("acks", _I64),
+               ("latency_p50_ms", pa.float64()), ("latency_p99_ms", pa.float64())],
     "partitions": [("partition", _I32)] + [(m.key, _I64) for m in registry.METRICS],
 }
 
@@ -81,7 +85,9 @@ class Findings:
 
     def table(self, name: str) -> pa.Table:
         cols = self.tables.get(name, {})
-        return pa.table({c: pa.array(cols.get(c, []), t) for c, t in TABLES[name]})
+        n = len(next(iter(cols.values()), []))
+        schema = TABLES.get(name) or TIMING_TABLES[name]
+        return pa.table({c: pa.array(cols.get(c, [None] * n), t) for c, t in schema}, schema=pa.schema(schema))
 
 
 def _grow(a: np.ndarray, size: int, fill) -> np.ndarray:
@@ -95,12 +101,13 @@ def _grow(a: np.ndarray, size: int, fill) -> np.ndarray:
 class Outcomes:
     """One partition's delivery log, indexed by value: outcome code, told offset, error name."""
 
-    def __init__(self, partition: int):
+    def __init__(self, partition: int, periods: list[tuple[int, int, int]] = ()):
         self.partition = partition
         self.code = np.zeros(0, dtype=np.int8)
         self.offset = np.full(0, NO_OFFSET, dtype=np.int64)
         self.errors: dict[int, str] = {}  # value -> librdkafka error name, for sends that were not acked
         self.ack_seconds: dict[int, int] = {}  # acknowledgement second -> acks, when times were recorded
+        self.timing = PartitionTiming(periods)
 
     def feed(self, values: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
              errors: list | None = None, acked_at_ms: np.ndarray | None = None) -> None:
@@ -327,6 +334,7 @@ class PartitionCheck:
             "unexpected": _columns("unexpected", p, self.unexpected),
             "series": _series_columns(self.seconds, o.ack_seconds),
             "partitions": {"partition": [p], **{k: [v] for k, v in m.items()}},
+            **o.timing.columns(),
         }
         return Findings(p, m, t)
 
@@ -387,9 +395,11 @@ def feed_acks(outcomes: Outcomes, batch: pa.RecordBatch | pa.Table) -> None:
                                f"(allowed: {', '.join(OUTCOMES)})")
     acked_at = None
     if "sent_at" in names and "latency_ms" in names and batch.column("sent_at").null_count == 0:
-        sent = batch.column("sent_at").cast(pa.timestamp("ms")).cast(pa.int64())
-        latency = pc.cast(pc.fill_null(batch.column("latency_ms"), 0), pa.int64(), safe=False)
-        acked_at = pc.add(sent, latency).to_numpy(zero_copy_only=False)
+        sent = batch.column("sent_at").cast(pa.timestamp("ms")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        latency = pc.fill_null(batch.column("latency_ms").cast(pa.float64()), float("nan"))
+        latency = latency.to_numpy(zero_copy_only=False)
+        acked_at = sent + np.nan_to_num(latency).astype(np.int64)
+        outcomes.timing.feed(sent, latency, codes == ACKED)
     outcomes.feed(_ints(batch.column("value"), -1), codes, _ints(batch.column("offset"), NO_OFFSET),
                   batch.column("error").to_pylist() if "error" in names else None, acked_at)
 
@@ -406,10 +416,11 @@ def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
     check.feed(_ints(batch.column("offset"), NONE), _ints(value, -1), valid, ts)
 
 
-def check_partition(partition: int, acks: Iterable, log: Iterable) -> Findings:
+def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = ()) -> Findings:
     """Every definition over one partition: acks batches first (the whole delivery log of this
-    partition), then log batches. Raises OutOfOrder when the log is not in offset order."""
-    outcomes = Outcomes(partition)
+    partition), then log batches. Raises OutOfOrder when the log is not in offset order.
+    periods: (fault id, start ms, end ms) of the variant's faults, for latency per fault period."""
+    outcomes = Outcomes(partition, periods)
     for batch in acks:
         feed_acks(outcomes, batch)
     check = PartitionCheck(outcomes.trimmed())

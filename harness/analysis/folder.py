@@ -75,14 +75,32 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
         if on_variant:
             on_variant(v)
         try:
-            metrics, tables = spark_analysis.analyze_variant(spark, *given)
+            metrics, tables, timing = spark_analysis.analyze_variant(spark, *given, fault_periods(folder, v))
         except Exception as e:
             found = re.search(re.escape(spark_analysis.DATA_ERROR) + r"(.*)", str(e))
             if found:
                 raise RunFolderError(found.group(1).strip(), damaged=True) from None
             raise
         folder.write_tables(v, tables)
-        out[v] = metrics
+        out[v] = {**metrics, **timing}
+    return out
+
+
+def fault_periods(folder: RunFolder, variant: str) -> list[dict]:
+    """The variant's faults as they were applied: {id, kind, start_ms, end_ms} (epoch milliseconds)."""
+    from datetime import datetime
+
+    out = []
+    for f in folder.read_faults():
+        try:
+            start = datetime.fromisoformat(f["applied_at"]).timestamp()
+            end = datetime.fromisoformat(f["healed_at"]).timestamp() if f.get("healed_at") else \
+                start + float(f.get("planned_duration") or 0)
+        except (KeyError, TypeError, ValueError):
+            continue  # not applied (not reached, failed before applying)
+        if f.get("variant") == variant:
+            out.append({"id": int(f["id"]), "kind": str(f.get("kind")), "start_ms": int(start * 1000),
+                        "end_ms": int(end * 1000)})
     return out
 
 

@@ -57,6 +57,23 @@ METRICS: tuple[Metric, ...] = (
            accounting=True),
 )
 
+
+@dataclass(frozen=True)
+class Figure:
+    """A measured quantity that is not a count (timing.py computes these from the delivery log's times)."""
+
+    key: str  # summary.json key (in the variant, and in each of its fault_periods)
+    label: str
+    meaning: str
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("latency_ms", "latency p50 / p95 / p99 / max (ms)",
+           "produce() to delivery report of acknowledged sends, to within 1 %"),
+    Figure("unavailable_s", "unavailable (s)",
+           "the longest stretch with a send pending and no acknowledgement, to 10 ms"),
+)
+
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
 FATAL: frozenset[str] = frozenset(m.key for m in METRICS if m.fatal)

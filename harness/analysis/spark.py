@@ -23,6 +23,9 @@ import pyarrow.parquet as pq
 
 from . import metrics
 from .anomalies import TABLES, DeliveryLogError, OutOfOrder, check_partition
+from .timing import TIMING_TABLES, variant_timing
+
+ALL_TABLES = {**TABLES, **TIMING_TABLES}
 
 # A worker's error about the data (not about the harness) starts with this, so the driver can
 # name the damaged file instead of showing Spark's traceback.
@@ -35,13 +38,13 @@ class DataError(RuntimeError):
 
 ACKS_COLUMNS = ("partition", "value", "outcome", "offset", "error", "sent_at", "latency_ms")
 LOG_COLUMNS = ("partition", "offset", "value", "timestamp")
-_SPARK_TYPES = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string"}
+_SPARK_TYPES = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.float64(): "double"}
 
 
 def _findings_schema() -> pa.Schema:
     """One row type for every table: the table's name, then the union of all tables' columns."""
     columns: dict[str, pa.DataType] = {}
-    for table in TABLES.values():
+    for table in ALL_TABLES.values():
         for name, dtype in table:
             if columns.setdefault(name, dtype) != dtype:
                 raise TypeError(f"column {name} has two types in anomalies.TABLES")
@@ -172,17 +175,17 @@ def read_partition(files: list[str], partition: int, wanted: tuple[str, ...]):
         yield from table.to_batches(max_chunksize=1 << 20)
 
 
-def check_files(partition: int, log_files: list[str], acks_files: list[str]):
+def check_files(partition: int, log_files: list[str], acks_files: list[str], periods: list = ()):
     """anomalies.check_partition over files; a log out of offset order is sorted first."""
     def acks():
         return read_partition(acks_files, partition, ACKS_COLUMNS)
 
     try:
         try:
-            return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS))
+            return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS), periods)
         except OutOfOrder:
             table = pa.Table.from_batches(list(read_partition(log_files, partition, LOG_COLUMNS))).sort_by("offset")
-            return check_partition(partition, acks(), [table])
+            return check_partition(partition, acks(), [table], periods)
     except DeliveryLogError as e:
         raise DataError(", ".join(acks_files), f"contradictory delivery log: {e}") from None
 
@@ -190,7 +193,7 @@ def check_files(partition: int, log_files: list[str], acks_files: list[str]):
 def findings_batches(findings) -> list[pa.RecordBatch]:
     """A partition's findings as rows of the FINDINGS schema (one batch per non-empty table)."""
     out = []
-    for name in TABLES:
+    for name in ALL_TABLES:
         table = findings.table(name)
         if table.num_rows == 0:
             continue
@@ -202,10 +205,11 @@ def findings_batches(findings) -> list[pa.RecordBatch]:
 
 
 def _task(batches):
-    """mapInArrow body: rows (partition, log_files, acks_files) -> findings rows."""
+    """mapInArrow body: rows (partition, log_files, acks_files, periods) -> findings rows."""
+    names = ("partition", "log_files", "acks_files", "periods")
     for batch in batches:
-        for p, logs, acks in zip(*(batch.column(c).to_pylist() for c in ("partition", "log_files", "acks_files"))):
-            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks)))
+        for p, logs, acks, periods in zip(*(batch.column(c).to_pylist() for c in names)):
+            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks), json.loads(periods)))
 
 
 def split(findings: pa.Table) -> dict[str, pa.Table]:
@@ -213,7 +217,7 @@ def split(findings: pa.Table) -> dict[str, pa.Table]:
     import pyarrow.compute as pc
 
     out = {}
-    for name, columns in TABLES.items():
+    for name, columns in ALL_TABLES.items():
         rows = findings.filter(pc.equal(findings.column("table_name"), name)).select([c for c, _ in columns])
         out[name] = rows.cast(pa.schema(columns))
     series = out["series"]
@@ -224,18 +228,30 @@ def split(findings: pa.Table) -> dict[str, pa.Table]:
     return {name: t.sort_by([(c, "ascending") for c in t.column_names[:3]]) for name, t in out.items()}
 
 
-def analyze_variant(spark, log_files: list[str], acks_files: list[str]) -> tuple[dict[str, int], dict[str, pa.Table]]:
-    """Metrics and anomaly tables of one variant, one Spark task per topic partition."""
+def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods: list[dict] = ()) -> tuple:
+    """(metrics, anomaly tables, timing) of one variant, one Spark task per topic partition.
+
+    periods: the variant's applied faults as {id, kind, start_ms, end_ms}, for figures per fault period."""
     found = partitions_in(log_files + acks_files)
     if found is None:  # files without statistics: read them all once to learn
         found = set()
         for path in log_files + acks_files:
             found.update(pq.read_table(path, columns=["partition"]).column("partition").unique().to_pylist())
-    tasks = [(p, json.dumps(log_files), json.dumps(acks_files)) for p in sorted(found)]
-    if not tasks:
-        tables = {name: pa.table({c: pa.array([], t) for c, t in cols}) for name, cols in TABLES.items()}
-        return metrics.combine_rows([]), tables
-    rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("partition int, log_files string, acks_files string")
-    findings = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
-    tables = split(findings)
-    return metrics.combine_rows(tables["partitions"].to_pylist()), tables
+    windows = json.dumps([(p["id"], p["start_ms"], p["end_ms"]) for p in periods])
+    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows) for p in sorted(found)]
+    schema = FINDINGS.empty_table()
+    if tasks:
+        rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF(
+            "partition int, log_files string, acks_files string, periods string")
+        schema = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
+    tables = split(schema)
+    timing = variant_timing(tables, list(periods))
+    series = tables["series"]
+    p50 = [timing["seconds"].get(s, (None, None))[0] for s in series.column("second").to_pylist()]
+    p99 = [timing["seconds"].get(s, (None, None))[1] for s in series.column("second").to_pylist()]
+    tables["series"] = series.set_column(series.schema.get_field_index("latency_p50_ms"), "latency_p50_ms",
+                                         pa.array(p50, pa.float64())) \
+        .set_column(series.schema.get_field_index("latency_p99_ms"), "latency_p99_ms", pa.array(p99, pa.float64()))
+    del timing["seconds"]
+    anomaly_tables = {name: tables[name] for name in TABLES}
+    return metrics.combine_rows(tables["partitions"].to_pylist()), anomaly_tables, timing

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..analysis.metrics import BY_KEY, METRICS
+from ..analysis.metrics import BY_KEY, FIGURES, METRICS
 from .. import verdict as v
 from . import charts
 from .load import DETAIL_TABLES, LISTING_CAP
@@ -90,6 +90,12 @@ def _charts(name: str, var: dict) -> list:
         out.append(charts.timeline(f"{name}: duplicates and jump-backs per second", t0, t1,
                                    {"duplicates": [(r["second"], r["duplicates"]) for r in series],
                                     "jump-backs": [(r["second"], r["jump_backs"]) for r in series]}, var["faults"]))
+        timed = [r for r in series if r.get("latency_p99_ms") is not None]
+        if timed:
+            out.append(charts.timeline(f"{name}: latency of the sends of each second, ms (faults shaded by kind)",
+                                       t0, t1, {"p99": [(r["second"], r["latency_p99_ms"]) for r in timed],
+                                                "p50": [(r["second"], r["latency_p50_ms"]) for r in timed]},
+                                       var["faults"]))
     out.append(charts.histogram(f"{name}: jump-back sizes ({var['runs_total']} runs)", var["sizes"]))
     return out
 
@@ -100,9 +106,18 @@ def render_run(view: dict) -> str:
     variants = {name: {**var, "charts": _charts(name, var), "listing": [listing_line(r) for r in var["runs"]]}
                 for name, var in view["variants"].items()}
     return _env().get_template("run.html.j2").render(
-        s=s, verdict=view["verdict"], headline=line, headline_class=css, metrics=METRICS,
+        s=s, verdict=view["verdict"], headline=line, headline_class=css, metrics=METRICS, figures=FIGURES,
+        latency_text=latency_text,
         setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"], variants=variants,
         detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s))
+
+
+def latency_text(latency) -> str:
+    """{p50, p95, p99, max} -> "4.1 / 9.8 / 120 / 6,030"; "-" when nothing was timed."""
+    if not latency:
+        return "-"
+    return " / ".join(f"{latency[k]:,.3g}" if latency[k] < 1000 else f"{latency[k]:,.0f}"
+                      for k in ("p50", "p95", "p99", "max"))
 
 
 def _duration(s: dict) -> str:

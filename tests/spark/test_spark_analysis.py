@@ -91,7 +91,7 @@ def write_layout(tmp_path, logs, acks, layout):
 def test_spark_equals_numpy_whatever_the_layout(spark, tmp_path, layout):
     logs, acks = case(seed=len(layout))
     want, found = expected(logs, acks)
-    got, tables = analyze_variant(spark, *write_layout(tmp_path, logs, acks, layout))
+    got, tables, timing = analyze_variant(spark, *write_layout(tmp_path, logs, acks, layout))
     assert got == want
     assert want["duplicates"] > 0 and want["unexpected"] == 3 and want["lost"] + want["unseen"] > 0
     for name in TABLES:
@@ -120,14 +120,15 @@ def test_folder_analysis_writes_every_table_and_names_missing_and_damaged_files(
     want, _ = expected(logs, acks)
     folder = run_folder(tmp_path, logs, acks)
     out = analyze_folder(spark, folder, ["a", "b"])
-    assert out["a"] == out["b"] == want
+    assert {k: out["a"][k] for k in want} == {k: out["b"][k] for k in want} == want
+    assert out["a"]["latency_ms"] is None and out["a"]["unavailable_s"] == 0.0  # no send times in this log
     assert all(folder.table_path("a", t).exists() for t in TABLES)
 
     folder.acks_path("b").unlink()
     with pytest.raises(RunFolderError, match=r"b/acks.parquet is missing; analyse what is complete with --partial"):
         analyze_folder(spark, folder, ["a", "b"])
     partial = analyze_folder(spark, folder, ["a", "b"], partial=True)
-    assert partial["a"] == want and "acks.parquet is missing" in partial["b"]["incomplete"]
+    assert {k: partial["a"][k] for k in want} == want and "acks.parquet is missing" in partial["b"]["incomplete"]
 
     part = next(folder.log_path("a").glob("*.parquet"))
     part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])  # truncated by a full disk, say

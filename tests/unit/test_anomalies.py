@@ -235,7 +235,7 @@ def test_series_counts_records_by_timestamp_and_acks_by_acknowledgement_time():
         .append_column("latency_ms", pa.array([50.0, 700.0, 20.0], pa.float64()))
     f = check_partition(0, [ack_table], [table])
     # records: second 1 -> 0,1; second 2 -> 2 and the repeat of 1. Acks at 1050, 2100, 1920 ms.
-    assert f.table("series").to_pylist() == [
+    assert f.table("series").drop(["latency_p50_ms", "latency_p99_ms"]).to_pylist() == [
         {"second": 1, "records": 2, "duplicates": 0, "jump_backs": 0, "acks": 2},
         {"second": 2, "records": 2, "duplicates": 1, "jump_backs": 1, "acks": 1}]
 
