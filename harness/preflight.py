@@ -50,12 +50,12 @@ def stored_spec(folder: RunFolder, partial: bool) -> ExperimentSpec | None:
     if doc is None:
         if partial:
             return None
-        raise RunFolderError(f"{folder.path / 'spec.yaml'} is missing: it holds the expectations and allow lists "
+        raise RunFolderError(f"{folder.spec_path} is missing: it holds the expectations and allow lists "
                              "(analyse with --partial to judge by the fatal anomalies alone)")
     try:
         return ExperimentSpec.model_validate(doc, context={"stored": True})
     except Exception as e:
-        message = validation_message(e, folder.path / "spec.yaml")
+        message = validation_message(e, folder.spec_path)
         raise RunFolderError(message, damaged=True) from None
 
 

@@ -75,6 +75,10 @@ class RunFolder:
     def faults_path(self) -> Path:
         return self.path / FAULTS
 
+    @property
+    def spec_path(self) -> Path:
+        return self.path / SPEC
+
     def variant_dir(self, variant: str) -> Path:
         return self.path / variant
 
@@ -92,7 +96,7 @@ class RunFolder:
         (self.path / SPEC).write_text(yaml.safe_dump(doc, sort_keys=False))
 
     def read_spec(self) -> dict | None:
-        path = self.path / SPEC
+        path = self.spec_path
         if not path.exists():
             return None
         try:
