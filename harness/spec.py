@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError,
+                      ValidationInfo, field_validator, model_validator)
 
 METRICS = (
     "sent", "acked", "rejected", "unknown", "received", "unique", "duplicates",
@@ -31,82 +32,162 @@ class Strict(BaseModel):
 
 
 ClientValue = Union[str, int, float, bool]
-DEFAULT_COMPOSE_FILE = Path(__file__).resolve().parents[1] / "compose" / "docker-compose.yml"  # the repository's
+SHIPPED_COMPOSE_FILE = Path(__file__).resolve().parent / "compose" / "docker-compose.yml"  # package data
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
 SECRET_KEY = re.compile(r"password|secret|token|key\.pem|credentials", re.I)
-
-# Which cluster fields each backend reads; any other one given is a mistake worth an error.
-BACKEND_FIELDS = {
-    "local": {"kafka_home"},
-    "compose": {"compose_file", "services", "toxiproxy_url", "proxies", "bootstrap_servers"},
-    "external": {"bootstrap_servers", "toxiproxy_url", "proxies"},
-}
+BACKENDS = ("local", "compose", "external")
 
 
-class ClusterSpec(Strict):
-    """Where the brokers come from. Brokers are numbered 0..brokers-1 everywhere in the harness."""
+def _client_key(key: str) -> str:
+    if key == "bootstrap.servers":
+        raise ValueError("set by the backend; use cluster.bootstrap_servers (backend external)")
+    return key
 
-    backend: Literal["local", "compose", "external"] = "local"
-    broker: Literal["tansu", "kafka"] = "tansu"
-    brokers: Annotated[int, Field(ge=1, le=9)] = 1
-    kafka_home: str | None = Field(None, description="local + kafka: Kafka distribution (default $KAFKA_HOME)")
-    compose_file: str = Field(str(DEFAULT_COMPOSE_FILE), description="compose: the Compose file; a relative path "
-                                                                      "starts at the experiment file's folder")
-    services: list[str] | None = Field(None, description="compose: service of broker i (default kafka-<i+1>)")
-    toxiproxy_url: str | None = Field(None, description="Toxiproxy API (compose default http://127.0.0.1:8474)")
-    proxies: list[str] | None = Field(None, description="Toxiproxy proxy of broker i (default broker-<i>)")
-    bootstrap_servers: str | None = Field(None, description="external: the cluster's (or its proxies') addresses")
-    client: dict[str, ClientValue] = Field(
-        default_factory=dict, description="librdkafka settings for every client (security.protocol, sasl.*, ssl.*); "
-                                          "values may name environment variables as ${NAME}")
 
-    @model_validator(mode="after")
-    def _consistent(self):
-        given = self.model_fields_set - {"backend", "broker", "brokers", "client"}
-        stray = sorted(given - BACKEND_FIELDS[self.backend])
-        if stray:
-            raise ValueError(f"cluster.{stray[0]}: not used by backend {self.backend} "
-                             f"(it reads: {', '.join(sorted(BACKEND_FIELDS[self.backend])) or 'no extra fields'})")
-        if self.broker == "tansu":
-            if self.backend != "local":
-                raise ValueError(f"cluster.broker: tansu runs only with backend local; backend {self.backend} "
-                                 "needs broker: kafka")
-            if self.brokers != 1:
-                # Tansu's memory storage is per process: several would be separate clusters.
-                raise ValueError("cluster.brokers: broker tansu runs exactly 1 broker (memory storage is not shared); "
-                                 "use brokers: 1")
-        if self.backend == "external" and not self.bootstrap_servers:
-            raise ValueError("cluster.bootstrap_servers: backend external needs the cluster's addresses (host:port,...)")
-        for name in ("services", "proxies"):
-            items = getattr(self, name)
-            if items is not None and (len(items) != self.brokers or len(set(items)) != len(items)):
-                raise ValueError(f"cluster.{name}: give {self.brokers} distinct names, one per broker")
-        if self.toxiproxy_url is not None and not TOXIPROXY_URL.match(self.toxiproxy_url):
-            raise ValueError(f"cluster.toxiproxy_url: {self.toxiproxy_url!r} is not http://HOST:PORT")
-        if self.proxies is not None and self.backend == "external" and not self.toxiproxy_url:
-            raise ValueError("cluster.proxies: needs cluster.toxiproxy_url (the API that controls them)")
-        for key, value in self.client.items():
-            if key == "bootstrap.servers":
-                raise ValueError("cluster.client.bootstrap.servers: set by the backend; "
-                                 "use cluster.bootstrap_servers (backend external)")
-            for var in ENV_REF.findall(str(value)):
-                if var not in os.environ:
-                    raise ValueError(f"cluster.client.{key}: environment variable {var} is not set")
-        return self
+def _client_value(value: ClientValue) -> ClientValue:
+    for var in ENV_REF.findall(str(value)):
+        if var not in os.environ:
+            raise ValueError(f"environment variable {var} is not set")
+    return value
+
+
+ClientSettings = dict[Annotated[str, AfterValidator(_client_key)], Annotated[ClientValue, AfterValidator(_client_value)]]
+CLIENT_DOC = ("librdkafka settings for every client (security.protocol, sasl.*, ssl.*); values may name "
+              "environment variables as ${NAME}")
+
+
+def _names_per_broker(items: list[str] | None, info: ValidationInfo) -> list[str] | None:
+    brokers = info.data.get("brokers", 1)
+    if items is not None and (len(items) != brokers or len(set(items)) != len(items)):
+        raise ValueError(f"give {brokers} distinct names, one per broker")
+    return items
+
+
+def _toxiproxy_url(url: str | None) -> str | None:
+    if url is not None and not TOXIPROXY_URL.match(url):
+        raise ValueError(f"{url!r} is not http://HOST:PORT")
+    return url
+
+
+def _kafka_only(backend: str):
+    def check(broker: str) -> str:
+        if broker != "kafka":
+            raise ValueError(f"{broker} runs only with backend local; backend {backend} needs broker: kafka")
+        return broker
+    return check
+
+
+class _Cluster(Strict):
+    """What every backend's section shares. Brokers are numbered 0..brokers-1 everywhere in the harness."""
 
     @property
     def proxy_names(self) -> list[str]:
-        return self.proxies or [f"broker-{i}" for i in range(self.brokers)]
+        return getattr(self, "proxies", None) or [f"broker-{i}" for i in range(self.brokers)]
 
     @property
     def has_proxies(self) -> bool:
-        return self.backend != "external" or self.toxiproxy_url is not None
+        return True
 
     def client_settings(self) -> dict:
         """The `client` settings with ${NAME} replaced from the environment."""
         return {k: ENV_REF.sub(lambda m: os.environ[m.group(1)], v) if isinstance(v, str) else v
                 for k, v in self.client.items()}
+
+
+class LocalClusterSpec(_Cluster):
+    """Brokers started here as processes: Tansu (the embedded default) or Kafka KRaft nodes from KAFKA_HOME."""
+
+    backend: Literal["local"] = "local"
+    broker: Literal["tansu", "kafka"] = "tansu"
+    brokers: Annotated[int, Field(ge=1, le=9)] = 1
+    kafka_home: str | None = Field(None, description="broker kafka: Kafka distribution (default $KAFKA_HOME)")
+    client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
+
+    @field_validator("brokers")
+    @classmethod
+    def _one_tansu(cls, brokers: int, info: ValidationInfo) -> int:
+        if info.data.get("broker") == "tansu" and brokers != 1:
+            # Tansu's memory storage is per process: several would be separate clusters.
+            raise ValueError("broker tansu runs exactly 1 broker (memory storage is not shared); use brokers: 1")
+        return brokers
+
+
+class ComposeClusterSpec(_Cluster):
+    """The Apache Kafka cluster of a Compose file behind its Toxiproxy container."""
+
+    backend: Literal["compose"]
+    broker: Annotated[str, AfterValidator(_kafka_only("compose"))] = "kafka"
+    brokers: Annotated[int, Field(ge=1, le=9)] = 1
+    compose_file: str | None = Field(None, description="the Compose file (default: the one shipped with the "
+                                                        "harness); a relative path starts at the experiment's folder")
+    services: Annotated[list[str] | None, AfterValidator(_names_per_broker)] = Field(
+        None, description="service of broker i (default kafka-<i+1>)")
+    toxiproxy_url: Annotated[str | None, AfterValidator(_toxiproxy_url)] = Field(
+        None, description="Toxiproxy API (default http://127.0.0.1:8474)")
+    proxies: Annotated[list[str] | None, AfterValidator(_names_per_broker)] = Field(
+        None, description="Toxiproxy proxy of broker i (default broker-<i>)")
+    bootstrap_servers: str | None = Field(None, description="where clients reach the proxies (default: their "
+                                                            "listen addresses)")
+    client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
+
+    @property
+    def compose_path(self) -> Path:
+        return Path(self.compose_file) if self.compose_file else SHIPPED_COMPOSE_FILE
+
+
+class ExternalClusterSpec(_Cluster):
+    """A cluster the harness did not start, reached at bootstrap_servers; faults only through its Toxiproxy."""
+
+    backend: Literal["external"]
+    broker: Annotated[str, AfterValidator(_kafka_only("external"))] = "kafka"
+    brokers: Annotated[int, Field(ge=1, le=9)] = 1
+    bootstrap_servers: str | None = Field(None, validate_default=True,
+                                          description="the cluster's (or its proxies') addresses")
+    toxiproxy_url: Annotated[str | None, AfterValidator(_toxiproxy_url)] = Field(
+        None, description="Toxiproxy API the clients' traffic crosses (without it, no faults)")
+    proxies: Annotated[list[str] | None, AfterValidator(_names_per_broker)] = Field(
+        None, description="Toxiproxy proxy of broker i (default broker-<i>)")
+    client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _needs_bootstrap(cls, value: str | None) -> str:
+        if not value:
+            raise ValueError("backend external needs the cluster's addresses (host:port,...)")
+        return value
+
+    @field_validator("proxies")
+    @classmethod
+    def _proxies_need_api(cls, proxies: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if proxies is not None and not info.data.get("toxiproxy_url"):
+            raise ValueError("needs cluster.toxiproxy_url (the API that controls them)")
+        return proxies
+
+    @property
+    def has_proxies(self) -> bool:
+        return self.toxiproxy_url is not None
+
+
+def _backend_of(section) -> str | None:
+    if isinstance(section, dict):
+        return section.get("backend", "local")
+    return getattr(section, "backend", None)
+
+
+# One model per backend, chosen by `backend` (default local); each forbids the others' fields.
+ClusterSpec = Annotated[
+    Union[Annotated[LocalClusterSpec, Tag("local")], Annotated[ComposeClusterSpec, Tag("compose")],
+          Annotated[ExternalClusterSpec, Tag("external")]],
+    Discriminator(_backend_of, custom_error_type="unknown_backend",
+                  custom_error_message=f"unknown backend (use {', '.join(BACKENDS)})"),
+]
+CLUSTER_MODELS = {"local": LocalClusterSpec, "compose": ComposeClusterSpec, "external": ExternalClusterSpec}
+
+
+def cluster_spec(**fields) -> LocalClusterSpec | ComposeClusterSpec | ExternalClusterSpec:
+    """A cluster section from keyword fields, as the experiment file would give it."""
+    return TypeAdapter(ClusterSpec).validate_python(fields)
 
 
 class TopicSpec(Strict):
@@ -245,7 +326,7 @@ class ExperimentSpec(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
     description: str = ""
     seed: int = 1
-    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
+    cluster: ClusterSpec = Field(default_factory=LocalClusterSpec)
     topic: TopicSpec = Field(default_factory=TopicSpec)
     workload: WorkloadSpec
     producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
@@ -298,9 +379,6 @@ class ExperimentSpec(Strict):
     def public_dict(self) -> dict:
         """The spec as a run folder keeps it: literal secrets in cluster.client hidden (${NAME} kept)."""
         doc = self.model_dump(mode="json", exclude_none=True)
-        # Only the fields the backend reads, so the saved file loads again as an experiment.
-        keep = {"backend", "broker", "brokers", "client"} | BACKEND_FIELDS[self.cluster.backend]
-        doc["cluster"] = {k: v for k, v in doc["cluster"].items() if k in keep}
         doc["cluster"]["client"] = {k: "***" if SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
                                     for k, v in doc["cluster"]["client"].items()}
         return doc
@@ -328,7 +406,11 @@ def check_rule(rule: int | str, actual: int) -> bool:
 
 
 def _where(loc: tuple) -> str:
-    return ".".join(str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union")))
+    # The cluster section's loc carries the backend tag (cluster.local.brokers): the file says cluster.brokers.
+    parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union"))]
+    if parts[:1] == ["cluster"] and parts[1:2] and parts[1] in BACKENDS:
+        del parts[1]
+    return ".".join(p for p in parts if p != "[key]")
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
@@ -355,10 +437,16 @@ def load_spec(path: str | Path) -> ExperimentSpec:
             where = where or "(top level)"
             if err["type"] == "extra_forbidden":
                 msg = "unknown field"
+                if err["loc"][:1] == ("cluster",) and err["loc"][1:2] and err["loc"][1] in BACKENDS:
+                    backend = err["loc"][1]  # a field of another backend, or a typo
+                    msg = f"not used by backend {backend} (it reads: {', '.join(CLUSTER_MODELS[backend].model_fields)})"
+            if err["type"] == "unknown_backend":
+                where, msg = f"{where}.backend", f"{err['input'].get('backend')!r} is not a backend (use {', '.join(BACKENDS)})"
             lines.append(f"{path}: {where}: {msg}")
         raise SpecError("\n".join(lines)) from None
-    if not Path(spec.cluster.compose_file).is_absolute():  # as Compose resolves paths: from the file's folder
-        spec.cluster.compose_file = str((path.parent / spec.cluster.compose_file).resolve())
+    compose_file = getattr(spec.cluster, "compose_file", None)
+    if compose_file and not Path(compose_file).is_absolute():  # as Compose resolves paths: from the file's folder
+        spec.cluster.compose_file = str((path.parent / compose_file).resolve())
     check_producer_configs(spec, path)
     return spec
 

@@ -8,14 +8,14 @@ named in `proxies`, default broker-<i>), and the preflight proves they do.
 
 from __future__ import annotations
 
-from ..spec import ClusterSpec
+from ..spec import ExternalClusterSpec
 from .base import PROXY_FAULTS, ProxiedCluster
 from .toxiproxy import ToxiproxyClient
 
 
 class ExternalCluster(ProxiedCluster):
     @classmethod
-    def faults_for(cls, spec: ClusterSpec) -> frozenset[str]:
+    def faults_for(cls, spec: ExternalClusterSpec) -> frozenset[str]:
         return PROXY_FAULTS if spec.toxiproxy_url else frozenset()
 
     @property

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from .. import procs
-from ..spec import ClusterSpec
+from ..spec import LocalClusterSpec
 from .base import ProxiedCluster
 from .brokers import BrokerProcess, tansu_command, tansu_version
 from .kraft import NodePorts, cluster_id, node_properties, render_properties
@@ -21,7 +21,7 @@ from .toxiproxy import ToxiproxyServer
 
 
 class LocalCluster(ProxiedCluster):
-    def __init__(self, spec: ClusterSpec, run_dir: Path):
+    def __init__(self, spec: LocalClusterSpec, run_dir: Path):
         super().__init__(spec, run_dir)
         self.run_dir = run_dir
         self.server = ToxiproxyServer(self.log_dir)
@@ -62,7 +62,7 @@ class LocalTansuCluster(LocalCluster):
                 for i, (port, listen) in enumerate(zip(client_ports, listens))]
 
 
-def kafka_home(spec: ClusterSpec) -> str | None:
+def kafka_home(spec: LocalClusterSpec) -> str | None:
     return spec.kafka_home or os.environ.get("KAFKA_HOME")
 
 
@@ -70,7 +70,7 @@ class LocalKafkaCluster(LocalCluster):
     """Apache Kafka KRaft nodes from KAFKA_HOME: data under the run folder, removed at the end."""
 
     @classmethod
-    def problems(cls, spec: ClusterSpec) -> list[str]:
+    def problems(cls, spec: LocalClusterSpec) -> list[str]:
         home = kafka_home(spec)
         if not home:
             return ["cluster.kafka_home: broker kafka with backend local needs an Apache Kafka 4.x distribution: "

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 from harness.cluster.toxiproxy import ToxiproxyClient
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = ROOT / "compose"
+COMPOSE = ROOT / "harness" / "compose"
 PROXIES = ["127.0.0.1:29091", "127.0.0.1:29092", "127.0.0.1:29093"]
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-COMPOSE = Path(__file__).resolve().parents[2] / "compose"
+COMPOSE = Path(__file__).resolve().parents[2] / "harness" / "compose"
 
 
 def load():

@@ -51,9 +51,12 @@ def test_minimal_spec_gets_defaults(tmp_path):
     ({"expectations": {"a": {"dupes": 0}}}, "expectations", "unknown metric 'dupes'"),
     ({"expectations": {"a": {"duplicates": "about 3"}}}, "expectations", "comparison"),
     ({"cluster": {"broker": "tansu", "brokers": 3}}, "cluster.brokers", "exactly 1 broker"),
-    ({"cluster": {"backend": "compose"}}, "cluster.broker", "needs broker: kafka"),
+    ({"cluster": {"backend": "compose", "broker": "tansu"}}, "cluster.broker", "needs broker: kafka"),
     ({"cluster": {"backend": "external", "broker": "kafka"}}, "cluster.bootstrap_servers", "needs the cluster"),
     ({"cluster": {"backend": "local", "compose_file": "x.yml"}}, "cluster.compose_file", "not used by backend local"),
+    ({"cluster": {"backend": "mainframe"}}, "cluster.backend", "'mainframe' is not a backend"),
+    ({"cluster": {"backend": "external", "broker": "kafka", "bootstrap_servers": "h:1", "kafka_home": "/k"}},
+     "cluster.kafka_home", "it reads: backend, broker, brokers, bootstrap_servers"),
     ({"cluster": {"backend": "compose", "broker": "kafka", "brokers": 3, "services": ["a", "b"]}},
      "cluster.services", "3 distinct names"),
     ({"cluster": {"backend": "external", "broker": "kafka", "bootstrap_servers": "h:1", "proxies": ["p"]}},
@@ -117,7 +120,8 @@ def test_literal_secrets_are_hidden_from_the_run_folder(tmp_path):
 
 def test_faults_each_backend_can_inject():
     from harness.cluster import supported_faults
-    from harness.spec import FAULT_KINDS, ClusterSpec
+    from harness.spec import FAULT_KINDS
+    from harness.spec import cluster_spec as ClusterSpec
 
     assert supported_faults(ClusterSpec()) == set(FAULT_KINDS)
     assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS)
@@ -130,14 +134,15 @@ def test_faults_each_backend_can_inject():
 
 def test_compose_file_is_found_from_the_experiment_folder(tmp_path):
     doc = {**BASE, "cluster": {"backend": "compose", "broker": "kafka"}}
-    assert load_spec(write(tmp_path, doc)).cluster.compose_file == str(ROOT / "compose" / "docker-compose.yml")
+    shipped = load_spec(write(tmp_path, doc)).cluster
+    assert shipped.compose_file is None and shipped.compose_path == ROOT / "harness" / "compose" / "docker-compose.yml"
     doc["cluster"]["compose_file"] = "mine/compose.yml"
-    assert load_spec(write(tmp_path, doc)).cluster.compose_file == str(tmp_path / "mine" / "compose.yml")
+    assert load_spec(write(tmp_path, doc)).cluster.compose_path == tmp_path / "mine" / "compose.yml"
 
 
 def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
     from harness.cluster import input_problems
-    from harness.spec import ClusterSpec
+    from harness.spec import cluster_spec as ClusterSpec
 
     monkeypatch.delenv("KAFKA_HOME", raising=False)
     [msg] = input_problems(ClusterSpec(backend="local", broker="kafka", brokers=3))
@@ -146,7 +151,7 @@ def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
     assert "bin/kafka-server-start.sh not found" in msg
     [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", compose_file=str(tmp_path / "no.yml")))
     assert msg.startswith("cluster.compose_file:") and "not found" in msg
-    compose = str(ROOT / "compose" / "docker-compose.yml")
+    compose = str(ROOT / "harness" / "compose" / "docker-compose.yml")
     assert input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=3, compose_file=compose)) == []
     [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=1, compose_file=compose,
                                        services=["zookeeper"]))
