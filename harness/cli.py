@@ -105,15 +105,13 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
         spec = load_spec(experiment)
     except SpecError as e:
         _fail(str(e), EXIT_USAGE)
-    schedule = None
-    if replay is not None:
-        from .faults.schedule import ScheduleError, load
+    from .faults.schedule import ScheduleError, load, plan
 
-        try:
-            schedule = load(replay, spec)
-        except ScheduleError as e:
-            _fail(str(e), EXIT_USAGE)
-    kinds = {f.kind for f in (schedule if schedule is not None else spec.faults)}
+    try:  # planned here, so a schedule the cluster cannot take (overlapping broker faults) is bad input
+        schedule = load(replay, spec) if replay is not None else plan(spec, spec.seed if seed is None else seed)
+    except ScheduleError as e:
+        _fail(str(e) if replay is not None else f"{experiment}: {e}", EXIT_USAGE)
+    kinds = {f.kind for f in (schedule if replay is not None else spec.faults)}
     cannot = unsupported_faults(spec.cluster, kinds)
     if cannot:
         _fail(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} cannot "

@@ -78,7 +78,7 @@ def _kafka_only(backend: str):
     return check
 
 
-class _Cluster(Strict):
+class BaseClusterSpec(Strict):
     """What every backend's section shares. Brokers are numbered 0..brokers-1 everywhere in the harness."""
 
     @property
@@ -95,7 +95,7 @@ class _Cluster(Strict):
                 for k, v in self.client.items()}
 
 
-class LocalClusterSpec(_Cluster):
+class LocalClusterSpec(BaseClusterSpec):
     """Brokers started here as processes: Tansu (the embedded default) or Kafka KRaft nodes from KAFKA_HOME."""
 
     backend: Literal["local"] = "local"
@@ -113,7 +113,7 @@ class LocalClusterSpec(_Cluster):
         return brokers
 
 
-class ComposeClusterSpec(_Cluster):
+class ComposeClusterSpec(BaseClusterSpec):
     """The Apache Kafka cluster of a Compose file behind its Toxiproxy container."""
 
     backend: Literal["compose"]
@@ -136,7 +136,7 @@ class ComposeClusterSpec(_Cluster):
         return Path(self.compose_file) if self.compose_file else SHIPPED_COMPOSE_FILE
 
 
-class ExternalClusterSpec(_Cluster):
+class ExternalClusterSpec(BaseClusterSpec):
     """A cluster the harness did not start, reached at bootstrap_servers; faults only through its Toxiproxy."""
 
     backend: Literal["external"]
@@ -193,6 +193,8 @@ def cluster_spec(**fields) -> LocalClusterSpec | ComposeClusterSpec | ExternalCl
 class TopicSpec(Strict):
     partitions: Annotated[int, Field(ge=1, le=1000)] = 3
     replication_factor: Annotated[int, Field(ge=1)] = 1
+    config: dict[str, Union[str, int, float, bool]] = Field(
+        default_factory=dict, description="topic configs at creation, e.g. unclean.leader.election.enable: true")
 
 
 class WorkloadSpec(Strict):
@@ -215,7 +217,13 @@ class LeaderTarget(Strict):
     leader_of: Annotated[int, Field(ge=0, alias="leader-of")]
 
 
-Target = Union[Literal["all", "random"], BrokerTarget, LeaderTarget]
+class FollowerTarget(Strict):
+    """An in-sync replica of this partition that is not its leader, when the fault starts."""
+
+    follower_of: Annotated[int, Field(ge=0, alias="follower-of")]
+
+
+Target = Union[Literal["all", "random"], BrokerTarget, LeaderTarget, FollowerTarget]
 
 
 class FaultBase(Strict):
@@ -277,6 +285,13 @@ class Partition(FaultBase):
     kind: Literal["partition"]
 
 
+class Isolate(FaultBase):
+    """The broker is cut off from its peers and the controller quorum (replication and controller
+    traffic, both ways) while clients still reach it through its proxy; healed by reconnecting."""
+
+    kind: Literal["isolate"]
+
+
 class BrokerPause(FaultBase):
     """The broker process is frozen (SIGSTOP, or docker pause) for the duration."""
 
@@ -308,12 +323,14 @@ class BrokerRestart(_Downtime):
 
 
 Fault = Annotated[
-    Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, BrokerPause, BrokerKill, BrokerRestart],
+    Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
+          BrokerRestart],
     Field(discriminator="kind"),
 ]
-FAULT_KINDS = ("lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
-               "broker-pause", "broker-kill", "broker-restart")
-BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")
+CLIENT_PROXY_FAULTS = ("lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition")
+PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
+BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")  # act on the broker process or container
+FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + BROKER_FAULTS
 LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 
 
@@ -362,9 +379,13 @@ class ExperimentSpec(Strict):
             if isinstance(fault.target, BrokerTarget) and fault.target.broker >= self.cluster.brokers:
                 raise ValueError(f"faults.{i}.target: broker {fault.target.broker} does not exist "
                                  f"(cluster has brokers 0..{self.cluster.brokers - 1})")
-            if isinstance(fault.target, LeaderTarget) and fault.target.leader_of >= self.topic.partitions:
-                raise ValueError(f"faults.{i}.target: partition {fault.target.leader_of} does not exist "
+            partition = getattr(fault.target, "leader_of", getattr(fault.target, "follower_of", None))
+            if partition is not None and partition >= self.topic.partitions:
+                raise ValueError(f"faults.{i}.target: partition {partition} does not exist "
                                  f"(topic has partitions 0..{self.topic.partitions - 1})")
+            if isinstance(fault.target, FollowerTarget) and self.topic.replication_factor < 2:
+                raise ValueError(f"faults.{i}.target: follower-of needs followers: set topic.replication_factor "
+                                 "to 2 or more")
         if self.cluster.backend != "external" and self.topic.replication_factor > self.cluster.brokers:
             raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than the "
                              f"{self.cluster.brokers} broker(s) of the cluster")
