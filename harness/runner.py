@@ -206,7 +206,8 @@ class Run:
         vdir = self.run_dir / variant.name
         vdir.mkdir()
         topic = f"kc-{variant.name}-{self.run_id[-6:]}"
-        create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor)
+        create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor,
+                     config=spec.topic.config)
         nemesis = Nemesis(cluster, self.schedule, variant.name, FaultJournal(self.run_dir / "faults.jsonl"), topic)
         with self._progress() as progress:
             task = progress.add_task(f"{variant.name}: producing", total=spec.workload.messages)
@@ -226,6 +227,7 @@ class Run:
             finally:  # whatever happened, keep what was recorded
                 watchdog.stop()
                 nemesis.stop()
+                self.warnings.extend(nemesis.warnings)  # faults applied late or held short
                 self.produced[variant.name] = {"sent": log.sent, **log.counts,
                                                "produce_seconds": round(time.monotonic() - t0, 2)}
             if watchdog.error:

@@ -118,18 +118,26 @@ def test_literal_secrets_are_hidden_from_the_run_folder(tmp_path):
     assert public == {"sasl.password": "***", "client.id": "me"}
 
 
-def test_faults_each_backend_can_inject():
-    from harness.cluster import supported_faults
+def test_faults_each_backend_can_inject_and_why_not():
+    from harness.cluster import supported_faults, unsupported_faults
     from harness.spec import FAULT_KINDS
     from harness.spec import cluster_spec as ClusterSpec
 
-    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS)
+    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate"}
+    assert unsupported_faults(ClusterSpec(), {"isolate", "lost-acks"}) == [
+        "isolate (Tansu runs one broker with no replication or controller quorum to cut it off from; "
+        "use broker: kafka)"]
     assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS)
     assert supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3)) == set(FAULT_KINDS)
+    [why] = unsupported_faults(ClusterSpec(backend="local", broker="kafka", brokers=1), {"isolate"})
+    assert "one broker" in why
     ext = dict(backend="external", broker="kafka", bootstrap_servers="h:1")
     assert supported_faults(ClusterSpec(**ext)) == set()
     assert supported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474")) == {
         "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition"}
+    assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"isolate", "broker-kill"}) == [
+        "broker-kill (the harness cannot act on brokers it did not start)",
+        "isolate (only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum)"]
 
 
 def test_compose_file_is_found_from_the_experiment_folder(tmp_path):
