@@ -69,8 +69,8 @@ def main() -> None:
     """Chaos tests for Kafka delivery guarantees.
 
     A producer writes increasing integers per partition while faults are injected
-    (lost acks, connection resets, latency, bandwidth, partitions, broker pauses,
-    kills and restarts); a PySpark job reads the log back and counts duplicates,
+    (lost acks, connection resets, latency, bandwidth, partitions, brokers isolated
+    from their peers, broker pauses, kills and restarts); a PySpark job reads the log back and counts duplicates,
     jump-backs and losses for every variant (e.g. idempotence off vs on) under the
     same seeded fault schedule. Start with: kafka-chaos run experiments/quickstart.yaml
     """
