@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Protocol
@@ -25,7 +24,7 @@ from typing import Protocol
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from ..spec import BROKER_FAULTS, CLIENT_PROXY_FAULTS, FAULT_KINDS, PEER_FAULTS, BaseClusterSpec
+from ..spec import FAULT_KINDS, BaseClusterSpec
 from ..workload.topic import restore_topic, wait_until_replicated
 from . import InfraError
 from .metadata import broker_index, client_addresses, leader_index, split_address, unreachable_proxies
@@ -310,13 +309,14 @@ class ProxiedCluster:
                 self._cuts.clear()
                 self.toxi.reset()
         for i in range(len(self.brokers)):
-            state = self.broker_state(i)
+            with self._state_lock:  # a fault's thread may still be starting it: let that finish (or fail)
+                while self.states[i] == STARTING:
+                    self._state_lock.wait(0.1)
+                state = self.states[i]
             if state == PAUSED:
                 self.resume_broker(i)
             elif state == DOWN:
                 self.start_broker(i)
-            elif state == STARTING:  # a fault's thread is starting it; it finishes or fails on its own
-                self.wait_running(i, threading.Event())
         if self._restarted and self.memory_storage:
             # A restarted memory-storage broker comes back without the topic (or with one the
             # producer auto-created): give it its partitions back so the final read can count the loss.

@@ -267,3 +267,22 @@ def test_replay_refuses_overlapping_broker_faults(tmp_path):
     path.write_text(json.dumps(kill) + "\n" + json.dumps(pause) + "\n")
     with pytest.raises(ScheduleError, match=r"fault 1 \(broker-pause of all brokers, 2-3 s\) may hit"):
         load(path, s)
+
+
+def test_settle_heals_every_state_and_waits_out_a_start_in_progress(monkeypatch):
+    import harness.cluster.base as base
+
+    waited = []
+    monkeypatch.setattr(base, "wait_until_replicated", lambda *a, **k: waited.append(k["brokers"]))
+    cluster = FakeCluster(start_s=0.5)
+    cluster.pause_broker(0)
+    cluster.kill_broker(1)
+    cluster.kill_broker(2)
+    starter = threading.Thread(target=cluster.start_broker, args=(2,))  # a fault's heal, still running
+    starter.start()
+    time.sleep(0.1)
+    cluster.settle("t", 3)
+    starter.join()
+    assert cluster.states == [RUNNING] * 3 and waited == [3]
+    assert ("resume_broker", 0) in cluster.calls and cluster.calls.count(("start_broker", 2)) == 1
+    assert ("reset",) in cluster.calls
