@@ -174,3 +174,17 @@ def test_the_spec_a_run_keeps_loads_again(tmp_path):
         again = tmp_path / "again.yaml"
         again.write_text(yaml.safe_dump({**kept, "seed": 5}))
         assert load_spec(again).cluster == load_spec(write(tmp_path, doc)).cluster
+
+
+def test_the_compose_file_ships_inside_the_package():
+    import fnmatch
+    import tomllib
+
+    import harness
+    from harness.spec import SHIPPED_COMPOSE_FILE
+
+    package = Path(harness.__file__).resolve().parent
+    assert SHIPPED_COMPOSE_FILE.is_file() and SHIPPED_COMPOSE_FILE.parent.parent == package
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["harness"]
+    for name in ("docker-compose.yml", "toxiproxy.json"):  # what `pip install .` (not editable) copies
+        assert any(fnmatch.fnmatch(f"compose/{name}", pattern) for pattern in data), name
