@@ -27,7 +27,7 @@ from confluent_kafka import Producer  # noqa: E402
 from harness import procs  # noqa: E402
 from harness.cluster.brokers import BrokerProcess, tansu_command  # noqa: E402
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
-from harness.spec import ClusterSpec  # noqa: E402
+from harness.spec import LocalClusterSpec  # noqa: E402
 from harness.workload.producer import DeliveryLog, produce  # noqa: E402
 from harness.workload.topic import create_topic  # noqa: E402
 
@@ -70,7 +70,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        cluster = LocalTansuCluster(ClusterSpec(), work)
+        cluster = LocalTansuCluster(LocalClusterSpec(), work)
         port = procs.free_port()
         direct_address = f"127.0.0.1:{port}"
         direct = BrokerProcess(9, tansu_command(9, port, direct_address), port, work / "direct.log")

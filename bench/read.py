@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
-from harness.spec import ClusterSpec  # noqa: E402
+from harness.spec import LocalClusterSpec  # noqa: E402
 from harness.workload.producer import DeliveryLog, produce  # noqa: E402
 from harness.workload.topic import create_topic  # noqa: E402
 
@@ -67,7 +67,7 @@ def main() -> None:
     from harness.analysis.spark import spark_session
 
     with tempfile.TemporaryDirectory() as tmp:
-        cluster = LocalTansuCluster(ClusterSpec(), Path(tmp))
+        cluster = LocalTansuCluster(LocalClusterSpec(), Path(tmp))
         spark = spark_session()
         try:
             cluster.up()

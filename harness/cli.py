@@ -131,11 +131,11 @@ def main(debug: bool) -> None:
     """Chaos tests for Kafka delivery guarantees.
 
     A producer writes increasing integers per partition while faults are injected
-    (lost acks, connection resets, latency, bandwidth, partitions, broker pauses,
-    kills and restarts); a PySpark job reads the log back and counts duplicates,
-    jump-backs, losses and the other anomalies for every variant (e.g. idempotence
-    off vs on) under the same seeded fault schedule. Data loss and values nobody
-    sent fail a run unless the variant allows them.
+    (lost acks, connection resets, latency, bandwidth, partitions, brokers isolated
+    from their peers, broker pauses, kills and restarts); a PySpark job reads the
+    log back and counts duplicates, jump-backs, losses and the other anomalies for
+    every variant (e.g. idempotence off vs on) under the same seeded fault schedule.
+    Data loss and values nobody sent fail a run unless the variant allows them.
 
     Start with: kafka-chaos run experiments/quickstart.yaml
     """

@@ -14,20 +14,21 @@ SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+(:\d+)
 
 
 def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_master: str | None):
-    """(spec, schedule or None) for `kafka-chaos run`, or SpecError / ScheduleError / UsageError."""
+    """(spec, schedule) for `kafka-chaos run`, or SpecError / ScheduleError / UsageError."""
     from .cluster import input_problems, unsupported_faults
+
+    from .faults.schedule import ScheduleError, load, plan
 
     spec = load_spec(experiment)
     check_producer_configs(spec, experiment)
-    schedule = None
-    if replay is not None:
-        from .faults.schedule import load
-
-        schedule = load(replay, spec)
+    try:  # planned here, so a schedule the cluster cannot take (overlapping broker faults) is bad input
+        schedule = load(replay, spec) if replay is not None else plan(spec, spec.seed if seed is None else seed)
+    except ScheduleError as e:
+        raise ScheduleError(str(e) if replay is not None else f"{experiment}: {e}") from None
     if spark_master is not None and not SPARK_MASTER.match(spark_master):
         raise UsageError(f"--spark-master {spark_master!r}: not a Spark master URL "
                          "(local, local[N], local[*], spark://HOST:PORT, yarn, k8s://...)")
-    kinds = {f.kind for f in (schedule if schedule is not None else spec.faults)}
+    kinds = {f.kind for f in (schedule if replay is not None else spec.faults)}
     cannot = unsupported_faults(spec.cluster, kinds)
     if cannot:
         raise SpecError(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} "

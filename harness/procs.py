@@ -1,47 +1,46 @@
 """Child processes tied to the harness: they die with it, and stop cleanly when asked.
 
 On Linux each child gets PR_SET_PDEATHSIG=SIGKILL, so even `kill -9` of the harness
-leaves no broker or proxy running; it also gets its own session so a terminal's
-Ctrl-C reaches only the harness, which then stops its children in order.
+leaves no broker or proxy running: it is started through launch.py, a tiny launcher that
+sets the signal, checks the harness is still its parent, then execs the command (no
+`preexec_fn`, which can deadlock a threaded process). Each child also gets its own session
+so a terminal's Ctrl-C reaches only the harness, which then stops its children in order.
 
 The kernel sends that signal when the *thread* that forked the child ends, not the
 process; so every child is forked from one spawner thread that lives as long as the
-harness (a broker restarted by the nemesis thread would otherwise die with it).
+harness (a broker restarted by a nemesis thread would otherwise die with it).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import ctypes
 import os
+import random
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
+LAUNCHER = str(Path(__file__).with_name("launch.py"))
 _spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spawner")
 
 
 def spawn(cmd: list[str], log_path: Path, env: dict | None = None) -> subprocess.Popen:
-    """Start cmd with stdout+stderr appended to log_path."""
+    """Start cmd (through the launcher: same pid, tied to the harness) with stdout+stderr appended to log_path."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    path = (env or os.environ).get("PATH")
+    if shutil.which(cmd[0], path=path) is None:  # as Popen would say, rather than a launcher exiting 1
+        raise FileNotFoundError(f"{cmd[0]}: no such executable")
+    launch = [sys.executable, "-S", "-I", LAUNCHER, str(os.getpid()), "--", *cmd]
 
     def start() -> subprocess.Popen:
         with open(log_path, "ab") as log:
-            return subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, start_new_session=True, preexec_fn=_die_with_parent,
-            )
+            return subprocess.Popen(launch, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
 
     return _spawner.submit(start).result()
 
@@ -61,11 +60,37 @@ def stop(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
         pass
 
 
+def _ephemeral_low() -> int:
+    """Where the kernel's range for outgoing connections' local ports starts."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 49152  # the IANA range, used outside Linux
+
+
+_PORT_FLOOR = 10000
+_port_lock = threading.Lock()
+_next_port = [0]  # this process's cursor: a random start, then upwards (two runs rarely meet)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (the kernel picks it; races are retried by callers)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A port that is free now, below the kernel's ephemeral range: no outgoing connection can take it
+    before the process it is meant for binds it (a Kafka node binds its listeners late in its start,
+    after many connections to its peers). Races with other programs are retried by callers."""
+    low = _ephemeral_low()
+    with _port_lock:
+        if not _next_port[0]:
+            _next_port[0] = random.randrange(_PORT_FLOOR, low)
+        for _ in range(low - _PORT_FLOOR):
+            port = _next_port[0]
+            _next_port[0] = port + 1 if port + 1 < low else _PORT_FLOOR
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                    return port
+                except OSError:
+                    continue
+    raise OSError(f"no free port on {host} between {_PORT_FLOOR} and {low}")
 
 
 def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen | None = None) -> None:

@@ -23,7 +23,7 @@ from .analysis.metrics import accounting_holds
 from .cluster import Cluster, InfraError, make_cluster
 from .cluster.watchdog import Watchdog
 from .exits import exit_for_exception
-from .faults.nemesis import FaultJournal, Nemesis
+from .faults.nemesis import Nemesis
 from .faults.schedule import PlannedFault, plan
 from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
@@ -129,8 +129,9 @@ class Run:
         self.folder.variant_dir(name).mkdir()
         topic = f"kc-{name}-{self.folder.run_id[-6:]}"
         self.produced[name] = {"topic": topic}
-        create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor)
-        nemesis = Nemesis(cluster, self.schedule, name, FaultJournal(self.folder.faults_path), topic)
+        create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor,
+                     config=spec.topic.config)
+        nemesis = Nemesis(cluster, self.schedule, name, self.folder.append_faults, topic)
         self.listener.phase(name, "producing")
         nemesis.start()
         watchdog = Watchdog(cluster, self.stop)
@@ -138,8 +139,9 @@ class Run:
         log = DeliveryLog(self.folder.acks_path(name), spec.topic.partitions,
                           offsets_told=str(config.get("acks", config.get("request.required.acks", "all"))) != "0")
         t0 = time.monotonic()
+        result = None
         try:
-            produce(cluster.client, topic, spec.topic.partitions, spec.workload.messages,
+            result = produce(cluster.client, topic, spec.topic.partitions, spec.workload.messages,
                     config, log, rate=spec.workload.rate,
                     flush_timeout=spec.workload.flush_timeout, stop=self.stop,
                     on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
@@ -147,7 +149,16 @@ class Run:
         finally:  # whatever happened, keep what was recorded
             watchdog.stop()
             nemesis.stop()
+            for warning in nemesis.warnings:  # faults applied late or held short
+                self.warnings.append(warning)
+                self.listener.warning(warning)
             self.produced[name].update(sent=log.sent, **log.counts, produce_seconds=round(time.monotonic() - t0, 2))
+        if result is not None and result.error:
+            self.produced[name]["producer_error"] = result.error
+            warning = (f"{name}: the producer failed for good after {result.sent:,} of {spec.workload.messages:,} "
+                       f"sends ({result.error}); what it sent is analysed")
+            self.warnings.append(warning)
+            self.listener.warning(warning)
         if watchdog.error:
             raise InfraError(f"{name}: {watchdog.error}")
         if not accounting_holds(self.produced[name]):
@@ -194,7 +205,7 @@ def _spark(master: str | None):
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "started_at", "ended_at", "faults_planned", "warnings", "reason")
-KEPT_VARIANT_FACTS = ("produce_seconds", "topic")
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "producer_error")
 
 
 def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,

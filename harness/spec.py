@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, \
-    field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainSerializer,
+                      Tag, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator)
 
 from .analysis.metrics import BY_KEY, FATAL, KEYS
 from .verdict import Rule, parse_rule
@@ -34,77 +34,62 @@ class Strict(BaseModel):
 
 
 ClientValue = Union[str, int, float, bool]
-DEFAULT_COMPOSE_FILE = Path(__file__).resolve().parents[1] / "compose" / "docker-compose.yml"  # the repository's
+SHIPPED_COMPOSE_FILE = Path(__file__).resolve().parent / "compose" / "docker-compose.yml"  # package data
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
 SECRET_KEY = re.compile(r"password|secret|token|key\.pem|credentials", re.I)
-
-# Which cluster fields each backend reads; any other one given is a mistake worth an error.
-BACKEND_FIELDS = {
-    "local": {"kafka_home"},
-    "compose": {"compose_file", "services", "toxiproxy_url", "proxies", "bootstrap_servers"},
-    "external": {"bootstrap_servers", "toxiproxy_url", "proxies"},
-}
+BACKENDS = ("local", "compose", "external")
 
 
-class ClusterSpec(Strict):
-    """Where the brokers come from. Brokers are numbered 0..brokers-1 everywhere in the harness."""
+def _client_key(key: str) -> str:
+    if key == "bootstrap.servers":
+        raise ValueError("set by the backend; use cluster.bootstrap_servers (backend external)")
+    return key
 
-    backend: Literal["local", "compose", "external"] = "local"
-    broker: Literal["tansu", "kafka"] = "tansu"
-    brokers: Annotated[int, Field(ge=1, le=9)] = 1
-    kafka_home: str | None = Field(None, description="local + kafka: Kafka distribution (default $KAFKA_HOME)")
-    compose_file: str = Field(str(DEFAULT_COMPOSE_FILE), description="compose: the Compose file; a relative path "
-                                                                      "starts at the experiment file's folder")
-    services: list[str] | None = Field(None, description="compose: service of broker i (default kafka-<i+1>)")
-    toxiproxy_url: str | None = Field(None, description="Toxiproxy API (compose default http://127.0.0.1:8474)")
-    proxies: list[str] | None = Field(None, description="Toxiproxy proxy of broker i (default broker-<i>)")
-    bootstrap_servers: str | None = Field(None, description="external: the cluster's (or its proxies') addresses")
-    client: dict[str, ClientValue] = Field(
-        default_factory=dict, description="librdkafka settings for every client (security.protocol, sasl.*, ssl.*); "
-                                          "values may name environment variables as ${NAME}")
 
-    @model_validator(mode="after")
-    def _consistent(self):
-        given = self.model_fields_set - {"backend", "broker", "brokers", "client"}
-        stray = sorted(given - BACKEND_FIELDS[self.backend])
-        if stray:
-            raise ValueError(f"cluster.{stray[0]}: not used by backend {self.backend} "
-                             f"(it reads: {', '.join(sorted(BACKEND_FIELDS[self.backend])) or 'no extra fields'})")
-        if self.broker == "tansu":
-            if self.backend != "local":
-                raise ValueError(f"cluster.broker: tansu runs only with backend local; backend {self.backend} "
-                                 "needs broker: kafka")
-            if self.brokers != 1:
-                # Tansu's memory storage is per process: several would be separate clusters.
-                raise ValueError("cluster.brokers: broker tansu runs exactly 1 broker (memory storage is not shared); "
-                                 "use brokers: 1")
-        if self.backend == "external" and not self.bootstrap_servers:
-            raise ValueError("cluster.bootstrap_servers: backend external needs the cluster's addresses (host:port,...)")
-        for name in ("services", "proxies"):
-            items = getattr(self, name)
-            if items is not None and (len(items) != self.brokers or len(set(items)) != len(items)):
-                raise ValueError(f"cluster.{name}: give {self.brokers} distinct names, one per broker")
-        if self.toxiproxy_url is not None and not TOXIPROXY_URL.match(self.toxiproxy_url):
-            raise ValueError(f"cluster.toxiproxy_url: {self.toxiproxy_url!r} is not http://HOST:PORT")
-        if self.proxies is not None and self.backend == "external" and not self.toxiproxy_url:
-            raise ValueError("cluster.proxies: needs cluster.toxiproxy_url (the API that controls them)")
-        for key, value in self.client.items():
-            if key == "bootstrap.servers":
-                raise ValueError("cluster.client.bootstrap.servers: set by the backend; "
-                                 "use cluster.bootstrap_servers (backend external)")
-            for var in ENV_REF.findall(str(value)):
-                if var not in os.environ:
-                    raise ValueError(f"cluster.client.{key}: environment variable {var} is not set")
-        return self
+def _client_value(value: ClientValue) -> ClientValue:
+    for var in ENV_REF.findall(str(value)):
+        if var not in os.environ:
+            raise ValueError(f"environment variable {var} is not set")
+    return value
+
+
+ClientSettings = dict[Annotated[str, AfterValidator(_client_key)], Annotated[ClientValue, AfterValidator(_client_value)]]
+CLIENT_DOC = ("librdkafka settings for every client (security.protocol, sasl.*, ssl.*); values may name "
+              "environment variables as ${NAME}")
+
+
+def _names_per_broker(items: list[str] | None, info: ValidationInfo) -> list[str] | None:
+    brokers = info.data.get("brokers", 1)
+    if items is not None and (len(items) != brokers or len(set(items)) != len(items)):
+        raise ValueError(f"give {brokers} distinct names, one per broker")
+    return items
+
+
+def _toxiproxy_url(url: str | None) -> str | None:
+    if url is not None and not TOXIPROXY_URL.match(url):
+        raise ValueError(f"{url!r} is not http://HOST:PORT")
+    return url
+
+
+def _kafka_only(backend: str):
+    def check(broker: str) -> str:
+        if broker != "kafka":
+            raise ValueError(f"{broker} runs only with backend local; backend {backend} needs broker: kafka")
+        return broker
+    return check
+
+
+class BaseClusterSpec(Strict):
+    """What every backend's section shares. Brokers are numbered 0..brokers-1 everywhere in the harness."""
 
     @property
     def proxy_names(self) -> list[str]:
-        return self.proxies or [f"broker-{i}" for i in range(self.brokers)]
+        return getattr(self, "proxies", None) or [f"broker-{i}" for i in range(self.brokers)]
 
     @property
     def has_proxies(self) -> bool:
-        return self.backend != "external" or self.toxiproxy_url is not None
+        return True
 
     def client_settings(self) -> dict:
         """The `client` settings with ${NAME} replaced from the environment."""
@@ -112,9 +97,106 @@ class ClusterSpec(Strict):
                 for k, v in self.client.items()}
 
 
+class LocalClusterSpec(BaseClusterSpec):
+    """Brokers started here as processes: Tansu (the embedded default) or Kafka KRaft nodes from KAFKA_HOME."""
+
+    backend: Literal["local"] = "local"
+    broker: Literal["tansu", "kafka"] = "tansu"
+    brokers: Annotated[int, Field(ge=1, le=9)] = 1
+    kafka_home: str | None = Field(None, description="broker kafka: Kafka distribution (default $KAFKA_HOME)")
+    client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
+
+    @field_validator("brokers")
+    @classmethod
+    def _one_tansu(cls, brokers: int, info: ValidationInfo) -> int:
+        if info.data.get("broker") == "tansu" and brokers != 1:
+            # Tansu's memory storage is per process: several would be separate clusters.
+            raise ValueError("broker tansu runs exactly 1 broker (memory storage is not shared); use brokers: 1")
+        return brokers
+
+
+class ComposeClusterSpec(BaseClusterSpec):
+    """The Apache Kafka cluster of a Compose file behind its Toxiproxy container."""
+
+    backend: Literal["compose"]
+    broker: Annotated[str, AfterValidator(_kafka_only("compose"))] = "kafka"
+    brokers: Annotated[int, Field(ge=1, le=9)] = 1
+    compose_file: str | None = Field(None, description="the Compose file (default: the one shipped with the "
+                                                        "harness); a relative path starts at the experiment's folder")
+    services: Annotated[list[str] | None, AfterValidator(_names_per_broker)] = Field(
+        None, description="service of broker i (default kafka-<i+1>)")
+    toxiproxy_url: Annotated[str | None, AfterValidator(_toxiproxy_url)] = Field(
+        None, description="Toxiproxy API (default http://127.0.0.1:8474)")
+    proxies: Annotated[list[str] | None, AfterValidator(_names_per_broker)] = Field(
+        None, description="Toxiproxy proxy of broker i (default broker-<i>)")
+    bootstrap_servers: str | None = Field(None, description="where clients reach the proxies (default: their "
+                                                            "listen addresses)")
+    client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
+
+    @property
+    def compose_path(self) -> Path:
+        return Path(self.compose_file) if self.compose_file else SHIPPED_COMPOSE_FILE
+
+
+class ExternalClusterSpec(BaseClusterSpec):
+    """A cluster the harness did not start, reached at bootstrap_servers; faults only through its Toxiproxy."""
+
+    backend: Literal["external"]
+    broker: Annotated[str, AfterValidator(_kafka_only("external"))] = "kafka"
+    brokers: Annotated[int, Field(ge=1, le=9)] = 1
+    bootstrap_servers: str | None = Field(None, validate_default=True,
+                                          description="the cluster's (or its proxies') addresses")
+    toxiproxy_url: Annotated[str | None, AfterValidator(_toxiproxy_url)] = Field(
+        None, description="Toxiproxy API the clients' traffic crosses (without it, no faults)")
+    proxies: Annotated[list[str] | None, AfterValidator(_names_per_broker)] = Field(
+        None, description="Toxiproxy proxy of broker i (default broker-<i>)")
+    client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _needs_bootstrap(cls, value: str | None) -> str:
+        if not value:
+            raise ValueError("backend external needs the cluster's addresses (host:port,...)")
+        return value
+
+    @field_validator("proxies")
+    @classmethod
+    def _proxies_need_api(cls, proxies: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if proxies is not None and not info.data.get("toxiproxy_url"):
+            raise ValueError("needs cluster.toxiproxy_url (the API that controls them)")
+        return proxies
+
+    @property
+    def has_proxies(self) -> bool:
+        return self.toxiproxy_url is not None
+
+
+def _backend_of(section) -> str | None:
+    if isinstance(section, dict):
+        return section.get("backend", "local")
+    return getattr(section, "backend", None)
+
+
+# One model per backend, chosen by `backend` (default local); each forbids the others' fields.
+ClusterSpec = Annotated[
+    Union[Annotated[LocalClusterSpec, Tag("local")], Annotated[ComposeClusterSpec, Tag("compose")],
+          Annotated[ExternalClusterSpec, Tag("external")]],
+    Discriminator(_backend_of, custom_error_type="unknown_backend",
+                  custom_error_message=f"unknown backend (use {', '.join(BACKENDS)})"),
+]
+CLUSTER_MODELS = {"local": LocalClusterSpec, "compose": ComposeClusterSpec, "external": ExternalClusterSpec}
+
+
+def cluster_spec(**fields) -> LocalClusterSpec | ComposeClusterSpec | ExternalClusterSpec:
+    """A cluster section from keyword fields, as the experiment file would give it."""
+    return TypeAdapter(ClusterSpec).validate_python(fields)
+
+
 class TopicSpec(Strict):
     partitions: Annotated[int, Field(ge=1, le=1000)] = 3
     replication_factor: Annotated[int, Field(ge=1)] = 1
+    config: dict[str, Union[str, int, float, bool]] = Field(
+        default_factory=dict, description="topic configs at creation, e.g. unclean.leader.election.enable: true")
 
 
 class WorkloadSpec(Strict):
@@ -137,7 +219,13 @@ class LeaderTarget(Strict):
     leader_of: Annotated[int, Field(ge=0, alias="leader-of")]
 
 
-Target = Union[Literal["all", "random"], BrokerTarget, LeaderTarget]
+class FollowerTarget(Strict):
+    """An in-sync replica of this partition that is not its leader, when the fault starts."""
+
+    follower_of: Annotated[int, Field(ge=0, alias="follower-of")]
+
+
+Target = Union[Literal["all", "random"], BrokerTarget, LeaderTarget, FollowerTarget]
 
 
 class FaultBase(Strict):
@@ -158,7 +246,7 @@ class FaultBase(Strict):
 
 
 class LostAcks(FaultBase):
-    """Responses are held back and the connection cut: requests reach the broker, acks never return."""
+    """Responses are dropped and the connection cut: requests reach the broker, acks never return."""
 
     kind: Literal["lost-acks"]
     cut_after_ms: Annotated[int, Field(ge=1)] = 100
@@ -199,6 +287,13 @@ class Partition(FaultBase):
     kind: Literal["partition"]
 
 
+class Isolate(FaultBase):
+    """The broker is cut off from its peers and the controller quorum (replication and controller
+    traffic, both ways) while clients still reach it through its proxy; healed by reconnecting."""
+
+    kind: Literal["isolate"]
+
+
 class BrokerPause(FaultBase):
     """The broker process is frozen (SIGSTOP, or docker pause) for the duration."""
 
@@ -230,12 +325,14 @@ class BrokerRestart(_Downtime):
 
 
 Fault = Annotated[
-    Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, BrokerPause, BrokerKill, BrokerRestart],
+    Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
+          BrokerRestart],
     Field(discriminator="kind"),
 ]
-FAULT_KINDS = ("lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
-               "broker-pause", "broker-kill", "broker-restart")
-BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")
+CLIENT_PROXY_FAULTS = ("lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition")
+PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
+BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")  # act on the broker process or container
+FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + BROKER_FAULTS
 LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 
 
@@ -260,7 +357,7 @@ class ExperimentSpec(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
     description: str = ""
     seed: int = 1
-    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
+    cluster: ClusterSpec = Field(default_factory=LocalClusterSpec)
     topic: TopicSpec = Field(default_factory=TopicSpec)
     workload: WorkloadSpec
     producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
@@ -295,9 +392,13 @@ class ExperimentSpec(Strict):
             if isinstance(fault.target, BrokerTarget) and fault.target.broker >= self.cluster.brokers:
                 raise ValueError(f"faults.{i}.target: broker {fault.target.broker} does not exist "
                                  f"(cluster has brokers 0..{self.cluster.brokers - 1})")
-            if isinstance(fault.target, LeaderTarget) and fault.target.leader_of >= self.topic.partitions:
-                raise ValueError(f"faults.{i}.target: partition {fault.target.leader_of} does not exist "
+            partition = getattr(fault.target, "leader_of", getattr(fault.target, "follower_of", None))
+            if partition is not None and partition >= self.topic.partitions:
+                raise ValueError(f"faults.{i}.target: partition {partition} does not exist "
                                  f"(topic has partitions 0..{self.topic.partitions - 1})")
+            if isinstance(fault.target, FollowerTarget) and self.topic.replication_factor < 2:
+                raise ValueError(f"faults.{i}.target: follower-of needs followers: set topic.replication_factor "
+                                 "to 2 or more")
         if self.cluster.backend != "external" and self.topic.replication_factor > self.cluster.brokers:
             raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than the "
                              f"{self.cluster.brokers} broker(s) of the cluster")
@@ -312,9 +413,6 @@ class ExperimentSpec(Strict):
     def public_dict(self) -> dict:
         """The spec as a run folder keeps it: literal secrets in cluster.client hidden (${NAME} kept)."""
         doc = self.model_dump(mode="json", exclude_none=True)
-        # Only the fields the backend reads, so the saved file loads again as an experiment.
-        keep = {"backend", "broker", "brokers", "client"} | BACKEND_FIELDS[self.cluster.backend]
-        doc["cluster"] = {k: v for k, v in doc["cluster"].items() if k in keep}
         doc["cluster"]["client"] = {k: "***" if SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
                                     for k, v in doc["cluster"]["client"].items()}
         return doc
@@ -327,7 +425,11 @@ class ExperimentSpec(Strict):
 
 
 def _where(loc: tuple) -> str:
-    return ".".join(str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union")))
+    # The cluster section's loc carries the backend tag (cluster.local.brokers): the file says cluster.brokers.
+    parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union"))]
+    if parts[:1] == ["cluster"] and parts[1:2] and parts[1] in BACKENDS:
+        del parts[1]
+    return ".".join(p for p in parts if p != "[key]")
 
 
 def validation_message(e: Exception, path: Path) -> str:
@@ -343,6 +445,11 @@ def validation_message(e: Exception, path: Path) -> str:
         where = where or "(top level)"
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
+            if err["loc"][:1] == ("cluster",) and err["loc"][1:2] and err["loc"][1] in BACKENDS:
+                backend = err["loc"][1]  # a field of another backend, or a typo
+                msg = f"not used by backend {backend} (it reads: {', '.join(CLUSTER_MODELS[backend].model_fields)})"
+        if err["type"] == "unknown_backend":
+            where, msg = f"{where}.backend", f"{err['input'].get('backend')!r} is not a backend (use {', '.join(BACKENDS)})"
         lines.append(f"{path}: {where}: {msg}")
     return "\n".join(lines)
 
@@ -363,6 +470,7 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as e:
         raise SpecError(validation_message(e, path)) from None
-    if not Path(spec.cluster.compose_file).is_absolute():  # as Compose resolves paths: from the file's folder
-        spec.cluster.compose_file = str((path.parent / spec.cluster.compose_file).resolve())
+    compose_file = getattr(spec.cluster, "compose_file", None)
+    if compose_file and not Path(compose_file).is_absolute():  # as Compose resolves paths: from the file's folder
+        spec.cluster.compose_file = str((path.parent / compose_file).resolve())
     return spec

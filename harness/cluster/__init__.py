@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from ..spec import ClusterSpec
+from ..spec import BaseClusterSpec as ClusterSpec  # any backend's section
 
 
 class InfraError(RuntimeError):
@@ -28,6 +28,13 @@ class Cluster(Protocol):
     def toxiproxy(self): ...  # a ToxiproxyClient
     def proxy_name(self, broker: int) -> str: ...
     def leader_of(self, topic: str, partition: int) -> int: ...
+    def follower_of(self, topic: str, partition: int) -> int: ...
+    def broker_state(self, broker: int) -> str: ...  # running, paused, down or starting
+    def wait_running(self, broker: int, give_up) -> bool: ...
+    def cut(self, proxies: list[str]) -> None: ...  # disable proxies (counted: overlapping faults heal right)
+    def reconnect(self, proxies: list[str]) -> None: ...
+    def isolate_broker(self, broker: int) -> None: ...  # cut it off from its peers and the controller quorum
+    def rejoin_broker(self, broker: int) -> None: ...
     def pause_broker(self, broker: int) -> None: ...
     def resume_broker(self, broker: int) -> None: ...
     def kill_broker(self, broker: int) -> None: ...
@@ -57,8 +64,10 @@ def supported_faults(spec: ClusterSpec) -> frozenset[str]:
 
 
 def unsupported_faults(spec: ClusterSpec, kinds: set[str]) -> list[str]:
-    """Fault kinds this backend cannot inject (checked before anything starts: exit 2)."""
-    return sorted(kinds - supported_faults(spec))
+    """Fault kinds this backend cannot inject, each with the reason, e.g. "isolate (...)" (before anything
+    starts: exit 2)."""
+    why = _backend(spec).cannot_inject(spec)
+    return [f"{kind} ({why[kind]})" for kind in sorted(kinds & set(why))]
 
 
 def input_problems(spec: ClusterSpec) -> list[str]:

@@ -1,29 +1,68 @@
-"""What every backend shares: clients through Toxiproxy proxies, the preflight, leader lookup, healing.
+"""What every backend shares: clients through Toxiproxy proxies, the preflight, leader lookup,
+each broker's state, isolation, healing.
 
 A backend subclass only says how its brokers and proxies come to exist (`_start`, `_stop`)
 and whether its proxy server still answers (`_proxy_alive`); everything faults and the
 runner rely on is here, so the embedded default exercises the same code as Docker Compose,
 KAFKA_HOME processes and external clusters.
+
+Each broker is in one state: running, paused, down or starting. A broker fault acts only on a
+broker in the state it expects (pause and kill a running one, resume a paused one, start a
+down one) and anything else is a harness error, never a silent second process. Faults run on
+their own threads, so the state is guarded by one lock.
 """
 
 from __future__ import annotations
 
+import logging
 import socket
-import time
+import threading
+from collections import Counter
 from pathlib import Path
 from typing import Protocol
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from ..spec import BROKER_FAULTS, FAULT_KINDS, ClusterSpec
-from ..workload.topic import restore_topic
+from ..spec import FAULT_KINDS, BaseClusterSpec
+from ..workload.topic import restore_topic, wait_until_replicated
 from . import InfraError
-from .metadata import client_addresses, leader_index, split_address, unreachable_proxies
+from .metadata import broker_index, client_addresses, leader_index, split_address, unreachable_proxies
 from .toxiproxy import ToxiproxyClient
 
 ALL_FAULTS = frozenset(FAULT_KINDS)
-PROXY_FAULTS = ALL_FAULTS - frozenset(BROKER_FAULTS)  # what a Toxiproxy alone can inject
+RUNNING, PAUSED, DOWN, STARTING = "running", "paused", "down", "starting"
+
+
+def peer_proxy_names(broker: int, brokers: int) -> list[str]:
+    """The proxies that carry broker `broker`'s traffic with its peers, both ways: what `isolate` disables.
+
+    `replication-{src}-{dst}` carries src's fetches from dst (dst's replication listener for src);
+    `controller-{src}-{dst}` carries src's quorum and heartbeat traffic to dst's controller listener.
+    """
+    return [f"{kind}-{a}-{b}" for other in range(brokers) if other != broker
+            for kind in ("replication", "controller") for a, b in ((broker, other), (other, broker))]
+
+
+def _file_logger(path: Path) -> logging.Logger:
+    logger = logging.getLogger(f"kafka-chaos.{path}")
+    if not logger.handlers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        logger.addHandler(logging.FileHandler(path))
+        logger.propagate = False
+    return logger
+
+
+def _start_or_kill(handle) -> None:
+    """Start a broker; one that did not come up in time is killed, so `down` stays true."""
+    try:
+        handle.start()
+    except BaseException:
+        try:
+            handle.kill()
+        except Exception:  # already gone
+            pass
+        raise
 
 
 class BrokerHandle(Protocol):
@@ -45,7 +84,7 @@ class ProxiedCluster:
     memory_storage = False  # True when a killed broker comes back empty (Tansu's memory storage)
     start_errors: tuple[type[BaseException], ...] = (OSError, RuntimeError, TimeoutError)
 
-    def __init__(self, spec: ClusterSpec, run_dir: Path):
+    def __init__(self, spec: BaseClusterSpec, run_dir: Path):
         self.spec = spec
         self.log_dir = run_dir / "logs"
         self.toxi: ToxiproxyClient | None = None
@@ -53,16 +92,26 @@ class ProxiedCluster:
         self.proxy_listens: list[str] = []  # as the Toxiproxy API reports them (may be wildcards)
         self.endpoints: list[str] = []  # where clients reach broker i (its proxy), found by the preflight
         self.client: dict = {}  # librdkafka connection settings: bootstrap.servers plus security
-        self._stopped: set[int] = set()  # brokers down on purpose (the schedule killed or stopped them)
+        self.states: list[str] = []  # per broker: running, paused, down or starting (set once up)
+        self._state_lock = threading.Condition()
+        self._cuts: Counter[str] = Counter()  # proxy name -> faults holding it disabled
         self._restarted = False  # a broker started again since the last settle
+        self._admin: AdminClient | None = None  # kept for lookups while faults run: no new connections
 
     # -- what a backend provides ----------------------------------------------
     @classmethod
-    def faults_for(cls, spec: ClusterSpec) -> frozenset[str]:
-        return ALL_FAULTS
+    def cannot_inject(cls, spec: BaseClusterSpec) -> dict[str, str]:
+        """Fault kinds this backend cannot inject, each with the reason (the CLI exits 2 on them)."""
+        if spec.brokers < 2:
+            return {"isolate": "isolate cuts a broker off from its peers, and this cluster has one broker"}
+        return {}
 
     @classmethod
-    def problems(cls, spec: ClusterSpec) -> list[str]:
+    def faults_for(cls, spec: BaseClusterSpec) -> frozenset[str]:
+        return ALL_FAULTS - set(cls.cannot_inject(spec))
+
+    @classmethod
+    def problems(cls, spec: BaseClusterSpec) -> list[str]:
         """Input mistakes found before anything starts (the CLI exits 2 on them)."""
         return []
 
@@ -96,6 +145,7 @@ class ProxiedCluster:
             self.down()
             raise InfraError(f"could not start the {self.spec.backend} cluster: {e} (logs in {self.log_dir})") from e
         self.client = {**self.spec.client_settings(), "bootstrap.servers": bootstrap}
+        self.states = [RUNNING] * len(self.brokers)
         try:
             self.preflight()
         except BaseException:
@@ -137,9 +187,10 @@ class ProxiedCluster:
                 self.toxi.set_enabled(self.proxy_name(i), True)
 
     def _metadata(self, timeout: float, topic: str | None = None):
-        admin = AdminClient(self.client)
+        if self._admin is None:  # its log (disconnects while faults run) goes to the run folder, not the terminal
+            self._admin = AdminClient({**self.client, "logger": _file_logger(self.log_dir / "admin.log")})
         try:
-            return admin.list_topics(topic, timeout=timeout)
+            return self._admin.list_topics(topic, timeout=timeout)
         except KafkaException as e:
             raise InfraError(f"no metadata from {self.bootstrap}: {e.args[0].str()}") from e
 
@@ -152,67 +203,131 @@ class ProxiedCluster:
     def proxy_name(self, broker: int) -> str:
         return self.spec.proxy_names[broker]
 
-    def leader_of(self, topic: str, partition: int) -> int:
+    def _partition(self, topic: str, partition: int):
         md = self._metadata(timeout=5, topic=topic)
         advertised = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
-        leaders = {p.id: p.leader for p in md.topics[topic].partitions.values()}
-        return leader_index(advertised, leaders, partition, self.endpoints)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None or partition not in t.partitions:
+            raise LookupError(f"partition {partition} of {topic} is not in the metadata")
+        return advertised, t.partitions
 
-    def _broker(self, broker: int) -> BrokerHandle:
+    def leader_of(self, topic: str, partition: int) -> int:
+        advertised, parts = self._partition(topic, partition)
+        return leader_index(advertised, {p.id: p.leader for p in parts.values()}, partition, self.endpoints)
+
+    def follower_of(self, topic: str, partition: int) -> int:
+        """The first in-sync replica of `partition` that is not its leader (lowest broker index)."""
+        advertised, parts = self._partition(topic, partition)
+        p = parts[partition]
+        followers = sorted(broker_index(advertised, r, self.endpoints) for r in p.isrs if r != p.leader)
+        if not followers:
+            raise LookupError(f"partition {partition} has no in-sync follower right now (ISR {p.isrs})")
+        return followers[0]
+
+    # -- each broker's state --------------------------------------------------------
+    def broker_state(self, broker: int) -> str:
+        with self._state_lock:
+            return self.states[broker] if self.states else RUNNING
+
+    def wait_running(self, broker: int, give_up: threading.Event) -> bool:
+        """Block until `broker` runs (True) or `give_up` is set (False)."""
+        with self._state_lock:
+            while self.states and self.states[broker] != RUNNING:
+                if give_up.is_set():
+                    return False
+                self._state_lock.wait(0.1)
+            return True
+
+    def _transition(self, broker: int, expected: str, during: str, after: str, action) -> None:
+        """Move `broker` from `expected` through `during` (while `action` runs) to `after`."""
         if not self.brokers:
             raise InfraError(f"backend {self.spec.backend} cannot act on brokers")
-        return self.brokers[broker]
+        with self._state_lock:
+            if self.states[broker] != expected:
+                raise InfraError(f"broker {broker} is {self.states[broker]}, not {expected}")
+            self.states[broker] = during
+        try:
+            action(self.brokers[broker])
+        except BaseException:
+            with self._state_lock:  # the action failed: record what the broker is now
+                alive = self.brokers[broker].alive()
+                self.states[broker] = (PAUSED if expected == PAUSED else RUNNING) if alive else DOWN
+                self._state_lock.notify_all()
+            raise
+        with self._state_lock:
+            self.states[broker] = after
+            self._state_lock.notify_all()
 
     def pause_broker(self, broker: int) -> None:
-        self._broker(broker).pause()
+        self._transition(broker, RUNNING, PAUSED, PAUSED, lambda b: b.pause())
 
     def resume_broker(self, broker: int) -> None:
-        self._broker(broker).resume()
+        self._transition(broker, PAUSED, PAUSED, RUNNING, lambda b: b.resume())
 
     def kill_broker(self, broker: int) -> None:
-        self._stopped.add(broker)
-        self._broker(broker).kill()
+        self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.kill())
 
     def stop_broker(self, broker: int) -> None:
-        self._stopped.add(broker)
-        self._broker(broker).stop()
+        self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.stop())
 
     def start_broker(self, broker: int) -> None:
-        self._broker(broker).start()
-        self._stopped.discard(broker)
+        self._transition(broker, DOWN, STARTING, RUNNING, _start_or_kill)
         self._restarted = True
 
+    # -- proxies held down by faults --------------------------------------------------
+    def cut(self, proxies: list[str]) -> None:
+        """Disable these proxies; one stays disabled while any fault holds it (overlapping faults heal right)."""
+        with self._state_lock:
+            for name in proxies:
+                self._cuts[name] += 1
+                if self._cuts[name] == 1:
+                    self.toxiproxy().set_enabled(name, False)
+
+    def reconnect(self, proxies: list[str]) -> None:
+        with self._state_lock:
+            for name in proxies:
+                self._cuts[name] -= 1
+                if self._cuts[name] == 0:
+                    self.toxiproxy().set_enabled(name, True)
+
+    def peer_proxies(self, broker: int) -> list[str]:
+        """The proxies between `broker` and its peers; a backend that routes them attaches them at start."""
+        return peer_proxy_names(broker, self.broker_count)
+
+    def isolate_broker(self, broker: int) -> None:
+        self.cut(self.peer_proxies(broker))
+
+    def rejoin_broker(self, broker: int) -> None:
+        self.reconnect(self.peer_proxies(broker))
+
+    # -- after the workload ------------------------------------------------------------
     def settle(self, topic: str, partitions: int, timeout: float = 120) -> None:
-        """Heal every fault, start stopped brokers, wait until every broker is back and every partition led."""
+        """Heal every fault, start stopped brokers, wait until every broker is back and every partition
+        has a leader and its full ISR (InfraError with the reason after `timeout`)."""
         if self.toxi is not None:
-            self.toxi.reset()
-        for i, b in enumerate(self.brokers):
-            if b.alive():
-                b.resume()
-            elif i in self._stopped:
+            with self._state_lock:
+                self._cuts.clear()
+                self.toxi.reset()
+        for i in range(len(self.brokers)):
+            with self._state_lock:  # a fault's thread may still be starting it: let that finish (or fail)
+                while self.states[i] == STARTING:
+                    self._state_lock.wait(0.1)
+                state = self.states[i]
+            if state == PAUSED:
+                self.resume_broker(i)
+            elif state == DOWN:
                 self.start_broker(i)
         if self._restarted and self.memory_storage:
             # A restarted memory-storage broker comes back without the topic (or with one the
             # producer auto-created): give it its partitions back so the final read can count the loss.
             restore_topic(self.client, topic, partitions)
         self._restarted = False
-        deadline = time.monotonic() + timeout
-        while True:
-            md = self._metadata(timeout=10, topic=topic)
-            t = md.topics.get(topic)
-            leaders = {p.id: p.leader for p in t.partitions.values()} if t is not None and t.error is None else {}
-            brokers_back = not self.brokers or len(md.brokers) == len(self.brokers)
-            if brokers_back and all(leaders.get(p, -1) >= 0 for p in range(partitions)):
-                return
-            if time.monotonic() > deadline:
-                raise InfraError(f"topic {topic} not readable {timeout:.0f}s after healing: "
-                                 f"{len(md.brokers)} broker(s) in metadata, "
-                                 f"{t.error if t is not None and t.error else 'partitions without a leader'}")
-            time.sleep(0.5)
+        wait_until_replicated(self.client, topic, partitions, brokers=len(self.brokers) or None, timeout=timeout,
+                              what="after healing")
 
     def check_alive(self) -> None:
         if not self._proxy_alive():
             raise InfraError(f"the Toxiproxy server stopped answering; see {self.log_dir}")
         for i, b in enumerate(self.brokers):
-            if i not in self._stopped and not b.alive():
+            if self.broker_state(i) in (RUNNING, PAUSED) and not b.alive():
                 raise InfraError(f"broker {i} died outside the fault schedule; see {b.log_path}")

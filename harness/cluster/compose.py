@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 from docker.errors import DockerException
 
-from ..spec import ClusterSpec
+from ..spec import ComposeClusterSpec
 from .base import ProxiedCluster
 from .metadata import reachable_address
 from .toxiproxy import ToxiproxyClient
@@ -24,7 +24,7 @@ from .toxiproxy import ToxiproxyClient
 DEFAULT_TOXIPROXY = "http://127.0.0.1:8474"
 
 
-def service_names(spec: ClusterSpec) -> list[str]:
+def service_names(spec: ComposeClusterSpec) -> list[str]:
     return spec.services or [f"kafka-{i + 1}" for i in range(spec.brokers)]
 
 
@@ -66,23 +66,23 @@ class ContainerBroker:
 class ComposeCluster(ProxiedCluster):
     start_errors = ProxiedCluster.start_errors + (DockerException,)
 
-    def __init__(self, spec: ClusterSpec, run_dir: Path, docker_client=None):
+    def __init__(self, spec: ComposeClusterSpec, run_dir: Path, docker_client=None):
         super().__init__(spec, run_dir)
-        self.file = Path(spec.compose_file)
+        self.file = spec.compose_path
         self.project = ""
         self.docker = docker_client  # injected by tests; else docker.from_env() at start
         self.started_here = False
         self.image, self.toxi_version = "apache/kafka", "-"  # learnt at start, kept for the report
 
     @classmethod
-    def problems(cls, spec: ClusterSpec) -> list[str]:
-        if not Path(spec.compose_file).is_file():
-            return [f"cluster.compose_file: {spec.compose_file} not found (a relative path starts at the experiment "
-                    "file's folder; leave it out to use the repository's compose/docker-compose.yml)"]
-        services = yaml.safe_load(Path(spec.compose_file).read_text()).get("services", {})
+    def problems(cls, spec: ComposeClusterSpec) -> list[str]:
+        if not spec.compose_path.is_file():
+            return [f"cluster.compose_file: {spec.compose_path} not found (a relative path starts at the experiment "
+                    "file's folder; leave it out to use the Compose file shipped with the harness)"]
+        services = yaml.safe_load(spec.compose_path.read_text()).get("services", {})
         missing = [s for s in service_names(spec) if s not in services]
         if missing:
-            return [f"cluster.services: {spec.compose_file} has no service {missing[0]!r} "
+            return [f"cluster.services: {spec.compose_path} has no service {missing[0]!r} "
                     f"(it has: {', '.join(sorted(services))})"]
         return []
 

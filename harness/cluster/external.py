@@ -8,15 +8,21 @@ named in `proxies`, default broker-<i>), and the preflight proves they do.
 
 from __future__ import annotations
 
-from ..spec import ClusterSpec
-from .base import PROXY_FAULTS, ProxiedCluster
+from ..spec import ExternalClusterSpec
+from ..spec import BROKER_FAULTS, FAULT_KINDS, PEER_FAULTS
+from .base import ProxiedCluster
 from .toxiproxy import ToxiproxyClient
 
 
 class ExternalCluster(ProxiedCluster):
     @classmethod
-    def faults_for(cls, spec: ClusterSpec) -> frozenset[str]:
-        return PROXY_FAULTS if spec.toxiproxy_url else frozenset()
+    def cannot_inject(cls, spec: ExternalClusterSpec) -> dict[str, str]:
+        if not spec.toxiproxy_url:
+            return {k: "no cluster.toxiproxy_url: the clients' traffic crosses no proxy the harness controls"
+                    for k in FAULT_KINDS}
+        return {**{k: "the harness cannot act on brokers it did not start" for k in BROKER_FAULTS},
+                **{k: "only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum"
+                   for k in PEER_FAULTS}}
 
     @property
     def description(self) -> str:

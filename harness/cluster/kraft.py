@@ -1,8 +1,17 @@
 """KRaft configuration for Apache Kafka nodes run from KAFKA_HOME (pure functions, no I/O).
 
-Every node is broker and controller. Three listeners per node, all on 127.0.0.1:
-CLIENT (advertised as the node's proxy, so clients cross Toxiproxy), INTERNAL (replication,
-direct) and CONTROLLER (the quorum, direct), the same layout as compose/docker-compose.yml.
+Every node is broker and controller, all listeners on 127.0.0.1:
+- CLIENT, advertised as the node's client proxy, so clients cross Toxiproxy;
+- CONTROLLER, the quorum and the brokers' heartbeats;
+- INTERNAL_<k> for k = 1..N: the replication listener on which node k's fetches arrive. Node k
+  replicates through INTERNAL_<k> (its inter.broker.listener.name), so every (follower, leader)
+  pair has its own listener, and each can be advertised as its own proxy.
+`routes` gives, per (kind, src, dst), the address src uses to reach dst: the proxies
+`replication-src-dst` and `controller-src-dst` (base.peer_proxy_names), which `isolate`
+disables. Advertised listeners are global (every broker sees the same addresses for a
+peer), which is why replication needs one listener per follower; the quorum voters are
+per node, so node src's voters simply name its own proxies. Without a route, direct.
+The same layout as harness/compose/docker-compose.yml.
 """
 
 from __future__ import annotations
@@ -15,8 +24,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class NodePorts:
     client: int
-    internal: int
     controller: int
+    replication: tuple[int, ...]  # replication[k]: the port node k's fetches arrive on (listener INTERNAL_<k+1>)
 
 
 def cluster_id(raw: bytes | None = None) -> str:
@@ -32,24 +41,41 @@ def node_id(index: int) -> int:
     return index + 1
 
 
-def node_properties(index: int, ports: list[NodePorts], advertised_client: str, data_dir: str) -> dict[str, str]:
-    """server.properties of node `index` in a cluster of len(ports) nodes."""
+def replication_listener(follower: int) -> str:
+    return f"INTERNAL_{node_id(follower)}"
+
+
+def node_properties(index: int, ports: list[NodePorts], advertised_client: str, data_dir: str,
+                    routes: dict[tuple[str, int, int], str] | None = None) -> dict[str, str]:
+    """server.properties of node `index` in a cluster of len(ports) nodes.
+
+    routes[("replication" | "controller", src, dst)]: where node src reaches node dst (default: directly)."""
+    routes = routes or {}
     n = len(ports)
     me = ports[index]
     replication = min(3, n)
     min_isr = min(2, replication)
-    voters = ",".join(f"{node_id(i)}@127.0.0.1:{p.controller}" for i, p in enumerate(ports))
+
+    def controller(dst: int) -> str:
+        return routes.get(("controller", index, dst), f"127.0.0.1:{ports[dst].controller}")
+
+    def fetched_by(src: int) -> str:  # where node src fetches from this node
+        return routes.get(("replication", src, index), f"127.0.0.1:{me.replication[src]}")
+
+    internal = [replication_listener(k) for k in range(n)]
     return {
         "process.roles": "broker,controller",
         "node.id": str(node_id(index)),
-        "controller.quorum.voters": voters,
+        "controller.quorum.voters": ",".join(f"{node_id(j)}@{controller(j)}" for j in range(n)),
         "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "INTERNAL",
-        "listeners": f"CLIENT://127.0.0.1:{me.client},INTERNAL://127.0.0.1:{me.internal},"
-                     f"CONTROLLER://127.0.0.1:{me.controller}",
-        # Clients are sent to this node's proxy, never to the node itself.
-        "advertised.listeners": f"CLIENT://{advertised_client},INTERNAL://127.0.0.1:{me.internal}",
-        "listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": replication_listener(index),
+        "listeners": ",".join([f"CLIENT://127.0.0.1:{me.client}", f"CONTROLLER://127.0.0.1:{me.controller}"]
+                              + [f"{name}://127.0.0.1:{me.replication[k]}" for k, name in enumerate(internal)]),
+        # Clients are sent to this node's proxy, never to the node itself; followers to their own route.
+        "advertised.listeners": ",".join([f"CLIENT://{advertised_client}"]
+                                         + [f"{name}://{fetched_by(k)}" for k, name in enumerate(internal)]),
+        "listener.security.protocol.map": ",".join(f"{name}:PLAINTEXT"
+                                                   for name in ["CLIENT", "CONTROLLER", *internal]),
         "log.dirs": data_dir,
         "num.partitions": "1",
         "default.replication.factor": str(replication),

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from .. import procs
-from ..spec import ClusterSpec
+from ..spec import LocalClusterSpec
 from .base import ProxiedCluster
 from .brokers import BrokerProcess, tansu_command, tansu_version
 from .kraft import NodePorts, cluster_id, node_properties, render_properties
@@ -21,7 +21,7 @@ from .toxiproxy import ToxiproxyServer
 
 
 class LocalCluster(ProxiedCluster):
-    def __init__(self, spec: ClusterSpec, run_dir: Path):
+    def __init__(self, spec: LocalClusterSpec, run_dir: Path):
         super().__init__(spec, run_dir)
         self.run_dir = run_dir
         self.server = ToxiproxyServer(self.log_dir)
@@ -42,8 +42,10 @@ class LocalCluster(ProxiedCluster):
         return ",".join(self.proxy_listens)
 
     def _stop(self) -> None:
+        # Killed, not stopped: the log was read already, and the last KRaft nodes of a cluster shutting
+        # down lose their quorum and would wait out the whole stop timeout.
         for b in self.brokers:
-            b.stop()
+            b.kill()
         self.server.stop()
 
     def _proxy_alive(self) -> bool:
@@ -52,6 +54,11 @@ class LocalCluster(ProxiedCluster):
 
 class LocalTansuCluster(LocalCluster):
     memory_storage = True  # a killed or restarted broker comes back empty
+
+    @classmethod
+    def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
+        return {"isolate": "Tansu runs one broker with no replication or controller quorum to cut it off from; "
+                           "use broker: kafka"}
 
     @property
     def description(self) -> str:
@@ -62,7 +69,7 @@ class LocalTansuCluster(LocalCluster):
                 for i, (port, listen) in enumerate(zip(client_ports, listens))]
 
 
-def kafka_home(spec: ClusterSpec) -> str | None:
+def kafka_home(spec: LocalClusterSpec) -> str | None:
     return spec.kafka_home or os.environ.get("KAFKA_HOME")
 
 
@@ -70,7 +77,7 @@ class LocalKafkaCluster(LocalCluster):
     """Apache Kafka KRaft nodes from KAFKA_HOME: data under the run folder, removed at the end."""
 
     @classmethod
-    def problems(cls, spec: ClusterSpec) -> list[str]:
+    def problems(cls, spec: LocalClusterSpec) -> list[str]:
         home = kafka_home(spec)
         if not home:
             return ["cluster.kafka_home: broker kafka with backend local needs an Apache Kafka 4.x distribution: "
@@ -92,14 +99,16 @@ class LocalKafkaCluster(LocalCluster):
 
     def _brokers(self, client_ports, listens):
         home = Path(kafka_home(self.spec))
-        ports = [NodePorts(c, procs.free_port(), procs.free_port()) for c in client_ports]
+        n = len(client_ports)
+        ports = [NodePorts(c, procs.free_port(), tuple(procs.free_port() for _ in range(n))) for c in client_ports]
+        routes = self._peer_routes(ports)
         self.data_dir = self.run_dir / "kafka-data"
         cid = cluster_id()
         env = {**os.environ, "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx512m")}
         nodes = []
         for i, listen in enumerate(listens):
             config = self.log_dir / f"kafka-{i}.properties"
-            props = node_properties(i, ports, listen, str(self.data_dir / f"node-{i}"))
+            props = node_properties(i, ports, listen, str(self.data_dir / f"node-{i}"), routes)
             config.write_text(render_properties(props))
             fmt = subprocess.run([str(home / "bin" / "kafka-storage.sh"), "format", "--cluster-id", cid,
                                   "--config", str(config)], env=env, capture_output=True, text=True, timeout=120)
@@ -110,6 +119,19 @@ class LocalKafkaCluster(LocalCluster):
                                        ports[i].client, self.log_dir / f"broker-{i}.log", env=node_env,
                                        start_timeout=90, stop_timeout=30))
         return nodes
+
+    def _peer_routes(self, ports: list[NodePorts]) -> dict[tuple[str, int, int], str]:
+        """A proxy for every (src, dst) pair of nodes, replication and controller traffic apart, so `isolate`
+        can cut one node off from the others both ways (base.peer_proxy_names) while clients still reach it."""
+        routes = {}
+        for src in range(len(ports)):
+            for dst in range(len(ports)):
+                if src != dst:
+                    for kind, port in (("replication", ports[dst].replication[src]),
+                                       ("controller", ports[dst].controller)):
+                        routes[(kind, src, dst)] = self.toxi.create_proxy(f"{kind}-{src}-{dst}",
+                                                                          upstream=f"127.0.0.1:{port}")
+        return routes
 
     def _stop(self) -> None:
         super()._stop()

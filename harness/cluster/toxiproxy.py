@@ -105,26 +105,32 @@ class ToxiproxyClient:
         self._proxies[name] = proxy
         return proxy.listen
 
+    def _proxy(self, name: str) -> Proxy:
+        """A proxy this client made or attached; any other one the server has is attached on first use."""
+        if name not in self._proxies:
+            self.attach(name)
+        return self._proxies[name]
+
     def add_toxic(self, proxy: str, name: str, type: str, stream: str = "downstream",
                   attributes: dict | None = None, toxicity: float = 1.0) -> None:
         self._api()
-        self._proxies[proxy].add_toxic(name=name, type=type, stream=stream,
-                                       toxicity=toxicity, attributes=attributes or {})
+        self._proxy(proxy).add_toxic(name=name, type=type, stream=stream, toxicity=toxicity,
+                                     attributes=attributes or {})
 
     def remove_toxic(self, proxy: str, name: str) -> None:
         self._api()
         try:
-            self._proxies[proxy].destroy_toxic(name)
+            self._proxy(proxy).destroy_toxic(name)
         except NotFound:
             pass
 
     def toxics(self, proxy: str) -> list[str]:
         self._api()
-        return sorted(self._proxies[proxy].toxics())
+        return sorted(self._proxy(proxy).toxics())
 
     def set_enabled(self, proxy: str, enabled: bool) -> None:
         self._api()
-        (self._proxies[proxy].enable if enabled else self._proxies[proxy].disable)()
+        (self._proxy(proxy).enable if enabled else self._proxy(proxy).disable)()
 
     def reset(self) -> None:
         """Remove every toxic and enable every proxy."""

@@ -1,23 +1,40 @@
-"""The nemesis: applies a planned schedule to a cluster, on its own thread.
+"""The nemesis: applies a planned schedule to a cluster, each fault on its own timeline.
 
 FAULTS maps each fault kind to an (apply, heal) pair acting on one broker: network
-faults add a Toxiproxy toxic to that broker's proxy, broker faults act on the broker
-itself through the cluster. A fault is applied at its planned time and healed after
-its duration; every outcome is journaled to faults.jsonl, one line per fault, sorted
-by id when the variant ends, so two runs with one seed differ only in actual times.
+faults add a Toxiproxy toxic to that broker's proxy or disable proxies, broker faults act
+on the broker itself through the cluster. A dispatcher thread starts one thread per fault
+at its planned time; that thread applies the fault, holds it for its planned duration from
+the moment it took effect, then heals it. So a broker that takes 20 s to start again delays
+nothing but faults on that same broker.
+
+A broker fault acts only on a running broker (each broker is running, paused, down or
+starting; see cluster/base.py): one due on a broker that is not running waits until it
+is, and a leader-of/follower-of target waits until a running broker holds that role.
+The plan's overlap rule (schedule.py) makes that wait rare; when it happens the journal
+says so.
+
+faults.jsonl, one line per fault and variant, sorted by id: the plan (id, kind, target,
+planned_at, planned_duration, params), then what happened: outcome, applied_at / healed_at
+(wall clock), applied_offset / healed_offset (seconds after the workload started; healing
+starts at healed_offset and took heal_s), the brokers hit, late_s (applied_offset -
+planned_at) and held_s (healed_offset - applied_offset). A fault applied more than
+TOLERANCE late or held more than TOLERANCE short gets a `deviation` text, and
+`warnings` lists each as one line for the run's summary.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
-from .schedule import PlannedFault
+from ..spec import BROKER_FAULTS
+from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault
+
+TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
+RETRY = 0.2  # seconds between looks for a target that is not there yet
 
 
 @dataclass(frozen=True)
@@ -37,19 +54,18 @@ def _toxic(type: str, attributes: Callable[[dict], dict], stream: str = "downstr
     return FaultAction(apply, heal)
 
 
-def _proxy_enabled(enabled: bool):
-    return lambda cluster, broker, name, params: cluster.toxiproxy().set_enabled(cluster.proxy_name(broker), enabled)
-
-
 FAULTS: dict[str, FaultAction] = {
-    # Responses are held while requests still reach the broker, then the connection is
-    # cut: every request in flight is written but its ack never arrives.
+    # Responses are dropped while requests still reach the broker, and the connection is cut
+    # cut_after_ms after the last one or when the fault ends (Toxiproxy's timeout toxic):
+    # every request in flight is written but its ack never arrives.
     "lost-acks": _toxic("timeout", lambda p: {"timeout": p["cut_after_ms"]}),
     "reset-connections": _toxic("reset_peer", lambda p: {"timeout": 0}),
     "latency": _toxic("latency", lambda p: {"latency": p["latency_ms"], "jitter": p["jitter_ms"]}),
     "bandwidth": _toxic("bandwidth", lambda p: {"rate": p["rate_kbps"]}),
     "slow-close": _toxic("slow_close", lambda p: {"delay": p["delay_ms"]}),
-    "partition": FaultAction(_proxy_enabled(False), _proxy_enabled(True)),
+    "partition": FaultAction(lambda c, b, n, p: c.cut([c.proxy_name(b)]),
+                             lambda c, b, n, p: c.reconnect([c.proxy_name(b)])),
+    "isolate": FaultAction(lambda c, b, n, p: c.isolate_broker(b), lambda c, b, n, p: c.rejoin_broker(b)),
     "broker-pause": FaultAction(lambda c, b, n, p: c.pause_broker(b), lambda c, b, n, p: c.resume_broker(b)),
     "broker-kill": FaultAction(lambda c, b, n, p: c.kill_broker(b), lambda c, b, n, p: c.start_broker(b)),
     "broker-restart": FaultAction(lambda c, b, n, p: c.stop_broker(b), lambda c, b, n, p: c.start_broker(b)),
@@ -60,99 +76,138 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-class FaultJournal:
-    """faults.jsonl: append-only, one line per fault."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def write(self, records: list[dict]) -> None:
-        with open(self.path, "a") as f:
-            f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in records)
-
-
 class Nemesis:
-    def __init__(self, cluster, schedule: list[PlannedFault], variant: str, journal: FaultJournal, topic: str):
+    def __init__(self, cluster, schedule: list[PlannedFault], variant: str,
+                 journal: Callable[[list[dict]], None], topic: str):
+        """journal: writes the variant's fault lines to faults.jsonl (RunFolder.append_faults)."""
         self.cluster = cluster
         self.schedule = schedule
         self.variant = variant
         self.journal = journal
         self.topic = topic
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._records: dict[int, dict] = {}
-        self._lock = threading.Lock()  # apply/heal from the thread and from stop() never interleave
+        self._dispatcher: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        self._records: dict[int, dict] = {}  # fault id -> what happened; each written by its fault's thread only
+        self._journaled = False
         self.errors: list[str] = []
         self._t0 = 0.0
 
+    # -- the run's side ----------------------------------------------------------------
     def start(self) -> None:
         self._t0 = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name=f"nemesis-{self.variant}", daemon=True)
-        self._thread.start()
+        self._dispatcher = threading.Thread(target=self._dispatch, name=f"nemesis-{self.variant}", daemon=True)
+        self._dispatcher.start()
 
     def stop(self) -> None:
-        """Stop applying faults, heal whatever is active, and journal every fault of the variant."""
-        if self._stop.is_set():
-            return
+        """Stop applying faults, heal whatever is active, and journal every fault of the variant (once)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self._dispatcher is not None:
+            self._dispatcher.join()
+        for thread in self._threads:  # each heals its own fault as soon as it sees the stop
+            thread.join()
+        if self._journaled:
+            return
+        self._journaled = True
         for fault in self.schedule:
-            rec = self._records.get(fault.id)
-            if rec is None:
-                self._records[fault.id] = {"outcome": "not-reached"}
-            elif rec["outcome"] == "applied":
-                self._heal(fault)
-        self.journal.write([{"variant": self.variant, **_planned(f), **self._records[f.id]} for f in self.schedule])
+            self._records.setdefault(fault.id, {"outcome": "not-reached"})
+        self.journal([{"variant": self.variant, **fault.to_json(), **self._records[fault.id]}
+                            for fault in self.schedule])
 
-    def _run(self) -> None:
-        actions = sorted([(f.at, 0, f) for f in self.schedule] + [(f.at + f.duration, 1, f) for f in self.schedule],
-                         key=lambda a: (a[0], a[1], a[2].id))
-        for when, is_heal, fault in actions:
-            if self._stop.wait(max(0.0, self._t0 + when - time.monotonic())):
+    @property
+    def warnings(self) -> list[str]:
+        """One line per fault applied late, held short or never applied while due (after stop())."""
+        return [f"{self.variant}: {fault} {self._records[fault.id]['deviation']}" for fault in self.schedule
+                if "deviation" in self._records.get(fault.id, {})]
+
+    # -- the timelines -------------------------------------------------------------------
+    def _offset(self) -> float:
+        return time.monotonic() - self._t0
+
+    def _dispatch(self) -> None:
+        for fault in sorted(self.schedule, key=lambda f: (f.at, f.id)):
+            if self._stop.wait(max(0.0, fault.at - self._offset())):
                 return
-            with self._lock:
-                if self._stop.is_set():
-                    return
-                if not is_heal:
-                    self._apply(fault)
-                elif self._records.get(fault.id, {}).get("outcome") == "applied":
-                    self._heal(fault)
+            thread = threading.Thread(target=self._hold, args=(fault,), name=f"fault-{fault.id}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
 
-    def _brokers(self, fault: PlannedFault) -> list[int]:
-        if fault.target == "all":
-            return list(range(self.cluster.broker_count))
-        if fault.target.startswith("leader-of-"):
-            return [self.cluster.leader_of(self.topic, int(fault.target.rsplit("-", 1)[1]))]
-        return [int(fault.target.rsplit("-", 1)[1])]
-
-    def _name(self, fault: PlannedFault) -> str:
-        return f"{fault.kind}-{fault.id}"
-
-    def _apply(self, fault: PlannedFault) -> None:
-        rec = {"applied_at": _now(), "applied_offset": round(time.monotonic() - self._t0, 3)}
+    def _hold(self, fault: PlannedFault) -> None:
+        """Apply one fault, hold it for its duration (or until stop), heal it, and record all of it."""
+        rec: dict = {}
         self._records[fault.id] = rec
+        brokers, waited = self._targets(fault)
+        if brokers is None:
+            rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied before the "
+                                                        f"workload ended: {waited}")
+            return
+        rec["brokers"] = brokers
         try:
-            rec["brokers"] = self._brokers(fault)
-            for broker in rec["brokers"]:
+            for broker in brokers:
                 FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params)
-            rec["outcome"] = "applied"
         except Exception as e:  # journaled: a fault that failed must never pass as applied
             rec.update(outcome="failed", error=f"{type(e).__name__}: {e}")
             self.errors.append(f"fault {fault.id} ({fault.kind}): {rec['error']}")
-
-    def _heal(self, fault: PlannedFault) -> None:
-        rec = self._records[fault.id]
+            return
+        applied = self._offset()
+        rec.update(outcome="applied", applied_at=_now(), applied_offset=round(applied, 3),
+                   late_s=round(applied - fault.at, 3))
+        cut_short = self._stop.wait(max(0.0, applied + fault.duration - self._offset()))
+        healing = self._offset()
+        rec.update(healed_at=_now(), healed_offset=round(healing, 3), held_s=round(healing - applied, 3))
         try:
-            for broker in rec["brokers"]:
+            for broker in brokers:
                 FAULTS[fault.kind].heal(self.cluster, broker, self._name(fault), fault.params)
-            rec.update(outcome="healed", healed_at=_now(), healed_offset=round(time.monotonic() - self._t0, 3))
+            rec.update(outcome="healed", heal_s=round(self._offset() - healing, 3))
         except Exception as e:
             rec.update(outcome="failed", error=f"heal: {type(e).__name__}: {e}")
             self.errors.append(f"fault {fault.id} ({fault.kind}): {rec['error']}")
+        deviation = []
+        if rec["late_s"] > TOLERANCE:
+            deviation.append(f"applied {rec['late_s']:.2f} s late" + (f" ({waited})" if waited else ""))
+        if fault.duration - rec["held_s"] > TOLERANCE:
+            deviation.append(f"held {rec['held_s']:.2f} s of {fault.duration:g} s"
+                             + (" (cut short: the workload ended)" if cut_short else ""))
+        if deviation:
+            rec["deviation"] = "; ".join(deviation)
 
+    def _targets(self, fault: PlannedFault) -> tuple[list[int] | None, str]:
+        """The brokers to act on, once each can take the fault; (None, why) if the workload ended first.
 
-def _planned(fault: PlannedFault) -> dict:
-    d = fault.to_json()
-    d["planned_at"], d["planned_duration"] = d.pop("at"), d.pop("duration")
-    return d
+        The second value says what was waited for ("" when nothing was)."""
+        waited = ""
+        target = fault.target
+        if isinstance(target, AllBrokers):
+            brokers = list(range(self.cluster.broker_count))
+        elif isinstance(target, Broker):
+            brokers = [target.index]
+        else:
+            brokers = None
+            while brokers is None:
+                try:
+                    broker = self._role(target)
+                    state = self.cluster.broker_state(broker)
+                    if state == "running":
+                        brokers = [broker]
+                    else:
+                        waited = f"{target} was broker {broker}, {state}"
+                except (LookupError, RuntimeError) as e:  # no leader yet, no metadata yet (InfraError)
+                    waited = f"{target}: {e}"
+                if brokers is None and self._stop.wait(RETRY):
+                    return None, waited
+        if fault.kind in BROKER_FAULTS:
+            for broker in brokers:
+                if self.cluster.broker_state(broker) != "running":
+                    waited = f"broker {broker} was {self.cluster.broker_state(broker)}"
+                    if not self.cluster.wait_running(broker, self._stop):
+                        return None, waited
+        return brokers, waited
+
+    def _role(self, target) -> int:
+        assert isinstance(target, ROLE_TARGETS)
+        if isinstance(target, FollowerOf):
+            return self.cluster.follower_of(self.topic, target.partition)
+        return self.cluster.leader_of(self.topic, target.partition)
+
+    def _name(self, fault: PlannedFault) -> str:
+        return f"{fault.kind}-{fault.id}"

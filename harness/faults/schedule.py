@@ -2,35 +2,135 @@
 
 Toxiproxy's own randomness cannot be replayed, so the harness decides every fault
 itself: what, where, when and for how long. Every variant gets the same list.
+
+Targets are typed values (AllBrokers, Broker, LeaderOf, FollowerOf); `random` is drawn
+here, leader-of and follower-of are looked up when the fault starts. In faults.jsonl a
+target is written as in the experiment file: "all", {"broker": N}, {"leader-of": P}.
+
+**The overlap rule** (broker faults: broker-pause, broker-kill, broker-restart). Each
+broker is in one state at a time (running, paused, down, starting), so the plan refuses
+two broker faults that could meet on one broker; `check_overlaps` names both. A broker
+fault holds its broker from its start until the broker runs again: its duration, plus
+START_ALLOWANCE seconds after a kill or restart for the broker to come back. A fault
+that starts while an earlier one holds its broker could meet it when
+- both name the same broker, or either targets all brokers, or the earlier one is a
+  leader-of/follower-of fault and the later names a broker (it may be the same one); or
+- the later one targets leader-of/follower-of and the earlier one is a pause: a frozen
+  leader stays leader in the metadata until its session times out.
+A leader-of/follower-of target never picks a broker that is down or starting (the nemesis
+waits until a running broker holds the role), so it may follow a kill freely. If a broker
+takes longer than the allowance to start, the nemesis applies the next fault on it once it
+runs, and faults.jsonl marks that fault late.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from dataclasses import asdict, dataclass, field
+from typing import Union
 
-from ..spec import BrokerTarget, ExperimentSpec, LeaderTarget
+from ..spec import BROKER_FAULTS, FAULT_KINDS, BrokerTarget, ExperimentSpec, FollowerTarget, LeaderTarget
 
 _TIMING = {"kind", "at", "every", "jitter", "start", "duration", "downtime", "target"}
+# Seconds a killed or restarted broker may take to run again, for the overlap rule (measured: a
+# Kafka node restarts in 5-8 s on 2 cores while its peers run; Tansu in well under a second).
+START_ALLOWANCE = {"tansu": 2.0, "kafka": 20.0}
+STOPS_BROKER = ("broker-kill", "broker-restart")
+
+
+@dataclass(frozen=True)
+class AllBrokers:
+    def to_json(self):
+        return "all"
+
+    def __str__(self) -> str:
+        return "all brokers"
+
+
+@dataclass(frozen=True)
+class Broker:
+    index: int
+
+    def to_json(self):
+        return {"broker": self.index}
+
+    def __str__(self) -> str:
+        return f"broker {self.index}"
+
+
+@dataclass(frozen=True)
+class LeaderOf:
+    """The broker leading this partition of the variant's topic when the fault starts."""
+
+    partition: int
+
+    def to_json(self):
+        return {"leader-of": self.partition}
+
+    def __str__(self) -> str:
+        return f"the leader of partition {self.partition}"
+
+
+@dataclass(frozen=True)
+class FollowerOf:
+    """An in-sync replica of this partition that is not its leader, when the fault starts."""
+
+    partition: int
+
+    def to_json(self):
+        return {"follower-of": self.partition}
+
+    def __str__(self) -> str:
+        return f"a follower of partition {self.partition}"
+
+
+Target = Union[AllBrokers, Broker, LeaderOf, FollowerOf]
+ROLE_TARGETS = (LeaderOf, FollowerOf)  # resolved from the metadata when the fault starts
+LEGACY_TARGET = re.compile(r"(broker|leader-of)-\d+")
+
+
+def target_from_json(value, brokers: int, partitions: int) -> Target:
+    """The target as faults.jsonl writes it; ValueError when this experiment has no such broker or partition."""
+    if isinstance(value, str) and LEGACY_TARGET.fullmatch(value):  # runs recorded before targets were typed
+        key, _, n = value.rpartition("-")
+        value = {key: int(n)}
+    if value == "all":
+        return AllBrokers()
+    if isinstance(value, dict) and len(value) == 1:
+        (key, n), = value.items()
+        kinds = {"broker": (Broker, brokers), "leader-of": (LeaderOf, partitions), "follower-of": (FollowerOf, partitions)}
+        if key in kinds and isinstance(n, int) and not isinstance(n, bool) and 0 <= n < kinds[key][1]:
+            return kinds[key][0](n)
+    raise ValueError(f"target {json.dumps(value)} does not exist in this experiment")
 
 
 @dataclass(frozen=True)
 class PlannedFault:
     id: int
     kind: str
-    target: str  # "all", "broker-N" ("random" is resolved here) or "leader-of-P" (resolved when applied)
+    target: Target
     at: float  # seconds after the workload starts
     duration: float
     params: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return {"id": self.id, "kind": self.kind, "target": self.target.to_json(), "planned_at": self.at,
+                "planned_duration": self.duration, "params": self.params}
+
+    def __str__(self) -> str:
+        return f"fault {self.id} ({self.kind} of {self.target}, {self.at:g}-{self.at + self.duration:g} s)"
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot be used (overlapping broker faults, a bad faults.jsonl): exit 2; str() says why."""
 
 
 def plan(spec: ExperimentSpec, seed: int) -> list[PlannedFault]:
-    out: list[tuple[float, int, str, str, float, dict]] = []
+    """Every fault of the experiment in time order; ScheduleError when two broker faults could meet."""
+    out: list[tuple[float, int, str, Target, float, dict]] = []
     window = spec.planning_window
     for index, fault in enumerate(spec.faults):
         # One generator per fault entry: editing one entry does not move the others.
@@ -46,31 +146,66 @@ def plan(spec: ExperimentSpec, seed: int) -> list[PlannedFault]:
         for at in times:
             out.append((at, index, fault.kind, _target(fault.target, spec.cluster.brokers, rng), fault.duration, params))
     out.sort(key=lambda f: (f[0], f[1]))
-    return [PlannedFault(i, kind, target, at, dur, params) for i, (at, _, kind, target, dur, params) in enumerate(out)]
+    schedule = [PlannedFault(i, kind, target, at, dur, params)
+                for i, (at, _, kind, target, dur, params) in enumerate(out)]
+    check_overlaps(schedule, START_ALLOWANCE[spec.cluster.broker], f"seed {seed}")
+    return schedule
 
 
-def _target(target, brokers: int, rng: random.Random) -> str:
+def _target(target, brokers: int, rng: random.Random) -> Target:
     if isinstance(target, BrokerTarget):
-        return f"broker-{target.broker}"
+        return Broker(target.broker)
     if isinstance(target, LeaderTarget):
-        return f"leader-of-{target.leader_of}"
+        return LeaderOf(target.leader_of)
+    if isinstance(target, FollowerTarget):
+        return FollowerOf(target.follower_of)
     if target == "random":
-        return f"broker-{rng.randrange(brokers)}"
-    return "all"
+        return Broker(rng.randrange(brokers))
+    return AllBrokers()
+
+
+def held_until(fault: PlannedFault, allowance: float) -> float:
+    """When a broker fault's broker runs again, as far as the plan can tell."""
+    return fault.at + fault.duration + (allowance if fault.kind in STOPS_BROKER else 0.0)
+
+
+def could_meet(earlier: PlannedFault, later: PlannedFault) -> bool:
+    """Could `later`, starting while `earlier` holds its broker, pick that same broker? (see the module doc)"""
+    a, b = earlier.target, later.target
+    if isinstance(a, AllBrokers) or isinstance(b, AllBrokers):
+        return True
+    if isinstance(b, ROLE_TARGETS):  # never a broker that is down or starting; a paused one may still lead
+        return earlier.kind == "broker-pause"
+    if isinstance(a, ROLE_TARGETS):
+        return True
+    return a == b
+
+
+def overlaps(schedule: list[PlannedFault], allowance: float) -> list[tuple[PlannedFault, PlannedFault]]:
+    """Pairs (earlier, later) of broker faults the cluster could not take as planned."""
+    broker_faults = sorted((f for f in schedule if f.kind in BROKER_FAULTS), key=lambda f: (f.at, f.id))
+    return [(a, b) for i, a in enumerate(broker_faults) for b in broker_faults[i + 1:]
+            if b.at < held_until(a, allowance) and could_meet(a, b)]
+
+
+def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str) -> None:
+    clashes = overlaps(schedule, allowance)
+    if clashes:
+        a, b = clashes[0]
+        more = f" (and {len(clashes) - 1} more such pair(s))" if len(clashes) > 1 else ""
+        after = f" and up to {allowance:g} s to start again" if a.kind in STOPS_BROKER else ""
+        raise ScheduleError(
+            f"faults ({origin}): {b} may hit the broker that {a} still holds (its duration{after}){more}; "
+            "a broker is running, paused, down or starting, one at a time: move one of them (at, start, every) "
+            "or give them brokers that cannot meet")
 
 
 def dumps(schedule: list[PlannedFault]) -> str:
     return "".join(json.dumps(f.to_json(), sort_keys=True) + "\n" for f in schedule)
 
 
-class ScheduleError(ValueError):
-    """A replayed faults.jsonl that cannot be used; str() names the file and line."""
-
-
 def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
     """The planned schedule recorded in a run's faults.jsonl (each fault once, whatever the variants)."""
-    from ..spec import FAULT_KINDS
-
     faults: dict[int, PlannedFault] = {}
     try:
         lines = path.read_text().splitlines()
@@ -81,17 +216,21 @@ def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
             continue
         try:
             r = json.loads(line)
-            fault = PlannedFault(int(r["id"]), r["kind"], r["target"], float(r["planned_at"]),
+            kind, target = r["kind"], r["target"]
+            fault = PlannedFault(int(r["id"]), kind, AllBrokers(), float(r["planned_at"]),
                                  float(r["planned_duration"]), dict(r.get("params") or {}))
         except (ValueError, KeyError, TypeError) as e:
             raise ScheduleError(f"{path}:{n}: not a faults.jsonl line ({type(e).__name__}: {e})") from None
-        if fault.kind not in FAULT_KINDS:
-            raise ScheduleError(f"{path}:{n}: unknown fault kind {fault.kind!r}")
-        kind, _, index = fault.target.rpartition("-")
-        limit = {"broker": spec.cluster.brokers, "leader-of": spec.topic.partitions}.get(kind)
-        if fault.target != "all" and (limit is None or not index.isdigit() or int(index) >= limit):
-            raise ScheduleError(f"{path}:{n}: target {fault.target!r} does not exist in this experiment")
+        if kind not in FAULT_KINDS:
+            raise ScheduleError(f"{path}:{n}: unknown fault kind {kind!r}")
+        try:
+            fault = PlannedFault(fault.id, kind, target_from_json(target, spec.cluster.brokers, spec.topic.partitions),
+                                 fault.at, fault.duration, fault.params)
+        except ValueError as e:
+            raise ScheduleError(f"{path}:{n}: {e}") from None
         faults.setdefault(fault.id, fault)
     if not faults:
         raise ScheduleError(f"{path}: no faults recorded")
-    return sorted(faults.values(), key=lambda f: (f.at, f.id))
+    schedule = sorted(faults.values(), key=lambda f: (f.at, f.id))
+    check_overlaps(schedule, START_ALLOWANCE[spec.cluster.broker], str(path))
+    return schedule

@@ -46,6 +46,13 @@ def _rows(folder: RunFolder, variant: str, table: str) -> list[dict]:
     return found.to_pylist() if found is not None else []
 
 
+def target_text(target) -> str:
+    """A fault's target as faults.jsonl writes it ("all", {"broker": 1}, {"leader-of": 0}) -> "leader-of 0"."""
+    if isinstance(target, dict):
+        return ", ".join(f"{k} {v}" for k, v in target.items())
+    return str(target)
+
+
 def _fault_periods(faults: list[dict], variant: str) -> list[dict]:
     """Each applied fault of a variant as {start, end, kind, label} in epoch seconds."""
     out = []
@@ -55,7 +62,7 @@ def _fault_periods(faults: list[dict], variant: str) -> list[dict]:
             continue
         end = _epoch(f.get("healed_at")) or start + float(f.get("planned_duration") or 0)
         out.append({"start": start, "end": end, "kind": str(f.get("kind", "")),
-                    "label": f"{f.get('kind')} #{f.get('id')} on {f.get('target')}"})
+                    "label": f"{f.get('kind')} #{f.get('id')} on {target_text(f.get('target'))}"})
     return out
 
 
@@ -65,7 +72,7 @@ def load(folder: RunFolder) -> dict:
     if summary is None:
         raise RunFolderError(f"{folder.path}: no summary.json; run `kafka-chaos analyze {folder.path}` first")
     spec = folder.read_spec() or {}
-    faults = folder.read_faults()
+    faults = [{**f, "target": target_text(f.get("target"))} for f in folder.read_faults()]
     keys, settings = _differing_settings(spec)
     variants = {}
     for name in summary.get("variants", {}):

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from .outcomes import ACKED, REJECTED, UNKNOWN, outcome
 
@@ -48,6 +48,7 @@ class ProduceResult:
     unknown: int
     duration: float
     interrupted: bool
+    error: str = ""  # the client's fatal error, when it ended the workload early
 
 
 def _writer(path: Path) -> pq.ParquetWriter:
@@ -208,45 +209,64 @@ def produce(
     produce_one, poll, on_delivery = producer.produce, producer.poll, log.on_delivery
     t0 = time.monotonic()
     count = 0  # messages handed to the client
+    error = ""
     try:
-        while count < messages:
-            if count:  # between chunks: serve delivery reports, spill, report, pace
-                poll(0)
-                log.maybe_spill()
-                if on_progress:
-                    on_progress(count)
-                if stop.is_set():
-                    break
-                if rate:
-                    ahead = t0 + count / rate - time.monotonic()
-                    if ahead > 0:
-                        time.sleep(ahead)
-            log.mark_chunk()
-            for i in range(count, min(messages, count + CHUNK)):
-                value = b"%d" % (i // partitions)
-                while True:
-                    try:
-                        produce_one(topic, value, partition=i % partitions, on_delivery=on_delivery)
+        try:
+            while count < messages:
+                if count:  # between chunks: serve delivery reports, spill, report, pace
+                    poll(0)
+                    log.maybe_spill()
+                    if on_progress:
+                        on_progress(count)
+                    if stop.is_set():
                         break
-                    except BufferError:  # local queue full: serve callbacks, then retry
-                        poll(0.01)
-                count = i + 1
-        if on_progress:
-            on_progress(count)
-        if before_flush:
-            before_flush()
-        left = producer.flush(0.0 if stop.is_set() else flush_timeout)
-        if left:
-            # Still queued or in flight: purge so each gets its report (never silence).
-            producer.purge(in_queue=True, in_flight=True, blocking=False)
-            producer.flush(5.0)
+                    if rate:
+                        ahead = t0 + count / rate - time.monotonic()
+                        if ahead > 0:
+                            time.sleep(ahead)
+                log.mark_chunk()
+                for i in range(count, min(messages, count + CHUNK)):
+                    value = b"%d" % (i // partitions)
+                    while True:
+                        try:
+                            produce_one(topic, value, partition=i % partitions, on_delivery=on_delivery)
+                            break
+                        except BufferError:  # local queue full: serve callbacks, then retry
+                            poll(0.01)
+                    count = i + 1
+            if on_progress:
+                on_progress(count)
+            if before_flush:
+                before_flush()
+            left = producer.flush(0.0 if stop.is_set() else flush_timeout)
+            if left:
+                # Still queued or in flight: purge so each gets its report (never silence).
+                _drain(producer, 5.0)
+        except KafkaException as e:
+            # The client failed for good (e.g. an idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER after
+            # an unclean leader election): what was sent is kept and analysed, the error is reported.
+            error = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            if before_flush:
+                before_flush()
+            _drain(producer, 2.0)
     except BaseException:
         # Interrupted or failed: collect what reports can still come, quickly; the rest become unknown.
-        producer.purge(in_queue=True, in_flight=True, blocking=False)
-        producer.flush(2.0)
+        _drain(producer, 2.0)
         raise
     finally:
-        producer.poll(0)
+        try:
+            producer.poll(0)
+        except KafkaException:
+            pass
         log.close([count // partitions + (1 if p < count % partitions else 0) for p in range(partitions)])
     return ProduceResult(count, log.counts[ACKED], log.counts[REJECTED], log.counts[UNKNOWN],
-                         time.monotonic() - t0, stop.is_set())
+                         time.monotonic() - t0, stop.is_set(), error)
+
+
+def _drain(producer: Producer, timeout: float) -> None:
+    """Purge what is queued or in flight so each send gets its report; a failed client may refuse."""
+    try:
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        producer.flush(timeout)
+    except KafkaException:
+        pass

@@ -1,22 +1,64 @@
-"""Topic creation for a variant."""
+"""Topics for a variant: created, and waited for until every partition is led and fully replicated."""
 
 from __future__ import annotations
+
+import time
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 
-def create_topic(client: dict, name: str, partitions: int, replication_factor: int, timeout: float = 30) -> None:
-    """client: librdkafka connection settings (bootstrap.servers, security)."""
+def create_topic(client: dict, name: str, partitions: int, replication_factor: int, timeout: float = 60,
+                 config: dict | None = None) -> None:
+    """Create the topic and return once every partition has a leader and a full ISR (InfraError after
+    `timeout`). client: librdkafka connection settings (bootstrap.servers, security)."""
+    from ..cluster import InfraError
+
     admin = AdminClient(client)
-    futures = admin.create_topics([NewTopic(name, partitions, replication_factor)], operation_timeout=timeout)
+    conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
+    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=conf)],
+                                  operation_timeout=timeout)
     try:
         futures[name].result(timeout)
     except KafkaException as e:
-        raise RuntimeError(f"could not create topic {name}: {e.args[0].str()}") from e
-    md = admin.list_topics(name, timeout=timeout)
-    if len(md.topics[name].partitions) != partitions:
-        raise RuntimeError(f"topic {name} has {len(md.topics[name].partitions)} partitions, expected {partitions}")
+        raise InfraError(f"could not create topic {name}: {e.args[0].str()}") from e
+    wait_until_replicated(client, name, partitions, timeout=timeout, what="after creation", admin=admin)
+
+
+def replication_problem(md, topic: str, partitions: int, brokers: int | None = None) -> str | None:
+    """Why `topic` is not yet fully led and replicated in this metadata, or None when it is."""
+    if brokers is not None and len(md.brokers) < brokers:
+        return f"{len(md.brokers)} of {brokers} brokers in the metadata"
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        return f"topic not in the metadata ({t.error.str() if t is not None else 'unknown topic'})"
+    if len(t.partitions) != partitions:
+        return f"{len(t.partitions)} of {partitions} partitions in the metadata"
+    for p in sorted(t.partitions.values(), key=lambda p: p.id):
+        if p.leader < 0:
+            return f"partition {p.id} has no leader"
+        if sorted(p.isrs) != sorted(p.replicas):
+            return f"partition {p.id} has ISR {sorted(p.isrs)} of replicas {sorted(p.replicas)}"
+    return None
+
+
+def wait_until_replicated(client: dict, topic: str, partitions: int, brokers: int | None = None,
+                          timeout: float = 60, what: str = "", admin: AdminClient | None = None) -> None:
+    """Poll the metadata until every partition has a leader and every replica in its ISR."""
+    from ..cluster import InfraError
+
+    admin = admin or AdminClient(client)
+    deadline = time.monotonic() + timeout
+    problem = "no metadata yet"
+    while time.monotonic() < deadline:
+        try:
+            problem = replication_problem(admin.list_topics(topic, timeout=10), topic, partitions, brokers)
+        except KafkaException as e:
+            problem = f"no metadata: {e.args[0].str()}"
+        if problem is None:
+            return
+        time.sleep(0.2)
+    raise InfraError(f"topic {topic} not fully replicated {timeout:.0f} s {what}: {problem}")
 
 
 def restore_topic(client: dict, name: str, partitions: int, timeout: float = 30) -> None:

@@ -14,10 +14,11 @@ from pathlib import Path
 import yaml
 from confluent_kafka.admin import AdminClient
 
+from harness.cluster.base import peer_proxy_names
 from harness.cluster.toxiproxy import ToxiproxyClient
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = ROOT / "compose"
+COMPOSE = ROOT / "harness" / "compose"
 PROXIES = ["127.0.0.1:29091", "127.0.0.1:29092", "127.0.0.1:29093"]
 
 
@@ -30,6 +31,8 @@ def test_brokers_advertise_their_proxies_and_a_disabled_proxy_cuts_its_broker_of
         assert sorted(md.brokers) == [1, 2, 3]
         toxi = ToxiproxyClient("127.0.0.1", 8474)
         assert toxi.attach("broker-0").endswith(":29091")
+        for name in peer_proxy_names(0, 3):  # what isolate disables: replication and controller, both ways
+            toxi.attach(name)
         toxi.set_enabled("broker-0", False)
         try:
             md = AdminClient({"bootstrap.servers": PROXIES[1]}).list_topics(timeout=30)

@@ -13,7 +13,7 @@ from harness.cluster import InfraError
 from harness.cluster.brokers import BrokerProcess, tansu_command
 from harness.cluster.compose import ComposeCluster
 from harness.cluster.toxiproxy import ToxiproxyServer
-from harness.spec import ClusterSpec
+from harness.spec import ComposeClusterSpec, cluster_spec
 from harness.workload.topic import create_topic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,9 +89,9 @@ def stand_in(tmp_path, monkeypatch):
     server.stop()
 
 
-def compose_spec(server) -> ClusterSpec:
-    return ClusterSpec(backend="compose", broker="kafka", brokers=1, services=["kafka-1"],
-                       compose_file=str(ROOT / "compose" / "docker-compose.yml"),
+def compose_spec(server) -> ComposeClusterSpec:
+    return cluster_spec(backend="compose", broker="kafka", brokers=1, services=["kafka-1"],
+                       compose_file=str(ROOT / "harness" / "compose" / "docker-compose.yml"),
                        toxiproxy_url=f"http://127.0.0.1:{server.port}")
 
 
@@ -142,8 +142,8 @@ def test_a_cluster_found_running_is_left_running_and_healed(tmp_path, stand_in):
 
 def test_no_docker_engine_is_an_infrastructure_error(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{procs.free_port()}")  # nothing listens there
-    spec = ClusterSpec(backend="compose", broker="kafka", brokers=3,
-                       compose_file=str(ROOT / "compose" / "docker-compose.yml"))
+    spec = cluster_spec(backend="compose", broker="kafka", brokers=3,
+                       compose_file=str(ROOT / "harness" / "compose" / "docker-compose.yml"))
     cluster = ComposeCluster(spec, tmp_path / "run")
     with pytest.raises(InfraError, match="could not start the compose cluster"):
         cluster.up()

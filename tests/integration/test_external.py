@@ -4,13 +4,13 @@ harness attaches to them as it would to a user's cluster (bootstrap_servers + to
 import pytest
 
 from harness.cluster.local import LocalTansuCluster
-from harness.spec import ClusterSpec
+from harness.spec import LocalClusterSpec
 from tests.integration.test_quickstart import CONTROL, SMALL, run_experiment
 
 
 @pytest.fixture
 def users_cluster(tmp_path):
-    cluster = LocalTansuCluster(ClusterSpec(), tmp_path / "users-cluster")
+    cluster = LocalTansuCluster(LocalClusterSpec(), tmp_path / "users-cluster")
     cluster.up()
     yield cluster
     cluster.down()

@@ -1,6 +1,6 @@
 """backend: local with broker: kafka — Apache Kafka KRaft nodes from KAFKA_HOME.
 
-test_real_kafka_home runs where a Kafka 4.x distribution is installed (skips otherwise, saying so).
+The real distribution is tests/kafka/'s job (they run when KAFKA_HOME is set).
 test_stand_in_kafka_home runs everywhere: a KAFKA_HOME whose kafka-storage.sh checks and records the
 format call and whose kafka-server-start.sh reads the generated server.properties and starts a Tansu
 broker on the CLIENT listener, advertising what the properties advertise. It proves the harness's
@@ -8,7 +8,6 @@ side (generated configs, format before start, LOG_DIR, proxies, faults, clean-up
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,18 +91,3 @@ def test_stand_in_kafka_home(tmp_path, stand_in_home):
     assert len(calls.read_text().splitlines()) == 1  # formatted once, before the only start
     assert (run_dir / "logs" / "kafka-0" / "server.log").exists()  # LOG_DIR points into the run folder
     assert not (run_dir / "kafka-data").exists()  # broker data removed once the log was read
-
-
-@pytest.mark.skipif(not os.environ.get("KAFKA_HOME"),
-                    reason="KAFKA_HOME not set: no Apache Kafka distribution on this machine")
-def test_real_kafka_home(tmp_path):
-    doc = yaml.safe_load((ROOT / "experiments" / "broker-failover.yaml").read_text())
-    doc["cluster"] = {"backend": "local", "broker": "kafka", "brokers": 3}
-    doc["workload"] = {"messages": 150000, "rate": 5000}
-    r, run_dir, summary = run(tmp_path, doc)
-    assert r.returncode in (0, 1), r.stdout + r.stderr
-    assert summary["status"] == "complete" and summary["cluster"].startswith("local · kafka ")
-    on = summary["variants"]["idempotence-on"]
-    assert on["duplicates"] == 0 and on["lost"] == 0, on
-    assert all((run_dir / "logs" / f"kafka-{i}" / "server.log").exists() for i in range(3))
-    assert not (run_dir / "kafka-data").exists()

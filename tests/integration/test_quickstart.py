@@ -147,7 +147,8 @@ def test_bad_experiment_exits_2_and_starts_nothing(tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
-ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset", "outcome", "brokers", "error"}
+ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset", "outcome", "brokers", "error",
+          "late_s", "held_s", "heal_s", "deviation"}  # what happened, as opposed to what was planned
 
 
 def planned(path: Path) -> list[dict]:

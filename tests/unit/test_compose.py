@@ -5,7 +5,9 @@ from pathlib import Path
 
 import yaml
 
-COMPOSE = Path(__file__).resolve().parents[2] / "compose"
+from harness.cluster.base import peer_proxy_names
+
+COMPOSE = Path(__file__).resolve().parents[2] / "harness" / "compose"
 
 
 def load():
@@ -28,7 +30,7 @@ def test_three_kraft_brokers_one_cluster_full_quorum():
         e = s["environment"]
         assert e["KAFKA_PROCESS_ROLES"] == "broker,controller"
         voters = dict(v.split("@") for v in e["KAFKA_CONTROLLER_QUORUM_VOTERS"].split(","))
-        assert voters == {"1": "kafka-1:9093", "2": "kafka-2:9093", "3": "kafka-3:9093"}
+        assert sorted(voters) == ["1", "2", "3"] and voters[str(e["KAFKA_NODE_ID"])] == f"{name}:9093"
         assert (e["KAFKA_DEFAULT_REPLICATION_FACTOR"], e["KAFKA_MIN_INSYNC_REPLICAS"]) == (3, 2)
         assert s["image"].startswith("apache/kafka:4.") and s["healthcheck"]["test"]
 
@@ -42,7 +44,8 @@ def test_every_client_address_is_a_proxy_whose_upstream_is_that_broker():
         published[container_port] = f"{host_ip}:{host_port}"
     ports = [m.split(":")[1] for s in services.values() for m in s.get("ports", [])]
     assert len(ports) == len(set(ports))  # unique host ports
-    by_host_address = {published[p["listen"].rsplit(":", 1)[1]]: p for p in proxies}
+    by_host_address = {published[p["listen"].rsplit(":", 1)[1]]: p for p in proxies
+                       if p["listen"].rsplit(":", 1)[1] in published}
     for name in ("kafka-1", "kafka-2", "kafka-3"):
         e = services[name]["environment"]
         advertised = listeners(e["KAFKA_ADVERTISED_LISTENERS"])["CLIENT"]
@@ -50,9 +53,34 @@ def test_every_client_address_is_a_proxy_whose_upstream_is_that_broker():
         client_port = listeners(e["KAFKA_LISTENERS"])["CLIENT"].rsplit(":", 1)[1]
         assert proxy["upstream"] == f"{name}:{client_port}"  # ... that forwards to this broker's client listener
         assert proxy["name"] == f"broker-{e['KAFKA_NODE_ID'] - 1}"
-        assert listeners(e["KAFKA_ADVERTISED_LISTENERS"])["INTERNAL"].startswith(name)  # replication stays direct
+        assert e["KAFKA_INTER_BROKER_LISTENER_NAME"] == f"INTERNAL_{e['KAFKA_NODE_ID']}"
 
 
 def test_healthchecks_make_up_wait_meaningful():
     services, _ = load()
     assert all(s.get("healthcheck") for s in services.values())
+
+
+def test_every_peer_link_crosses_its_own_proxy_so_isolate_can_cut_it():
+    """Node s reaches node d's controller through controller-(s-1)-(d-1), and fetches from node d through
+    replication-(s-1)-(d-1), which ends at d's listener INTERNAL_s; nothing between brokers is direct."""
+    services, proxies = load()
+    by_address = {f"toxiproxy:{p['listen'].rsplit(':', 1)[1]}": p for p in proxies}
+    env = {n: services[f"kafka-{n}"]["environment"] for n in (1, 2, 3)}
+    for s in (1, 2, 3):
+        voters = dict(v.split("@") for v in env[s]["KAFKA_CONTROLLER_QUORUM_VOTERS"].split(","))
+        fetch = env[s]["KAFKA_INTER_BROKER_LISTENER_NAME"]
+        for d in (1, 2, 3):
+            if s == d:
+                continue
+            controller = by_address[voters[str(d)]]
+            assert controller["name"] == f"controller-{s - 1}-{d - 1}"
+            assert controller["upstream"] == f"kafka-{d}:" + listeners(env[d]["KAFKA_LISTENERS"])["CONTROLLER"][1:]
+            replication = by_address[listeners(env[d]["KAFKA_ADVERTISED_LISTENERS"])[fetch]]
+            assert replication["name"] == f"replication-{s - 1}-{d - 1}"
+            assert replication["upstream"] == f"kafka-{d}:" + listeners(env[d]["KAFKA_LISTENERS"])[fetch][1:]
+    peers = {p["name"] for p in proxies if not p["name"].startswith("broker-")}
+    assert peers == {name for b in range(3) for name in peer_proxy_names(b, 3)}  # what isolate disables
+    published = {m.split(":")[2] for m in services["toxiproxy"]["ports"]}
+    assert not any(p["listen"].rsplit(":", 1)[1] in published for p in proxies if p["name"] in peers)
+    assert all(services[f"kafka-{n}"]["depends_on"]["toxiproxy"]["condition"] == "service_healthy" for n in (1, 2, 3))

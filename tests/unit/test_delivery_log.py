@@ -82,3 +82,39 @@ def test_produce_to_librdkafkas_mock_cluster_keeps_the_accounting(tmp_path):
     got = rows(tmp_path / "acks.parquet")
     assert len(got) == n and {r["value"] for r in got if r["partition"] == 2} == set(range(n // 3))
     assert len(log.chunk_times_ms) == 4 and all(r["offset"] == r["value"] for r in got)
+
+
+def test_a_client_that_fails_for_good_ends_the_workload_keeping_what_was_sent(tmp_path, monkeypatch):
+    from confluent_kafka import KafkaException
+
+    from harness.workload import producer as module
+
+    class Failing:
+        """Acks everything at once, then refuses every send after 100, as a fatally failed client does."""
+
+        def __init__(self, conf):
+            self.sent = []
+
+        def produce(self, topic, value, partition, on_delivery):
+            if len(self.sent) == 100:
+                raise KafkaException(KafkaError(KafkaError._FATAL, "OUT_OF_ORDER_SEQUENCE_NUMBER", fatal=True))
+            self.sent.append((partition, value, on_delivery))
+
+        def poll(self, timeout=0):
+            for offset, (p, v, cb) in enumerate(self.sent):
+                cb(None, Report(p, int(v), offset))
+            self.sent.clear()
+            return 0
+
+        def flush(self, timeout=0):
+            return self.poll()
+
+        def purge(self, **kw):
+            pass
+
+    monkeypatch.setattr(module, "Producer", Failing)
+    log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
+    healed = []
+    r = produce({}, "t", 2, 5000, {}, log, before_flush=lambda: healed.append(True))
+    assert r.sent == 100 and r.acked == 100 and "OUT_OF_ORDER_SEQUENCE_NUMBER" in r.error and healed == [True]
+    assert len(rows(tmp_path / "acks.parquet")) == 100

@@ -6,43 +6,63 @@ import pytest
 
 from harness.cluster.kraft import NodePorts, cluster_id, node_properties, render_properties
 
-PORTS = [NodePorts(10001, 10011, 10021), NodePorts(10002, 10012, 10022), NodePorts(10003, 10013, 10023)]
+PORTS = [NodePorts(10001, 10021, (10101, 10102, 10103)), NodePorts(10002, 10022, (10201, 10202, 10203)),
+         NodePorts(10003, 10023, (10301, 10302, 10303))]
 PROXIES = ["127.0.0.1:20001", "127.0.0.1:20002", "127.0.0.1:20003"]
+# (kind, src, dst) -> the proxy src uses to reach dst, as LocalKafkaCluster makes them
+ROUTES = {(kind, s, d): f"127.0.0.1:3{k}{s}{d}0" for k, kind in enumerate(("replication", "controller"))
+          for s in range(3) for d in range(3) if s != d}
 
 
 def listeners(value: str) -> dict[str, str]:
     return dict(item.split("://", 1) for item in value.split(","))
 
 
-def nodes(ports=PORTS):
-    return [node_properties(i, ports, PROXIES[i], f"/data/node-{i}") for i in range(len(ports))]
+def nodes(ports=PORTS, routes=ROUTES):
+    return [node_properties(i, ports, PROXIES[i], f"/data/node-{i}", routes) for i in range(len(ports))]
 
 
 def test_three_nodes_one_quorum_distinct_ids_and_ports():
     props = nodes()
     assert [p["node.id"] for p in props] == ["1", "2", "3"]
-    assert len({p["controller.quorum.voters"] for p in props}) == 1
-    voters = dict(v.split("@") for v in props[0]["controller.quorum.voters"].split(","))
-    assert voters == {"1": "127.0.0.1:10021", "2": "127.0.0.1:10022", "3": "127.0.0.1:10023"}
+    for i, p in enumerate(props):  # each node names the same voters, reached through its own proxies
+        voters = dict(v.split("@") for v in p["controller.quorum.voters"].split(","))
+        assert voters == {str(j + 1): ROUTES[("controller", i, j)] if j != i else f"127.0.0.1:{PORTS[i].controller}"
+                          for j in range(3)}
     bound = [addr for p in props for addr in listeners(p["listeners"]).values()]
-    assert len(bound) == len(set(bound)) == 9 and all(a.startswith("127.0.0.1:") for a in bound)
+    assert len(bound) == len(set(bound)) == 15 and all(a.startswith("127.0.0.1:") for a in bound)
     assert len({p["log.dirs"] for p in props}) == 3
 
 
-def test_clients_are_sent_to_the_proxy_and_replication_stays_direct():
-    for i, p in enumerate(nodes()):
+def test_clients_are_sent_to_the_proxy_and_each_follower_fetches_through_its_own_route():
+    props = nodes()
+    for i, p in enumerate(props):
         advertised, bound = listeners(p["advertised.listeners"]), listeners(p["listeners"])
         assert advertised["CLIENT"] == PROXIES[i]
-        assert advertised["INTERNAL"] == bound["INTERNAL"]
         assert "CONTROLLER" not in advertised
         assert bound["CONTROLLER"] == f"127.0.0.1:{PORTS[i].controller}"
-        assert p["inter.broker.listener.name"] == "INTERNAL" and p["controller.listener.names"] == "CONTROLLER"
+        assert p["inter.broker.listener.name"] == f"INTERNAL_{i + 1}" and p["controller.listener.names"] == "CONTROLLER"
         assert set(listeners(p["listener.security.protocol.map"].replace(":", "://"))) == set(bound)
+        for src in range(3):  # node src fetches from node i at the route (src -> i), which ends at i's listener
+            name = f"INTERNAL_{src + 1}"
+            assert bound[name] == f"127.0.0.1:{PORTS[i].replication[src]}"
+            assert advertised[name] == (ROUTES[("replication", src, i)] if src != i else bound[name])
+    # a follower uses its own listener name at every leader, so it meets its own routes only
+    for src, p in enumerate(props):
+        used = p["inter.broker.listener.name"]
+        assert {listeners(q["advertised.listeners"])[used] for d, q in enumerate(props) if d != src} == \
+            {ROUTES[("replication", src, d)] for d in range(3) if d != src}
+
+
+def test_without_routes_every_node_is_reached_directly():
+    p = nodes(routes=None)[0]
+    assert listeners(p["advertised.listeners"])["INTERNAL_2"] == "127.0.0.1:10102"
+    assert "2@127.0.0.1:10022" in p["controller.quorum.voters"]
 
 
 @pytest.mark.parametrize("n, rf, isr", [(1, "1", "1"), (2, "2", "2"), (3, "3", "2"), (5, "3", "2")])
 def test_replication_follows_the_cluster_size(n, rf, isr):
-    ports = [NodePorts(100 + i, 200 + i, 300 + i) for i in range(n)]
+    ports = [NodePorts(100 + i, 200 + i, tuple(300 + 10 * i + k for k in range(n))) for i in range(n)]
     p = node_properties(0, ports, "127.0.0.1:1", "/d")
     assert (p["default.replication.factor"], p["min.insync.replicas"]) == (rf, isr)
     assert p["offsets.topic.replication.factor"] == rf and p["unclean.leader.election.enable"] == "false"

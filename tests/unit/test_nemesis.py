@@ -1,15 +1,19 @@
-"""The nemesis against a fake cluster: what it calls, what it journals, and replay."""
+"""The nemesis against a stand-in cluster (the real ProxiedCluster state machine over fake brokers and a
+fake Toxiproxy): what it calls, when, what it journals, and replay."""
 
 import json
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from harness.faults.nemesis import FaultJournal, Nemesis
-from harness.faults.schedule import PlannedFault, ScheduleError, load, plan
-from harness.spec import ExperimentSpec
+from harness.cluster.base import DOWN, PAUSED, RUNNING, ProxiedCluster
+from harness.faults.nemesis import Nemesis
+from harness.faults.schedule import AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault, ScheduleError, load, plan
+from harness.spec import ExperimentSpec, LocalClusterSpec
 
-ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset"}
+ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset", "late_s", "held_s", "heal_s"}
 
 
 class FakeToxiproxy:
@@ -25,28 +29,56 @@ class FakeToxiproxy:
     def set_enabled(self, proxy, enabled):
         self.calls.append(("enabled", proxy, enabled))
 
+    def reset(self):
+        self.calls.append(("reset",))
 
-class FakeCluster:
-    broker_count = 3
 
-    def __init__(self, leader=2):
+class FakeBroker:
+    """A broker handle that records what was done to it; start takes `start_s` seconds."""
+
+    def __init__(self, index, calls, start_s=0.0):
+        self.index, self.calls, self.start_s = index, calls, start_s
+        self.up, self.log_path = True, f"broker-{index}.log"
+
+    def start(self):
+        self.calls.append(("start_broker", self.index))
+        time.sleep(self.start_s)
+        self.up = True
+
+    def stop(self):
+        self.calls.append(("stop_broker", self.index))
+        self.up = False
+
+    def kill(self):
+        self.calls.append(("kill_broker", self.index))
+        self.up = False
+
+    def pause(self):
+        self.calls.append(("pause_broker", self.index))
+
+    def resume(self):
+        self.calls.append(("resume_broker", self.index))
+
+    def alive(self):
+        return self.up
+
+
+class FakeCluster(ProxiedCluster):
+    def __init__(self, leader=2, start_s=0.0, brokers=3):
+        super().__init__(LocalClusterSpec(broker="kafka", brokers=brokers), run_dir=Path("unused"))
         self.calls = []
         self.leader = leader
-
-    def toxiproxy(self):
-        return FakeToxiproxy(self.calls)
-
-    def proxy_name(self, broker):
-        return f"broker-{broker}"
+        self.toxi = FakeToxiproxy(self.calls)
+        self.brokers = [FakeBroker(i, self.calls, start_s) for i in range(brokers)]
+        self.states = [RUNNING] * brokers
 
     def leader_of(self, topic, partition):
         self.calls.append(("leader_of", topic, partition))
         return self.leader
 
-    def __getattr__(self, name):  # pause_broker, kill_broker, ...: record the call
-        if name.endswith("_broker"):
-            return lambda broker: self.calls.append((name, broker))
-        raise AttributeError(name)
+    def follower_of(self, topic, partition):
+        self.calls.append(("follower_of", topic, partition))
+        return (self.leader + 1) % self.broker_count
 
 
 def spec(faults, **over):
@@ -57,9 +89,13 @@ def spec(faults, **over):
 
 def run_nemesis(schedule, tmp_path, cluster=None, wait=None, name="faults.jsonl"):
     cluster = cluster or FakeCluster()
-    nemesis = Nemesis(cluster, schedule, "a", FaultJournal(tmp_path / name), "topic-a")
+    def journal(records):
+        with open(tmp_path / name, "a") as f:
+            f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in records)
+
+    nemesis = Nemesis(cluster, schedule, "a", journal, "topic-a")
     nemesis.start()
-    time.sleep(wait if wait is not None else max(f.at + f.duration for f in schedule) + 0.15)
+    time.sleep(wait if wait is not None else max(f.at + f.duration for f in schedule) + 0.3)
     nemesis.stop()
     lines = [json.loads(x) for x in (tmp_path / name).read_text().splitlines()]
     return cluster, nemesis, lines
@@ -67,10 +103,11 @@ def run_nemesis(schedule, tmp_path, cluster=None, wait=None, name="faults.jsonl"
 
 def test_each_kind_applies_and_heals(tmp_path):
     schedule = [
-        PlannedFault(0, "lost-acks", "broker-1", 0.0, 0.05, {"cut_after_ms": 100}),
-        PlannedFault(1, "partition", "broker-0", 0.0, 0.05, {}),
-        PlannedFault(2, "broker-pause", "leader-of-1", 0.0, 0.05, {}),
-        PlannedFault(3, "broker-kill", "broker-2", 0.0, 0.05, {}),
+        PlannedFault(0, "lost-acks", Broker(1), 0.0, 0.05, {"cut_after_ms": 100}),
+        PlannedFault(1, "partition", Broker(0), 0.0, 0.05, {}),
+        PlannedFault(2, "broker-pause", LeaderOf(1), 0.0, 0.05, {}),
+        PlannedFault(3, "broker-kill", Broker(1), 0.0, 0.05, {}),
+        PlannedFault(4, "isolate", FollowerOf(0), 0.0, 0.05, {}),
     ]
     cluster, nemesis, lines = run_nemesis(schedule, tmp_path)
     c = cluster.calls
@@ -78,31 +115,113 @@ def test_each_kind_applies_and_heals(tmp_path):
     assert ("remove", "broker-1", "lost-acks-0") in c
     assert c.index(("enabled", "broker-0", False)) < c.index(("enabled", "broker-0", True))
     assert ("leader_of", "topic-a", 1) in c and ("pause_broker", 2) in c and ("resume_broker", 2) in c
-    assert c.index(("kill_broker", 2)) < c.index(("start_broker", 2))
-    assert [line["outcome"] for line in lines] == ["healed"] * 4
-    assert nemesis.errors == []
+    assert c.index(("kill_broker", 1)) < c.index(("start_broker", 1))
+    # isolate: broker 0 (the follower) loses every proxy to and from its peers, then gets them back
+    cut = {x[1] for x in c if x[0] == "enabled" and x[2] is False} - {"broker-0"}
+    assert cut == {"replication-0-1", "replication-1-0", "controller-0-1", "controller-1-0",
+                   "replication-0-2", "replication-2-0", "controller-0-2", "controller-2-0"}
+    assert {x[1] for x in c if x[0] == "enabled" and x[2] is True} - {"broker-0"} == cut
+    assert [line["outcome"] for line in lines] == ["healed"] * 5
+    assert [line["target"] for line in lines] == [{"broker": 1}, {"broker": 0}, {"leader-of": 1}, {"broker": 1},
+                                                  {"follower-of": 0}]
+    assert nemesis.errors == [] and nemesis.warnings == []
+    assert cluster.states == [RUNNING] * 3
 
 
 def test_all_targets_every_broker_and_stop_heals_what_is_active(tmp_path):
-    schedule = [PlannedFault(0, "latency", "all", 0.0, 60.0, {"latency_ms": 5, "jitter_ms": 0}),
-                PlannedFault(1, "bandwidth", "all", 30.0, 1.0, {"rate_kbps": 10})]
-    cluster, _, lines = run_nemesis(schedule, tmp_path, wait=0.2)
+    schedule = [PlannedFault(0, "latency", AllBrokers(), 0.0, 60.0, {"latency_ms": 5, "jitter_ms": 0}),
+                PlannedFault(1, "bandwidth", AllBrokers(), 30.0, 1.0, {"rate_kbps": 10})]
+    cluster, nemesis, lines = run_nemesis(schedule, tmp_path, wait=0.2)
     adds = [x for x in cluster.calls if x[0] == "add"]
     removes = [x for x in cluster.calls if x[0] == "remove"]
     assert [a[1] for a in adds] == ["broker-0", "broker-1", "broker-2"]
     assert len(removes) == 3  # healed by stop(), long before its planned end
     assert [line["outcome"] for line in lines] == ["healed", "not-reached"]
+    assert lines[0]["held_s"] < 1 and "cut short: the workload ended" in lines[0]["deviation"]
+    assert nemesis.warnings == [f"a: {schedule[0]} {lines[0]['deviation']}"]
 
 
-def test_a_failing_fault_is_journaled_as_failed(tmp_path):
-    class Broken(FakeCluster):
+def test_overlapping_partitions_of_one_proxy_heal_when_the_last_one_ends(tmp_path):
+    schedule = [PlannedFault(0, "partition", Broker(0), 0.0, 0.3, {}),
+                PlannedFault(1, "partition", Broker(0), 0.1, 0.4, {})]
+    cluster, _, _ = run_nemesis(schedule, tmp_path)
+    toggles = [x for x in cluster.calls if x[:2] == ("enabled", "broker-0")]
+    assert toggles == [("enabled", "broker-0", False), ("enabled", "broker-0", True)]  # re-enabled once, at 0.5 s
+
+
+def test_a_slow_broker_start_delays_no_other_fault(tmp_path):
+    """A killed broker that takes 10 s to start again: every other fault keeps its planned time and duration."""
+    schedule = [PlannedFault(0, "broker-kill", Broker(0), 0.0, 0.5, {}),
+                PlannedFault(1, "broker-pause", Broker(1), 1.0, 3.0, {}),
+                PlannedFault(2, "lost-acks", Broker(2), 1.5, 0.5, {"cut_after_ms": 100}),
+                PlannedFault(3, "lost-acks", Broker(1), 2.5, 0.5, {"cut_after_ms": 100}),
+                PlannedFault(4, "isolate", Broker(2), 4.5, 0.5, {}),
+                PlannedFault(5, "broker-restart", LeaderOf(0), 6.0, 1.0, {})]
+    cluster = FakeCluster(leader=1, start_s=10.0)
+    cluster.brokers[1].start_s = 0.0
+    states = []
+    watcher = threading.Timer(5.0, lambda: states.append(cluster.broker_state(0)))
+    watcher.start()
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=7.5)
+    assert states == ["starting"]  # broker 0 was still starting while the others ran on time
+    for line in lines:
+        assert line["outcome"] == "healed", line
+        assert abs(line["late_s"]) <= 0.1 and abs(line["held_s"] - line["planned_duration"]) <= 0.1, line
+        assert "deviation" not in line
+    assert lines[0]["heal_s"] >= 10  # the kill's start took its 10 s, on its own thread
+    assert nemesis.warnings == []
+
+
+def test_a_fault_due_on_a_broker_still_starting_waits_and_is_marked_late(tmp_path):
+    schedule = [PlannedFault(0, "broker-kill", Broker(0), 0.0, 0.2, {}),
+                PlannedFault(1, "broker-pause", Broker(0), 0.4, 0.5, {})]
+    cluster = FakeCluster(start_s=1.0)
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=2.5)
+    pause = lines[1]
+    assert pause["outcome"] == "healed" and 0.6 <= pause["late_s"] <= 1.1
+    assert abs(pause["held_s"] - 0.5) < 0.1  # held its full duration from when it took effect
+    assert "late (broker 0 was starting)" in pause["deviation"]
+    [warning] = nemesis.warnings
+    assert warning.startswith("a: fault 1 (broker-pause of broker 0") and "late" in warning
+    assert cluster.calls.index(("start_broker", 0)) < cluster.calls.index(("pause_broker", 0))
+
+
+def test_a_role_target_waits_for_a_running_broker_and_never_hits_a_dead_one(tmp_path):
+    cluster = FakeCluster(leader=1)
+    cluster.states[1] = DOWN  # the metadata still names a broker that was just killed
+    threading.Timer(0.5, lambda: setattr(cluster, "leader", 2)).start()  # then the controller moves the leadership
+    _, nemesis, lines = run_nemesis([PlannedFault(0, "broker-pause", LeaderOf(0), 0.0, 0.2, {})], tmp_path,
+                                    cluster=cluster, wait=1.2)
+    assert lines[0]["brokers"] == [2] and ("pause_broker", 1) not in cluster.calls
+    assert "the leader of partition 0 was broker 1, down" in lines[0]["deviation"]
+
+
+def test_a_target_that_never_appears_is_journaled_and_warned(tmp_path):
+    class NoLeader(FakeCluster):
         def leader_of(self, topic, partition):
             raise LookupError("partition 1 has no leader right now")
 
-    schedule = [PlannedFault(0, "broker-pause", "leader-of-1", 0.0, 0.05, {})]
-    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=Broken())
-    assert lines[0]["outcome"] == "failed" and "no leader" in lines[0]["error"]
-    assert nemesis.errors
+    schedule = [PlannedFault(0, "broker-pause", LeaderOf(1), 0.0, 0.05, {})]
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=NoLeader(), wait=0.5)
+    assert lines[0]["outcome"] == "not-reached" and "no leader" in lines[0]["deviation"]
+    assert nemesis.warnings and nemesis.errors == []
+
+
+def test_a_fault_the_cluster_refuses_is_an_error(tmp_path):
+    cluster = FakeCluster()
+    cluster.states[0] = PAUSED  # not what the plan allows: a harness error, never a silent second action
+
+    def refuse(*a, **k):
+        raise RuntimeError("toxiproxy API down")
+
+    cluster.toxi.add_toxic = refuse
+    schedule = [PlannedFault(0, "lost-acks", Broker(1), 0.0, 0.05, {"cut_after_ms": 1}),
+                PlannedFault(1, "broker-kill", Broker(0), 0.0, 0.05, {})]
+    cluster.wait_running = lambda broker, give_up: True  # skip the wait, to reach the state check
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster)
+    assert [line["outcome"] for line in lines] == ["failed", "failed"]
+    assert "toxiproxy API down" in lines[0]["error"] and "broker 0 is paused, not running" in lines[1]["error"]
+    assert len(nemesis.errors) == 2 and cluster.states[0] == PAUSED
 
 
 def strip_actual(path):
@@ -129,13 +248,45 @@ def test_same_seed_same_journal_but_actual_times_and_replay_reproduces_it(tmp_pa
 
 def test_replay_refuses_what_this_experiment_cannot_do(tmp_path):
     s = spec([])
-    good = {"id": 0, "kind": "lost-acks", "target": "broker-0", "planned_at": 1.0, "planned_duration": 0.2,
+    good = {"id": 0, "kind": "lost-acks", "target": {"broker": 0}, "planned_at": 1.0, "planned_duration": 0.2,
             "params": {"cut_after_ms": 100}}
-    for bad, says in [({"target": "broker-4"}, "does not exist"), ({"kind": "meteor"}, "unknown fault kind"),
+    path = tmp_path / "f.jsonl"
+    for bad, says in [({"target": {"broker": 4}}, "does not exist"), ({"target": {"leader-of": 3}}, "does not exist"),
+                      ({"target": "broker-x"}, "does not exist"), ({"kind": "meteor"}, "unknown fault kind"),
                       ({"planned_at": "soon"}, "not a faults.jsonl line")]:
-        path = tmp_path / "f.jsonl"
         path.write_text(json.dumps({**good, **bad}) + "\n")
         with pytest.raises(ScheduleError, match=says):
             load(path, s)
-    path.write_text(json.dumps({**good, "target": "leader-of-2"}) + "\n")
-    assert load(path, s)[0].target == "leader-of-2"
+    path.write_text(json.dumps({**good, "target": {"leader-of": 2}}) + "\n")
+    assert load(path, s)[0].target == LeaderOf(2)
+    path.write_text(json.dumps({**good, "target": "leader-of-2"}) + "\n")  # recorded before targets were typed
+    assert load(path, s)[0].target == LeaderOf(2)
+
+
+def test_replay_refuses_overlapping_broker_faults(tmp_path):
+    s = spec([], cluster={"backend": "local", "broker": "kafka", "brokers": 3})
+    kill = {"id": 0, "kind": "broker-kill", "target": {"broker": 1}, "planned_at": 1.0, "planned_duration": 2.0}
+    pause = {"id": 1, "kind": "broker-pause", "target": "all", "planned_at": 2.0, "planned_duration": 1.0}
+    path = tmp_path / "f.jsonl"
+    path.write_text(json.dumps(kill) + "\n" + json.dumps(pause) + "\n")
+    with pytest.raises(ScheduleError, match=r"fault 1 \(broker-pause of all brokers, 2-3 s\) may hit"):
+        load(path, s)
+
+
+def test_settle_heals_every_state_and_waits_out_a_start_in_progress(monkeypatch):
+    import harness.cluster.base as base
+
+    waited = []
+    monkeypatch.setattr(base, "wait_until_replicated", lambda *a, **k: waited.append(k["brokers"]))
+    cluster = FakeCluster(start_s=0.5)
+    cluster.pause_broker(0)
+    cluster.kill_broker(1)
+    cluster.kill_broker(2)
+    starter = threading.Thread(target=cluster.start_broker, args=(2,))  # a fault's heal, still running
+    starter.start()
+    time.sleep(0.1)
+    cluster.settle("t", 3)
+    starter.join()
+    assert cluster.states == [RUNNING] * 3 and waited == [3]
+    assert ("resume_broker", 0) in cluster.calls and cluster.calls.count(("start_broker", 2)) == 1
+    assert ("reset",) in cluster.calls

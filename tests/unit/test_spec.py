@@ -52,9 +52,12 @@ def test_minimal_spec_gets_defaults(tmp_path):
     ({"expectations": {"a": {"dupes": 0}}}, "expectations", "unknown metric 'dupes'"),
     ({"expectations": {"a": {"duplicates": "about 3"}}}, "expectations", "comparison"),
     ({"cluster": {"broker": "tansu", "brokers": 3}}, "cluster.brokers", "exactly 1 broker"),
-    ({"cluster": {"backend": "compose"}}, "cluster.broker", "needs broker: kafka"),
+    ({"cluster": {"backend": "compose", "broker": "tansu"}}, "cluster.broker", "needs broker: kafka"),
     ({"cluster": {"backend": "external", "broker": "kafka"}}, "cluster.bootstrap_servers", "needs the cluster"),
     ({"cluster": {"backend": "local", "compose_file": "x.yml"}}, "cluster.compose_file", "not used by backend local"),
+    ({"cluster": {"backend": "mainframe"}}, "cluster.backend", "'mainframe' is not a backend"),
+    ({"cluster": {"backend": "external", "broker": "kafka", "bootstrap_servers": "h:1", "kafka_home": "/k"}},
+     "cluster.kafka_home", "it reads: backend, broker, brokers, bootstrap_servers"),
     ({"cluster": {"backend": "compose", "broker": "kafka", "brokers": 3, "services": ["a", "b"]}},
      "cluster.services", "3 distinct names"),
     ({"cluster": {"backend": "external", "broker": "kafka", "bootstrap_servers": "h:1", "proxies": ["p"]}},
@@ -131,29 +134,39 @@ def test_literal_secrets_are_hidden_from_the_run_folder(tmp_path):
     assert public == {"sasl.password": "***", "client.id": "me"}
 
 
-def test_faults_each_backend_can_inject():
-    from harness.cluster import supported_faults
-    from harness.spec import FAULT_KINDS, ClusterSpec
+def test_faults_each_backend_can_inject_and_why_not():
+    from harness.cluster import supported_faults, unsupported_faults
+    from harness.spec import FAULT_KINDS
+    from harness.spec import cluster_spec as ClusterSpec
 
-    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS)
+    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate"}
+    assert unsupported_faults(ClusterSpec(), {"isolate", "lost-acks"}) == [
+        "isolate (Tansu runs one broker with no replication or controller quorum to cut it off from; "
+        "use broker: kafka)"]
     assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS)
     assert supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3)) == set(FAULT_KINDS)
+    [why] = unsupported_faults(ClusterSpec(backend="local", broker="kafka", brokers=1), {"isolate"})
+    assert "one broker" in why
     ext = dict(backend="external", broker="kafka", bootstrap_servers="h:1")
     assert supported_faults(ClusterSpec(**ext)) == set()
     assert supported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474")) == {
         "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition"}
+    assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"isolate", "broker-kill"}) == [
+        "broker-kill (the harness cannot act on brokers it did not start)",
+        "isolate (only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum)"]
 
 
 def test_compose_file_is_found_from_the_experiment_folder(tmp_path):
     doc = {**BASE, "cluster": {"backend": "compose", "broker": "kafka"}}
-    assert load_spec(write(tmp_path, doc)).cluster.compose_file == str(ROOT / "compose" / "docker-compose.yml")
+    shipped = load_spec(write(tmp_path, doc)).cluster
+    assert shipped.compose_file is None and shipped.compose_path == ROOT / "harness" / "compose" / "docker-compose.yml"
     doc["cluster"]["compose_file"] = "mine/compose.yml"
-    assert load_spec(write(tmp_path, doc)).cluster.compose_file == str(tmp_path / "mine" / "compose.yml")
+    assert load_spec(write(tmp_path, doc)).cluster.compose_path == tmp_path / "mine" / "compose.yml"
 
 
 def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
     from harness.cluster import input_problems
-    from harness.spec import ClusterSpec
+    from harness.spec import cluster_spec as ClusterSpec
 
     monkeypatch.delenv("KAFKA_HOME", raising=False)
     [msg] = input_problems(ClusterSpec(backend="local", broker="kafka", brokers=3))
@@ -162,7 +175,7 @@ def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
     assert "bin/kafka-server-start.sh not found" in msg
     [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", compose_file=str(tmp_path / "no.yml")))
     assert msg.startswith("cluster.compose_file:") and "not found" in msg
-    compose = str(ROOT / "compose" / "docker-compose.yml")
+    compose = str(ROOT / "harness" / "compose" / "docker-compose.yml")
     assert input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=3, compose_file=compose)) == []
     [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=1, compose_file=compose,
                                        services=["zookeeper"]))
@@ -177,3 +190,17 @@ def test_the_spec_a_run_keeps_loads_again(tmp_path):
         again = tmp_path / "again.yaml"
         again.write_text(yaml.safe_dump({**kept, "seed": 5}))
         assert load_spec(again).cluster == load_spec(write(tmp_path, doc)).cluster
+
+
+def test_the_compose_file_ships_inside_the_package():
+    import fnmatch
+    import tomllib
+
+    import harness
+    from harness.spec import SHIPPED_COMPOSE_FILE
+
+    package = Path(harness.__file__).resolve().parent
+    assert SHIPPED_COMPOSE_FILE.is_file() and SHIPPED_COMPOSE_FILE.parent.parent == package
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["harness"]
+    for name in ("docker-compose.yml", "toxiproxy.json"):  # what `pip install .` (not editable) copies
+        assert any(fnmatch.fnmatch(f"compose/{name}", pattern) for pattern in data), name

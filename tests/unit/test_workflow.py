@@ -48,8 +48,8 @@ def test_the_command_it_runs_exists_in_the_cli():
     assert spec.cluster.backend == "compose" and spec.cluster.brokers == 3
     assert spec.topic.replication_factor == 3 and len(spec.variants) == 2
     up = step(steps, name="Bring the Compose cluster up")["run"]
-    assert (ROOT / "compose" / "docker-compose.yml").samefile(spec.cluster.compose_file)  # the default file
-    assert "-f compose/docker-compose.yml up -d --wait" in up
+    assert (ROOT / "harness" / "compose" / "docker-compose.yml").samefile(spec.cluster.compose_path)  # the default file
+    assert "-f harness/compose/docker-compose.yml up -d --wait" in up
 
 
 def test_reports_are_uploaded_and_junit_published_whatever_happened():

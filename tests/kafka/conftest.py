@@ -1,0 +1,20 @@
+"""Tests here run a real Apache Kafka from KAFKA_HOME (a 4.x distribution); without it they skip, saying so.
+
+    KAFKA_HOME=/path/to/kafka_2.13-4.1.0 python -m pytest tests/kafka
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    here = [i for i in items if "tests/kafka/" in str(i.fspath).replace("\\", "/")]
+    home = os.environ.get("KAFKA_HOME")
+    for item in here:
+        item.add_marker(pytest.mark.kafka)
+        if not home:
+            item.add_marker(pytest.mark.skip(reason="KAFKA_HOME not set: no Apache Kafka distribution to run"))
+        elif not (Path(home) / "bin" / "kafka-server-start.sh").is_file():
+            item.add_marker(pytest.mark.skip(reason=f"KAFKA_HOME={home} is not a Kafka distribution"))
