@@ -111,8 +111,8 @@ class Run:
             status = "interrupted" if signals.interrupt_code(e) is not None else "error"
             reason = "the run was interrupted before it finished" if status == "interrupted" else message
             if status == "error" and not isinstance(e, InfraError):
-                (self.folder.logs / "harness-error.log").write_text("".join(traceback.format_exception(e)))
-                reason += f" (traceback in {self.folder.logs / 'harness-error.log'})"
+                self.folder.error_log.write_text("".join(traceback.format_exception(e)))
+                reason += f" (traceback in {self.folder.error_log})"
         with signals.deferred():  # a Ctrl-C now is recorded, not allowed to cut the clean-up short
             self.stop.set()
             if self.cluster is not None:
@@ -145,7 +145,7 @@ class Run:
                     config, log, rate=spec.workload.rate,
                     flush_timeout=spec.workload.flush_timeout, stop=self.stop,
                     on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
-                    logger=client_logger(self.folder.logs / f"producer-{name}.log"), before_flush=nemesis.stop)
+                    logger=client_logger(self.folder.client_log(name)), before_flush=nemesis.stop)
         finally:  # whatever happened, keep what was recorded
             watchdog.stop()
             nemesis.stop()

@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
+ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
 LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
 
 
@@ -66,6 +67,14 @@ class RunFolder:
     @property
     def logs(self) -> Path:
         return self.path / LOGS
+
+    @property
+    def error_log(self) -> Path:
+        return self.path / LOGS / ERROR_LOG
+
+    def client_log(self, variant: str) -> Path:
+        """librdkafka's log lines of a variant's producer."""
+        return self.path / LOGS / f"producer-{variant}.log"
 
     @property
     def report(self) -> Path:
