@@ -402,8 +402,8 @@ def produce(
                     count = i + 1
             if on_progress:
                 on_progress(count)
-            if zombie is not None:  # the workload ended while a producer was paused: it resumes now
-                act("producer-pause", "heal")
+            if zombie is not None and not stop.is_set():  # the workload ended while a producer was paused:
+                act("producer-pause", "heal")  # it resumes now (interrupted: the finally drains it)
             if before_flush:
                 before_flush()
             left = producer.flush(0.0 if stop.is_set() else flush_timeout)

@@ -331,8 +331,8 @@ class TransactionalWorkload:
                     self._end(txn)
             if self.on_progress:
                 self.on_progress(self.count)
-            if self.zombie is not None:  # the workload ended while an instance was paused: it resumes now
-                self._resume_zombie()
+            if self.zombie is not None and not self.stop.is_set():  # the workload ended while an instance was
+                self._resume_zombie()  # paused: it resumes now (interrupted: the finally drains it)
             if before_flush:
                 before_flush()
         except TransactionsUnavailable:
