@@ -210,7 +210,6 @@ class Outcomes:
         self.code = _grow(self.code, top, 0)
         self.offset = _grow(self.offset, top, NO_OFFSET)
         self.first_session = _grow(self.first_session, top, -1)
-        self.txn_key = _grow(self.txn_key, top, -1)
         self._sessions(values, sessions)
         code, told = codes.copy(), offsets.copy()
         if txns is not None and (txns >= 0).any():
@@ -232,11 +231,17 @@ class Outcomes:
 
     def _sessions(self, values: np.ndarray, sessions: np.ndarray) -> None:
         """A value may be sent once per session; twice in one session contradicts the log."""
-        order = np.lexsort((sessions, values))
-        v, s = values[order], sessions[order]
-        same = np.flatnonzero((np.diff(v) == 0) & (np.diff(s) == 0))
-        if len(same):
-            self._twice(int(v[same[0]]), int(s[same[0]]))
+        if sessions[0] == sessions.min() == sessions.max():  # one session (the common case): values only
+            v = np.sort(values)
+            same = np.flatnonzero(np.diff(v) == 0)
+            if len(same):
+                self._twice(int(v[same[0]]), int(sessions[0]))
+        else:
+            order = np.lexsort((sessions, values))
+            v, s = values[order], sessions[order]
+            same = np.flatnonzero((np.diff(v) == 0) & (np.diff(s) == 0))
+            if len(same):
+                self._twice(int(v[same[0]]), int(s[same[0]]))
         first = self.first_session[values]
         clash = np.flatnonzero(first == sessions)
         if len(clash):
@@ -271,20 +276,25 @@ class Outcomes:
         if written.any():
             self._written.append((offsets[written], values[written], rank[written], txns[written]))
         key = (rank[sent].astype(np.int64) << _RANK_SHIFT) | txns[sent]
+        self.txn_key = _grow(self.txn_key, int(values.max()) + 1, -1)
         np.maximum.at(self.txn_key, values[sent], key)
 
     def trimmed(self) -> "Outcomes":
         sent = np.flatnonzero(self.code)
         n = int(sent[-1]) + 1 if len(sent) else 0
-        self.code, self.offset, self.txn_key = self.code[:n], self.offset[:n], self.txn_key[:n]
+        self.code, self.offset = self.code[:n], self.offset[:n]
+        if self.transactional:  # allocated only when transactions appeared
+            self.txn_key = _grow(self.txn_key, n, -1)[:n]
         return self
 
     # -- what the checks read ----------------------------------------------------------------
     def acked_sends(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every acked send: (value, offset, session) arrays."""
+        """Every acked send: (value, offset, session) arrays (joined once, when the log is complete)."""
         if not self._acked:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
-        return tuple(np.concatenate([a[k] for a in self._acked]) for k in range(3))
+        if len(self._acked) > 1:
+            self._acked = [tuple(np.concatenate([a[k] for a in self._acked]) for k in range(3))]
+        return self._acked[0]
 
     def written(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Acked sends of transactions that did not commit, by offset: (offset, value, rank, txn)."""
@@ -332,7 +342,8 @@ class PartitionCheck:
         self.ack_i = 0  # acks before this index were checked against the log
         self.inconsistent: list[tuple] = []  # (value, offset, found_value, cause)
         # Transactional variants: each value's transaction, and where non-committed transactions wrote.
-        self.rank, self.txn = outcomes.value_rank(), outcomes.value_txn()
+        if outcomes.transactional:
+            self.rank, self.txn = outcomes.value_rank(), outcomes.value_txn()
         self.w_off, self.w_val, self.w_rank, self.w_txn = outcomes.written()
         self.aborted_reads: list[tuple] = []  # (value, offset, txn)
         self.zombie_writes: list[tuple] = []  # (value, offset, txn)
@@ -482,8 +493,9 @@ class PartitionCheck:
         s_val, s_off, s_ses = o.acked_sends()
         keep = s_off != NO_OFFSET
         s_val, s_off, s_ses = s_val[keep], s_off[keep], s_ses[keep]
-        order = np.lexsort((s_val, s_ses))
-        s_val, s_off, s_ses = s_val[order], s_off[order], s_ses[order]
+        if len(s_val) > 1 and not (s_ses[0] == s_ses.min() == s_ses.max() and (np.diff(s_val) > 0).all()):
+            order = np.lexsort((s_val, s_ses))  # (one session fed in value order, the common case, is sorted)
+            s_val, s_off, s_ses = s_val[order], s_off[order], s_ses[order]
         backwards = np.flatnonzero((np.diff(s_off) < 0) & (np.diff(s_ses) == 0)) + 1
         txn_m, txn_t = self._transactions(present)
         runs = [(fo, lo, fv, hb, hb - fv, length, "duplicate" if reps == length else "reorder" if reps == 0
@@ -526,6 +538,10 @@ class PartitionCheck:
         """aborted_reads, zombie_writes_visible, lost_committed, torn_transactions (within this partition)
         and their tables, plus transaction_parts for the driver."""
         p, o = self.partition, self.outcomes
+        if not o.transactional:
+            return ({"aborted_reads": 0, "lost_committed": 0, "torn_transactions": 0, "zombie_writes_visible": 0},
+                    {name: {} for name in ("aborted_reads", "zombie_writes_visible", "lost_committed",
+                                           "transaction_parts")})
         rank, txn = self.rank, self.txn
         owned = np.flatnonzero(rank > 0)  # values with a transmitted transactional send
         lost = owned[(rank[owned] == COMMITTED) & ~present[owned]]
