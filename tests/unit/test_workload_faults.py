@@ -95,7 +95,7 @@ def test_the_nemesis_waits_until_the_loop_applied_the_fault_and_journals_when_it
     assert [(k, s) for k, s, _ in served] == [("producer-pause", "apply"), ("producer-pause", "heal")]
     [line] = lines
     assert line["outcome"] == "healed" and line["target"] == "workload" and "brokers" not in line
-    assert 0 <= line["late_s"] <= 0.1 and abs(line["held_s"] - 0.3) < 0.1
+    assert 0 <= line["late_s"] <= 0.25 and abs(line["held_s"] - 0.3) < 0.1  # served every 50 ms
 
 
 def test_an_ask_the_workload_never_takes_is_withdrawn_and_journaled_not_reached():
