@@ -206,6 +206,11 @@ def overlaps(schedule: list[PlannedFault], allowance: float) -> list[tuple[Plann
 
 
 def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str) -> None:
+    pauses = sorted((f for f in schedule if f.kind == "producer-pause"), key=lambda f: (f.at, f.id))
+    for a, b in zip(pauses, pauses[1:]):  # one paused producer at a time: it resumes before the next pause
+        if b.at < a.at + a.duration:
+            raise ScheduleError(f"faults ({origin}): {b} starts while {a} still holds the paused producer; "
+                                "one producer-pause at a time: move one of them (at, start, every, duration)")
     clashes = overlaps(schedule, allowance)
     if clashes:
         a, b = clashes[0]

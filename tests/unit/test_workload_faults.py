@@ -52,6 +52,13 @@ def test_workload_faults_target_the_workload_and_are_planned_like_any_fault(tmp_
         load(path, s)
 
 
+def test_one_producer_pause_at_a_time():
+    with pytest.raises(ScheduleError, match="one producer-pause at a time"):
+        plan(spec(faults=[{"kind": "producer-pause", "at": 1, "duration": 2},
+                          {"kind": "producer-pause", "at": 2.5, "duration": 1}]), 1)
+    assert len(plan(spec(faults=[{"kind": "producer-pause", "every": 3, "duration": 2}]), 1)) == 4
+
+
 def test_a_workload_fault_cannot_target_a_broker_and_a_broker_fault_not_the_workload():
     with pytest.raises(Exception, match="faults.0.producer-restart.target"):
         spec(faults=[{"kind": "producer-restart", "at": 1, "target": {"broker": 0}}])
