@@ -126,12 +126,14 @@ class WorkloadFaults:
         if ask.error is not None:
             raise ask.error
 
-    def serve(self, act: Callable[[str, str], None]) -> None:
-        """The produce loop's side: act(kind, step) for every ask, in order. An error of act() is the
-        nemesis's (the fault failed) and is raised here too, after every ask is answered."""
+    def serve(self, act: Callable[[str, str], None], kinds: tuple[str, ...] | None = None) -> None:
+        """The produce loop's side: act(kind, step) for every ask (of these kinds only, when given), in
+        order. An error of act() is the nemesis's (the fault failed) and is raised here too, after every
+        ask is answered."""
         with self._lock:
-            asks, self._asks = self._asks, []
-            self.pending = False
+            asks = [a for a in self._asks if kinds is None or a.kind in kinds]
+            self._asks = [a for a in self._asks if a not in asks]
+            self.pending = bool(self._asks)
             for ask in asks:
                 ask.state = "applying"
         first: BaseException | None = None

@@ -15,9 +15,17 @@ The outcome is what the application learned:
              fatally): the final read decides.
 The cause says why it ended so: planned, restart, fenced, error, interrupted (null: committed).
 
+A transaction aborted on purpose first waits until its records are written (flush), so that the
+log holds them and read_committed must leave them out. Workload faults are applied between two
+sends of a transaction; a restart also while a commit waits for its answer (commit_transaction is
+called with short timeouts and resumed), which makes that transaction unknown.
+
 What the application sends again (before fresh values, in its next transactions): the values of
-every transaction that did not commit and was not aborted on purpose, as an at-least-once
-application does. A paused instance (producer-pause) keeps the rest of its open transaction:
+every transaction that aborted without being meant to (a restart before it asked to commit, an
+abortable commit error), as an at-least-once application does. Not those aborted on purpose, and
+not those whose commit is unknown: an application resuming from its committed position would send
+them again only if they had aborted, which it learns from what committed; the harness leaves that
+to the final read (all visible: committed; none: aborted). A paused instance (producer-pause) keeps the rest of its open transaction:
 when it resumes it sends that rest and tries to commit, as a zombie; its successor has taken
 over the values the zombie had handed over. A fenced transaction is marked so (cause fenced)
 whatever its commit returns, because the protocol says it must not commit once a successor
@@ -56,6 +64,7 @@ TRANSACTIONS_SCHEMA = pa.schema([
     ("ended_at", pa.timestamp("ms", tz="UTC")),
 ])
 BLOCK = 64  # sends between two looks at the workload faults inside a transaction
+STEP = 0.25  # seconds a commit or abort call waits before it is resumed (a restart may come in between)
 
 
 class TransactionsUnavailable(RuntimeError):
@@ -71,6 +80,7 @@ class _Txn:
     on_delivery: Callable
     handed: int = 0
     commit_asked: bool = False
+    planned: bool = False  # to be aborted on purpose
 
 
 @dataclass
@@ -172,7 +182,13 @@ class TransactionalWorkload:
         txn = self.open
         if kind == "producer-restart":
             close_now(self.producer)
-            if txn is not None:
+            if txn is None:
+                pass
+            elif txn.planned:  # it was being aborted on purpose: aborted either way, not sent again
+                self.txlog.record(txn, ABORTED, cause=PLANNED)
+            elif txn.commit_asked:  # a crash while the commit waited for its answer: the read decides
+                self.txlog.record(txn, UNKNOWN, cause=RESTART)
+            else:  # never asked to commit: it can never commit
                 self.txlog.record(txn, ABORTED, cause=RESTART)
                 self._send_again(txn.indices)
             self._replace_instance()
@@ -282,28 +298,35 @@ class TransactionalWorkload:
         return True
 
     def _end(self, txn: _Txn) -> None:
-        planned = random.Random(f"{self.seed}/abort/{txn.number}").random() < self.abort_ratio
-        if planned:
-            outcome, error, broken = self._finish(txn, commit=False)
+        txn.planned = random.Random(f"{self.seed}/abort/{txn.number}").random() < self.abort_ratio
+        result = self._finish(txn, commit=not txn.planned)
+        if result is None:  # a restart came while it waited: act() recorded it
+            return
+        outcome, error, broken = result
+        if txn.planned:
             self.txlog.record(txn, ABORTED, error, PLANNED)
         else:
-            outcome, error, broken = self._finish(txn, commit=True)
             self.txlog.record(txn, outcome, error, None if outcome == COMMITTED else ERROR)
-            if outcome != COMMITTED:
+            if outcome == ABORTED:  # definitely not committed, and not meant to be aborted: send again
                 self._send_again(txn.indices)
         self.open = None
         if broken:
             close_now(self.producer)
             self._replace_instance()
 
-    def _finish(self, txn: _Txn, commit: bool) -> tuple[str, str | None, bool]:
-        """Commit or abort: (outcome, error, the instance must be replaced)."""
+    def _finish(self, txn: _Txn, commit: bool) -> tuple[str, str | None, bool] | None:
+        """Commit, or flush and abort: (outcome, error, the instance must be replaced), or None when a
+        producer-restart took the transaction away while it waited."""
         deadline = time.monotonic() + self.flush_timeout
+        if not commit:  # the aborted records are written first: read_committed must then leave them out
+            while self.producer.flush(STEP) and time.monotonic() < deadline:
+                if self._restart_asked(txn):
+                    return None
         txn.commit_asked = commit
         call = self.producer.commit_transaction if commit else self.producer.abort_transaction
         while True:
             try:
-                call(max(1.0, deadline - time.monotonic()))
+                call(min(STEP, max(0.05, deadline - time.monotonic())))
                 return (COMMITTED if commit else ABORTED), None, False
             except KafkaException as e:
                 err = _kafka_error(e)
@@ -314,9 +337,18 @@ class TransactionalWorkload:
                     except KafkaException as e2:
                         return UNKNOWN, _error_name(e2), True
                 if err is not None and err.retriable() and not err.fatal() and time.monotonic() < deadline:
-                    continue
+                    if self._restart_asked(txn):
+                        return None
+                    continue  # resumed: librdkafka carries on with the same commit or abort
                 # Never asked to commit: it can never commit (aborted); asked and no answer: unknown.
                 return (UNKNOWN if commit else ABORTED), _error_name(e), True
+
+    def _restart_asked(self, txn: _Txn) -> bool:
+        """Apply a producer-restart asked for while the transaction ends; True if it took the transaction.
+        (A pause waits for the next transaction: a paused instance must not have asked to commit.)"""
+        if self.faults is not None and self.faults.pending:
+            self.faults.serve(self.act, kinds=("producer-restart",))
+        return self.open is not txn
 
     # -- the whole workload ----------------------------------------------------------------------
     def run(self, before_flush: Callable[[], None] | None = None) -> ProduceResult:

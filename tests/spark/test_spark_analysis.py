@@ -51,7 +51,8 @@ def acks_table(rows):  # rows: (partition, value, outcome, offset)
     return pa.table({"partition": pa.array([r[0] for r in rows], pa.int32()), "value": [r[1] for r in rows],
                      "outcome": [r[2] for r in rows], "offset": pa.array([r[3] for r in rows], pa.int64()),
                      "error": pa.nulls(n, pa.string()), "sent_at": pa.nulls(n, pa.timestamp("ms", tz="UTC")),
-                     "latency_ms": pa.nulls(n, pa.float64())}, schema=ACKS_SCHEMA)
+                     "latency_ms": pa.nulls(n, pa.float64()), "session": pa.array([0] * n, pa.int32()),
+                     "txn": pa.nulls(n, pa.int64())}, schema=ACKS_SCHEMA)
 
 
 def expected(logs, acks):
