@@ -52,16 +52,26 @@ def _debug() -> bool:
     return bool(ctx and ctx.find_root().params.get("debug"))
 
 
-def _writable_dir(path: Path) -> None:
+def _writable_dir(path: Path, option: str = "--out") -> None:
+    """Create the folder now (paths are used literally: `[`, `*` and `?` are just characters)."""
     if any(c in str(path) for c in "\n\r\0"):
-        raise UsageError(f"--out {path!r}: a folder name may not hold a line break or NUL")
+        raise UsageError(f"{option} {str(path)!r}: a path may not hold a line break or NUL")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".kafka-chaos-write-test-{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise UsageError(f"--out {path}: not a writable folder ({e.strerror or e})") from None
+        raise UsageError(f"{option} {path}: not a writable folder ({e.strerror or e})") from None
+
+
+def _writable_file(path: Path, option: str) -> None:
+    """A file written at the end of the run: its folder must be writable now, and it must not be a folder."""
+    if any(c in str(path) for c in "\n\r\0"):
+        raise UsageError(f"{option} {str(path)!r}: a path may not hold a line break or NUL")
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a folder; give a file name")
+    _writable_dir(path.parent, option)
 
 
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
@@ -145,7 +155,8 @@ def main(debug: bool) -> None:
 @click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
               help="Folder that receives the run folder <run-id>/ and the list of runs index.html.")
-@click.option("--seed", type=int, default=None, help="Seed of the fault schedule (default: the experiment's seed).")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=None,
+              help="Seed of the fault schedule (default: the experiment's seed).")
 @click.option("--replay", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Apply the fault schedule recorded in a run's faults.jsonl instead of planning one.")
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
@@ -171,6 +182,8 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
 
     try:
         spec, schedule = prepare(experiment, seed, replay, spark_master)
+        if junit is not None:
+            _writable_file(junit, "--junit")
         _writable_dir(out)
     except Exception as e:
         _fail(e)

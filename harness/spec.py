@@ -8,19 +8,21 @@ is checked in preflight.py, so a stored run's spec.yaml loads anywhere.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-import yaml
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainSerializer,
                       Tag, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator)
 
+from . import yamlfile
 from .analysis.metrics import BY_KEY, FATAL, KEYS
 from .verdict import Rule, parse_rule
 
-FIELD_FIRST = re.compile(r"^[\w.-]+: ")
+# A model check's message that names its field first: "expectations.a.dupes: unknown metric ..."
+FIELD_FIRST = re.compile(r"^(expectations|faults|fault_window|topic|variants|cluster|workload)(\.[^:]*)?: ")
 # An expectation rule, parsed once when the file loads; written back as its text ("== 0").
 RuleField = Annotated[Rule, BeforeValidator(parse_rule), PlainSerializer(str)]
 
@@ -29,8 +31,19 @@ class SpecError(Exception):
     """A bad experiment file; str() is the full message for the user."""
 
 
+# Bounds: what no experiment needs, refused before anything starts (README, "Bounds").
+MAX_VARIANTS = 20
+MAX_MESSAGES = 1_000_000_000  # per variant
+MAX_SECONDS = 86_400.0  # any time in the file: at, every, start, duration, downtime, fault_window, the workload
+MAX_FAULTS = 10_000  # planned faults per variant
+MAX_FAULTS_PER_SECOND = 50  # faults that start within any one second (each runs on its own thread)
+MAX_MS = 3_600_000  # any *_ms setting of a fault
+Seconds = Annotated[float, Field(le=MAX_SECONDS)]
+Millis = Annotated[int, Field(le=MAX_MS)]
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 ClientValue = Union[str, int, float, bool]
@@ -200,9 +213,19 @@ class TopicSpec(Strict):
 
 
 class WorkloadSpec(Strict):
-    messages: Annotated[int, Field(ge=1)] = Field(description="messages per variant, spread over the partitions")
+    messages: Annotated[int, Field(ge=1, le=MAX_MESSAGES)] = Field(
+        description="messages per variant, spread over the partitions")
     rate: Annotated[float, Field(gt=0)] | None = Field(None, description="messages per second; null = as fast as possible")
-    flush_timeout: Annotated[float, Field(gt=0)] = 60.0
+    flush_timeout: Annotated[Seconds, Field(gt=0)] = 60.0
+
+    @field_validator("rate")
+    @classmethod
+    def _finishes(cls, rate: float | None, info: ValidationInfo) -> float | None:
+        messages = info.data.get("messages")
+        if rate is not None and messages and messages / rate > MAX_SECONDS:
+            raise ValueError(f"{messages:,} messages at {rate:g}/s would take {messages / rate:,.0f} s; "
+                             f"a workload may last at most {MAX_SECONDS:,.0f} s")
+        return rate
 
     @property
     def expected_duration(self) -> float | None:
@@ -229,11 +252,12 @@ Target = Union[Literal["all", "random"], BrokerTarget, LeaderTarget, FollowerTar
 
 
 class FaultBase(Strict):
-    at: Annotated[float, Field(ge=0)] | None = Field(None, description="seconds after the variant's workload starts")
-    every: Annotated[float, Field(gt=0)] | None = Field(None, description="repeat period in seconds")
-    jitter: Annotated[float, Field(ge=0)] = 0.0
-    start: Annotated[float, Field(ge=0)] = Field(0.5, description="with every: first fault not before this")
-    duration: Annotated[float, Field(gt=0)] = 0.3
+    at: Annotated[Seconds, Field(ge=0)] | None = Field(None, description="seconds after the variant's workload starts")
+    every: Annotated[Seconds, Field(ge=1 / MAX_FAULTS_PER_SECOND)] | None = Field(
+        None, description="repeat period in seconds")
+    jitter: Annotated[Seconds, Field(ge=0)] = 0.0
+    start: Annotated[Seconds, Field(ge=0)] = Field(0.5, description="with every: first fault not before this")
+    duration: Annotated[Seconds, Field(gt=0)] = 0.3
     target: Target = "all"
 
     @model_validator(mode="after")
@@ -249,36 +273,36 @@ class LostAcks(FaultBase):
     """Responses are dropped and the connection cut: requests reach the broker, acks never return."""
 
     kind: Literal["lost-acks"]
-    cut_after_ms: Annotated[int, Field(ge=1)] = 100
+    cut_after_ms: Annotated[Millis, Field(ge=1)] = 100
 
 
 class ResetConnections(FaultBase):
     """Every client connection to the target is reset (TCP RST), and new ones while the fault lasts."""
 
     kind: Literal["reset-connections"]
-    duration: Annotated[float, Field(gt=0)] = 0.05
+    duration: Annotated[Seconds, Field(gt=0)] = 0.05
 
 
 class Latency(FaultBase):
     """Broker responses delayed by latency_ms +/- jitter_ms."""
 
     kind: Literal["latency"]
-    latency_ms: Annotated[int, Field(ge=1)] = 100
-    jitter_ms: Annotated[int, Field(ge=0)] = 0
+    latency_ms: Annotated[Millis, Field(ge=1)] = 100
+    jitter_ms: Annotated[Millis, Field(ge=0)] = 0
 
 
 class Bandwidth(FaultBase):
     """Broker responses throttled to rate_kbps kilobytes per second."""
 
     kind: Literal["bandwidth"]
-    rate_kbps: Annotated[int, Field(ge=1)] = 100
+    rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 100
 
 
 class SlowClose(FaultBase):
     """Closing connections linger delay_ms before they close."""
 
     kind: Literal["slow-close"]
-    delay_ms: Annotated[int, Field(ge=1)] = 1000
+    delay_ms: Annotated[Millis, Field(ge=1)] = 1000
 
 
 class Partition(FaultBase):
@@ -301,7 +325,7 @@ class BrokerPause(FaultBase):
 
 
 class _Downtime(FaultBase):
-    downtime: Annotated[float, Field(gt=0)] = 2.0
+    downtime: Annotated[Seconds, Field(gt=0)] = 2.0
 
     @model_validator(mode="after")
     def _downtime_is_duration(self):
@@ -321,7 +345,7 @@ class BrokerRestart(_Downtime):
     """Stop the broker gracefully (SIGTERM), start it again after downtime seconds."""
 
     kind: Literal["broker-restart"]
-    downtime: Annotated[float, Field(gt=0)] = 0.5
+    downtime: Annotated[Seconds, Field(gt=0)] = 0.5
 
 
 Fault = Annotated[
@@ -356,14 +380,14 @@ class VariantSpec(Strict):
 class ExperimentSpec(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
     description: str = ""
-    seed: int = 1
+    seed: Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] = 1
     cluster: ClusterSpec = Field(default_factory=LocalClusterSpec)
     topic: TopicSpec = Field(default_factory=TopicSpec)
     workload: WorkloadSpec
     producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
-    variants: Annotated[list[VariantSpec], Field(min_length=1)]
-    faults: list[Fault] = Field(default_factory=list)
-    fault_window: Annotated[float, Field(gt=0)] | None = Field(
+    variants: Annotated[list[VariantSpec], Field(min_length=1, max_length=MAX_VARIANTS)]
+    faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = Field(default_factory=list)
+    fault_window: Annotated[Seconds, Field(gt=0)] | None = Field(
         None, description="seconds over which repeated faults are planned; default messages / rate")
     expectations: dict[str, dict[str, RuleField]] = Field(default_factory=dict)
 
@@ -404,7 +428,34 @@ class ExperimentSpec(Strict):
                              f"{self.cluster.brokers} broker(s) of the cluster")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
+        self._faults_fire()
         return self
+
+    def _faults_fire(self) -> None:
+        """Every fault entry is applied at least once, and the plan stays within MAX_FAULTS (checked
+        before planning: `every: 1e-9` would otherwise plan a billion faults)."""
+        window = self.planning_window
+        if window is None:
+            return  # no rate and no fault_window: how long the workload runs is not known
+        what = "fault_window" if self.fault_window else f"the workload's expected duration ({self.workload.messages:,} " \
+                                                        f"messages at {self.workload.rate:g}/s)"
+        total = 0
+        for i, f in enumerate(self.faults):
+            if f.at is not None:
+                if f.at >= window:
+                    raise ValueError(f"faults.{i}.at: {f.at:g} s is not before the end of {what}, {window:g} s: "
+                                     "the fault would never be applied")
+                total += 1
+                continue
+            if f.start >= window:
+                default = "" if "start" in f.model_fields_set else " (the default)"
+                raise ValueError(f"faults.{i}.start: {f.start:g} s{default} is not before the end of {what}, "
+                                 f"{window:g} s: no fault would be applied")
+            count = math.ceil((window - f.start) / f.every)
+            total += count
+            if total > MAX_FAULTS:
+                raise ValueError(f"faults.{i}.every: {f.every:g} s plans {count:,} faults over {window:g} s; "
+                                 f"at most {MAX_FAULTS:,} faults per variant")
 
     @property
     def planning_window(self) -> float | None:
@@ -424,12 +475,28 @@ class ExperimentSpec(Strict):
         return dict(self.expectations.get(variant, {}))
 
 
-def _where(loc: tuple) -> str:
-    # The cluster section's loc carries the backend tag (cluster.local.brokers): the file says cluster.brokers.
-    parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union"))]
+SETTING_HINT = "must be a string, a whole or finite number, or true/false"
+TARGET_HINT = "use all, random, {broker: N}, {leader-of: P} or {follower-of: P} (N, P whole numbers from 0)"
+# A value that fits none of a union's members gets one error per member, each named by the member:
+# said once, in the words of the file.
+UNION_MEMBERS = {"str": SETTING_HINT, "int": SETTING_HINT, "float": SETTING_HINT, "bool": SETTING_HINT,
+                 "literal['all','random']": TARGET_HINT, "BrokerTarget": TARGET_HINT, "LeaderTarget": TARGET_HINT,
+                 "FollowerTarget": TARGET_HINT}
+
+
+def _where(loc: tuple) -> tuple[str, str | None]:
+    """(field path as the file writes it, the hint when the error is one member of a union's)."""
+    parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union")) and p != "[key]"]
+    # The cluster section's loc carries the backend tag (cluster.local.brokers), a fault's its kind
+    # (faults.0.lost-acks.at): the file says cluster.brokers and faults.0.at.
     if parts[:1] == ["cluster"] and parts[1:2] and parts[1] in BACKENDS:
         del parts[1]
-    return ".".join(p for p in parts if p != "[key]")
+    if parts[:1] == ["faults"] and parts[2:3] and parts[2] in FAULT_KINDS:
+        del parts[2]
+    for i in range(len(parts) - 1, max(len(parts) - 3, 0), -1):  # the member is last, or before its field
+        if parts[i] in UNION_MEMBERS:
+            return ".".join(parts[:i]), UNION_MEMBERS[parts[i]]
+    return ".".join(parts), None
 
 
 def validation_message(e: Exception, path: Path) -> str:
@@ -438,32 +505,37 @@ def validation_message(e: Exception, path: Path) -> str:
         return f"{path}: {e}"
     lines = []
     for err in e.errors():
-        where = _where(err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        where, hint = _where(err["loc"])
+        msg = hint or err["msg"].removeprefix("Value error, ")
         if FIELD_FIRST.match(msg) and msg.startswith(where):  # model checks name their field first
             where, _, msg = msg.partition(": ")
         where = where or "(top level)"
-        if err["type"] == "extra_forbidden":
+        if err["type"] == "extra_forbidden" and not hint:
             msg = "unknown field"
             if err["loc"][:1] == ("cluster",) and err["loc"][1:2] and err["loc"][1] in BACKENDS:
                 backend = err["loc"][1]  # a field of another backend, or a typo
                 msg = f"not used by backend {backend} (it reads: {', '.join(CLUSTER_MODELS[backend].model_fields)})"
         if err["type"] == "unknown_backend":
-            where, msg = f"{where}.backend", f"{err['input'].get('backend')!r} is not a backend (use {', '.join(BACKENDS)})"
-        lines.append(f"{path}: {where}: {msg}")
+            if isinstance(err["input"], dict):
+                where, msg = f"{where}.backend", f"{err['input'].get('backend')!r} is not a backend (use {', '.join(BACKENDS)})"
+            else:
+                msg = f"{err['input']!r} is not a mapping (backend, broker, brokers, ...)"
+        line = f"{path}: {where}: {msg}"
+        if line not in lines:
+            lines.append(line)
     return "\n".join(lines)
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlfile.load(path)
     except FileNotFoundError:
         raise SpecError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read: {e}") from None
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from None
+    except (OSError, ValueError) as e:  # ValueError: also a NUL in the path, UnicodeDecodeError
+        if isinstance(e, yamlfile.YamlError):
+            raise SpecError(f"{path}: not valid YAML: {e}") from None
+        raise SpecError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the experiment must be a YAML mapping with keys name, workload, variants, ...")
     try:
