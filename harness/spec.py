@@ -50,7 +50,13 @@ ClientValue = Union[str, int, float, bool]
 SHIPPED_COMPOSE_FILE = Path(__file__).resolve().parent / "compose" / "docker-compose.yml"  # package data
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
-SECRET_KEY = re.compile(r"password|secret|token|key\.pem|credentials", re.I)
+# librdkafka settings whose value may be a secret: those librdkafka itself redacts in its logs (its
+# _RK_SENSITIVE flag: sasl.username, sasl.password, sasl.oauthbearer.config, ssl.key.*, ssl_key,
+# ssl.keystore.password, ssl.ca.pem), the OIDC client secret and assertion keys, and any name that
+# says password, passphrase, secret, token, credential, private or jaas (Java's sasl.jaas.config).
+SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|private|jaas|\.pem$|^ssl[._]key|"
+                        r"^sasl\.username$|^sasl\.oauthbearer\.config$", re.I)
+MASK = "***"
 BACKENDS = ("local", "compose", "external")
 
 
@@ -462,10 +468,13 @@ class ExperimentSpec(Strict):
         return self.fault_window or self.workload.expected_duration
 
     def public_dict(self) -> dict:
-        """The spec as a run folder keeps it: literal secrets in cluster.client hidden (${NAME} kept)."""
+        """The spec as a run folder keeps it: every literal secret hidden (a ${NAME} reference is kept),
+        in cluster.client, producer and each variant's producer."""
         doc = self.model_dump(mode="json", exclude_none=True)
-        doc["cluster"]["client"] = {k: "***" if SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
-                                    for k, v in doc["cluster"]["client"].items()}
+        doc["cluster"]["client"] = masked(doc["cluster"]["client"])
+        doc["producer"] = masked(doc["producer"])
+        for variant in doc["variants"]:
+            variant["producer"] = masked(variant["producer"])
         return doc
 
     def producer_config(self, variant: VariantSpec) -> dict:
@@ -482,6 +491,13 @@ TARGET_HINT = "use all, random, {broker: N}, {leader-of: P} or {follower-of: P} 
 UNION_MEMBERS = {"str": SETTING_HINT, "int": SETTING_HINT, "float": SETTING_HINT, "bool": SETTING_HINT,
                  "literal['all','random']": TARGET_HINT, "BrokerTarget": TARGET_HINT, "LeaderTarget": TARGET_HINT,
                  "FollowerTarget": TARGET_HINT}
+
+
+def masked(settings: dict) -> dict:
+    """librdkafka settings with the value of every secret one (SECRET_KEY) replaced by MASK, unless it only
+    names an environment variable (${NAME}, resolved when the run starts and never written)."""
+    return {k: MASK if isinstance(k, str) and SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
+            for k, v in settings.items()}
 
 
 def _where(loc: tuple) -> tuple[str, str | None]:
