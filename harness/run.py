@@ -119,7 +119,8 @@ class Run:
                 self.cluster.down()
             if spark is not None:
                 spark.stop()
-            self.summary = self._write_summary(status, reason)
+            self.summary, disk_full = self._write_summary(status, reason)
+        failure = failure or disk_full
         if failure is not None:
             raise failure
         return self.summary
@@ -190,11 +191,13 @@ class Run:
         except OSError as e:
             if e.errno != errno.ENOSPC:
                 raise
-            # A full disk: keep whatever fits, the status and the reason first.
+            # A full disk: keep whatever fits, the status and the reason first; the run ends in exit 3.
+            full = OSError(errno.ENOSPC, "No space left on device", str(self.folder.path))
             s = summary_mod.build(self.folder.run_id, self.spec.name, "error", {},
                                   {"reason": f"no space left on the device holding {self.folder.path}"})
             self.folder.write_summary(s)
-        return s
+            return s, full
+        return s, None
 
 
 def _spark(master: str | None):
