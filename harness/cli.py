@@ -221,21 +221,22 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
 
 def _publish(folder, out: Path, code: Exit) -> Exit:
     """Render the run's report and the runs index after the exit status is decided: a rendering failure
-    is a warning, never a changed verdict; a Ctrl-C here marks the summary interrupted."""
+    is a warning, never a changed verdict. A Ctrl-C here stops the rendering at once (the page is
+    written whole or not at all) and marks the summary interrupted; `kafka-chaos report` renders it."""
     from . import signals
     from .report import write_index, write_report
 
     try:
-        with signals.deferred():
-            write_report(folder)
-            write_index(out)
+        write_report(folder)
+        write_index(out)
     except signals.Interrupted as e:
-        summary = folder.read_summary() or {}
-        if summary.get("status") == "complete":
-            from .summary import with_status
+        with signals.deferred():  # the summary is rewritten whole, whatever signal comes next
+            summary = folder.read_summary() or {}
+            if summary.get("status") == "complete":
+                from .summary import with_status
 
-            folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
-                                             f"`kafka-chaos report {folder.path}` renders it"))
+                folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
+                                                 f"`kafka-chaos report {folder.path}` renders it"))
         say(f"interrupted while rendering the report; render it with: kafka-chaos report {folder.path}",
             "yellow", err=True)
         return Exit(e.code)
