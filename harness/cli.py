@@ -259,10 +259,12 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
     <variant>/log.parquet; rewrites summary.json, index.html and anomalies/.
     Exit as for `run`; a damaged file exits 3 naming it, a missing one exits 2.
     """
+    from . import signals
     from .preflight import stored_spec
     from .run import reanalyze
     from .runfolder import RunFolder
 
+    signals.install()  # a Ctrl-C is exit 130 in one line; during rendering it marks the summary interrupted
     folder = RunFolder(run_dir)
     try:
         spec = stored_spec(folder, partial)
@@ -280,9 +282,11 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
               help="Rebuild DIR/index.html, the list of every run in DIR with the trend across runs.")
 def report(run_dir: Path | None, index_dir: Path | None) -> None:
     """Re-render RUN_DIR/index.html from its summary.json, faults.jsonl and anomalies (no Spark needed)."""
+    from . import signals
     from .report import write_index, write_report
     from .runfolder import RunFolder
 
+    signals.install()
     try:
         if (run_dir is None) == (index_dir is None):
             raise UsageError("give a RUN_DIR, or --index DIR")
