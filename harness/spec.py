@@ -66,7 +66,15 @@ def _client_key(key: str) -> str:
     return key
 
 
-def _client_value(value: ClientValue) -> ClientValue:
+def _stored(info: ValidationInfo) -> bool:
+    """Validating a run folder's spec.yaml: what this machine has (its environment) does not matter,
+    and what the live run checked before it started (faults that would never fire) is history."""
+    return bool(info.context and info.context.get("stored"))
+
+
+def _client_value(value: ClientValue, info: ValidationInfo) -> ClientValue:
+    if _stored(info):
+        return value
     for var in ENV_REF.findall(str(value)):
         if var not in os.environ:
             raise ValueError(f"environment variable {var} is not set")
@@ -407,7 +415,7 @@ class ExperimentSpec(Strict):
         return variants
 
     @model_validator(mode="after")
-    def _cross_checks(self):
+    def _cross_checks(self, info: ValidationInfo):
         names = {v.name: v for v in self.variants}
         for variant, rules in self.expectations.items():
             if variant not in names:
@@ -434,7 +442,8 @@ class ExperimentSpec(Strict):
                              f"{self.cluster.brokers} broker(s) of the cluster")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
-        self._faults_fire()
+        if not _stored(info):
+            self._faults_fire()
         return self
 
     def _faults_fire(self) -> None:
