@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
+
+from . import yamlfile
 
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
 LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
@@ -179,7 +182,9 @@ class RunFolder:
         import pyarrow.parquet as pq
 
         folder = self.path / variant / ANOMALIES
-        if folder.exists():
+        if folder.is_symlink():  # never delete what a link points at
+            folder.unlink()
+        elif folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         for name, table in tables.items():
@@ -207,10 +212,24 @@ def index_path(out: Path) -> Path:
     return out / REPORT
 
 
+def write_runs_index(out: Path, html: str) -> Path:
+    """<out>/index.html, the list of runs."""
+    _write_atomic(index_path(out), html)
+    return index_path(out)
+
+
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    """Write a new file beside the old one, then swap it in: a reader never sees half a file, and a link
+    planted at the file's or a fixed temporary name is replaced, never written through."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _first_line(e: BaseException) -> str:
