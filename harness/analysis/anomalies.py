@@ -101,8 +101,9 @@ def _grow(a: np.ndarray, size: int, fill) -> np.ndarray:
 class Outcomes:
     """One partition's delivery log, indexed by value: outcome code, told offset, error name."""
 
-    def __init__(self, partition: int, periods: list[tuple[int, int, int]] = ()):
+    def __init__(self, partition: int, periods: list[tuple[int, int, int]] = (), sends: int | None = None):
         self.partition = partition
+        self.sends = sends  # rows of the whole delivery log: no value reaches it (None: not known)
         self.code = np.zeros(0, dtype=np.int8)
         self.offset = np.full(0, NO_OFFSET, dtype=np.int64)
         self.errors: dict[int, str] = {}  # value -> librdkafka error name, for sends that were not acked
@@ -118,6 +119,9 @@ class Outcomes:
         if (codes == 0).any():
             raise DeliveryLogError(f"partition {self.partition}: a row without a known outcome")
         top = int(values.max()) + 1
+        if self.sends is not None and top > self.sends:  # before the arrays grow to it
+            raise DeliveryLogError(f"partition {self.partition}: value {top - 1:,} but only {self.sends:,} sends "
+                                   "recorded (values are 0, 1, 2, ... per partition)")
         self.code = _grow(self.code, top, 0)
         self.offset = _grow(self.offset, top, NO_OFFSET)
         uniq, counts = np.unique(values, return_counts=True)
@@ -416,11 +420,13 @@ def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
     check.feed(_ints(batch.column("offset"), NONE), _ints(value, -1), valid, ts)
 
 
-def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = ()) -> Findings:
+def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = (),
+                    sends: int | None = None) -> Findings:
     """Every definition over one partition: acks batches first (the whole delivery log of this
     partition), then log batches. Raises OutOfOrder when the log is not in offset order.
-    periods: (fault id, start ms, end ms) of the variant's faults, for latency per fault period."""
-    outcomes = Outcomes(partition, periods)
+    periods: (fault id, start ms, end ms) of the variant's faults, for latency per fault period.
+    sends: rows of the variant's whole delivery log; a value at or beyond it is a DeliveryLogError."""
+    outcomes = Outcomes(partition, periods, sends)
     for batch in acks:
         feed_acks(outcomes, batch)
     check = PartitionCheck(outcomes.trimmed())

@@ -175,17 +175,24 @@ def read_partition(files: list[str], partition: int, wanted: tuple[str, ...]):
         yield from table.to_batches(max_chunksize=1 << 20)
 
 
-def check_files(partition: int, log_files: list[str], acks_files: list[str], periods: list = ()):
-    """anomalies.check_partition over files; a log out of offset order is sorted first."""
+def check_files(partition: int, log_files: list[str], acks_files: list[str], periods: list = (),
+                sends: int | None = None):
+    """anomalies.check_partition over files; a log out of offset order is sorted first.
+    sends: rows of the whole delivery log, an upper bound of any value it may hold."""
     def acks():
         return read_partition(acks_files, partition, ACKS_COLUMNS)
 
     try:
         try:
-            return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS), periods)
+            return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS), periods,
+                                   sends)
         except OutOfOrder:
             table = pa.Table.from_batches(list(read_partition(log_files, partition, LOG_COLUMNS))).sort_by("offset")
-            return check_partition(partition, acks(), [table], periods)
+            try:
+                return check_partition(partition, acks(), [table], periods, sends)
+            except OutOfOrder:  # sorted and still not increasing: an offset is there twice
+                raise DataError(", ".join(log_files), f"partition {partition}: an offset appears more than once "
+                                                       "(a topic partition's offsets are unique)") from None
     except DeliveryLogError as e:
         raise DataError(", ".join(acks_files), f"contradictory delivery log: {e}") from None
 
@@ -205,11 +212,12 @@ def findings_batches(findings) -> list[pa.RecordBatch]:
 
 
 def _task(batches):
-    """mapInArrow body: rows (partition, log_files, acks_files, periods) -> findings rows."""
-    names = ("partition", "log_files", "acks_files", "periods")
+    """mapInArrow body: rows (partition, log_files, acks_files, periods, sends) -> findings rows."""
+    names = ("partition", "log_files", "acks_files", "periods", "sends")
     for batch in batches:
-        for p, logs, acks, periods in zip(*(batch.column(c).to_pylist() for c in names)):
-            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks), json.loads(periods)))
+        for p, logs, acks, periods, sends in zip(*(batch.column(c).to_pylist() for c in names)):
+            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks), json.loads(periods),
+                                                    sends))
 
 
 def split(findings: pa.Table) -> dict[str, pa.Table]:
@@ -228,21 +236,23 @@ def split(findings: pa.Table) -> dict[str, pa.Table]:
     return {name: t.sort_by([(c, "ascending") for c in t.column_names[:3]]) for name, t in out.items()}
 
 
-def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods: list[dict] = ()) -> tuple:
+def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods: list[dict] = (),
+                    sends: int | None = None) -> tuple:
     """(metrics, anomaly tables, timing) of one variant, one Spark task per topic partition.
 
-    periods: the variant's applied faults as {id, kind, start_ms, end_ms}, for figures per fault period."""
+    periods: the variant's applied faults as {id, kind, start_ms, end_ms}, for figures per fault period.
+    sends: rows of the delivery log (no value it holds may reach it); None: not checked."""
     found = partitions_in(log_files + acks_files)
     if found is None:  # files without statistics: read them all once to learn
         found = set()
         for path in log_files + acks_files:
             found.update(pq.read_table(path, columns=["partition"]).column("partition").unique().to_pylist())
     windows = json.dumps([(p["id"], p["start_ms"], p["end_ms"]) for p in periods])
-    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows) for p in sorted(found)]
+    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows, sends) for p in sorted(found)]
     schema = FINDINGS.empty_table()
     if tasks:
         rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF(
-            "partition int, log_files string, acks_files string, periods string")
+            "partition int, log_files string, acks_files string, periods string, sends long")
         schema = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
     tables = split(schema)
     timing = variant_timing(tables, list(periods))
