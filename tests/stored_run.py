@@ -92,26 +92,47 @@ def log_rows(partition, per_partition=20):
              "timestamp": datetime.fromtimestamp(T0 + v / 100, timezone.utc)} for v in range(per_partition)]
 
 
+def acks_table(partitions=3, per_partition=20) -> pa.Table:
+    """acks_rows() as a table, built column by column (fast for large runs)."""
+    import numpy as np
+
+    from harness.workload.producer import ACKS_SCHEMA
+
+    value = np.repeat(np.arange(per_partition, dtype=np.int64), partitions)
+    n = len(value)
+    return pa.table({"partition": pa.array(np.tile(np.arange(partitions, dtype=np.int32), per_partition)),
+                     "value": value, "outcome": pa.array(["acked"] * n), "offset": value,
+                     "error": pa.nulls(n, pa.string()), "sent_at": pa.array(T0 * 1000 + value * 10, pa.int64()),
+                     "latency_ms": pa.array(np.full(n, 2.5))},
+                    schema=ACKS_SCHEMA.set(5, pa.field("sent_at", pa.int64()))).cast(ACKS_SCHEMA)
+
+
+def log_table(partition, per_partition=20) -> pa.Table:
+    """log_rows() as a table."""
+    import numpy as np
+
+    offset = np.arange(per_partition, dtype=np.int64)
+    return pa.table({"partition": pa.array(np.full(per_partition, partition, dtype=np.int32)), "offset": offset,
+                     "value": offset, "timestamp": pa.array(T0 * 1000 + offset * 10, pa.int64())},
+                    schema=LOG_SCHEMA.set(3, pa.field("timestamp", pa.int64()))).cast(LOG_SCHEMA)
+
+
 def make_analysable_run(out: Path, run_id="20260101T000000Z-stored-bbbbbb", partitions=3, per_partition=20):
     """Two variants (off, on), `partitions` partitions of `per_partition` values each, nothing lost:
     analysed, it passes. Written as the harness writes it (acks.parquet, log.parquet/ with _SUCCESS,
     spec.yaml, summary.json, faults.jsonl)."""
     import pyarrow.parquet as pq
 
-    from harness.workload.producer import ACKS_SCHEMA
-
     folder = RunFolder(out / run_id)
     folder.logs.mkdir(parents=True)
     variants = {}
     for variant in ("off", "on"):
         folder.variant_dir(variant).mkdir()
-        pq.write_table(pa.Table.from_pylist(acks_rows(partitions, per_partition), schema=ACKS_SCHEMA),
-                       folder.acks_path(variant))
+        pq.write_table(acks_table(partitions, per_partition), folder.acks_path(variant))
         log = folder.log_path(variant)
         log.mkdir()
         for p in range(partitions):
-            pq.write_table(pa.Table.from_pylist(log_rows(p, per_partition), schema=LOG_SCHEMA),
-                           log / f"part-{p:05d}.parquet")
+            pq.write_table(log_table(p, per_partition), log / f"part-{p:05d}.parquet")
         (log / "_SUCCESS").write_text("")
         n = partitions * per_partition
         variants[variant] = variant_entry({**{k: 0 for k in metrics.KEYS}, "sent": n, "acked": n, "received": n,
