@@ -134,7 +134,28 @@ class ProgressListener:
         self.progress.console.print(Text(f"note: {text}", style="yellow"))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """click, but a wrong option or argument is one line too (click prints the usage and a hint first)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:  # plain `kafka-chaos`: the help
+            e.show()
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            where = e.ctx.command_path if isinstance(e, click.UsageError) and e.ctx else "kafka-chaos"
+            err_console.print(Text.assemble(("error: ", "bold red"), f"{e.format_message()} (see {where} --help)"))
+            sys.exit(e.exit_code)
+        except click.Abort:
+            say("interrupted", "yellow", err=True)
+            sys.exit(int(Exit.SIGINT))
+        sys.exit(code or 0)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kafka-chaos")
 @click.option("--debug", is_flag=True, help="Show the traceback of any failure (otherwise one line says what failed).")
 def main(debug: bool) -> None:
