@@ -70,6 +70,10 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     for i, variant in enumerate(spec.variants):
+        if "transactional.id" in spec.producer_config(variant):
+            # librdkafka then refuses every send until init_transactions(): the run would send nothing.
+            raise SpecError(f"{path}: variants.{i}.producer ({variant.name}): transactional.id: the workload "
+                            "sends without transactions; leave it out")
         conf = {**spec.producer_config(variant), **spec.cluster.client_settings(),
                 "bootstrap.servers": "127.0.0.1:9", "logger": quiet}
         try:
