@@ -33,6 +33,7 @@ class SpecError(Exception):
 
 # Bounds: what no experiment needs, refused before anything starts (README, "Bounds").
 MAX_VARIANTS = 20
+MAX_PARTITIONS = 1000
 MAX_MESSAGES = 1_000_000_000  # per variant
 MAX_SECONDS = 86_400.0  # any time in the file: at, every, start, duration, downtime, fault_window, the workload
 MAX_FAULTS = 10_000  # planned faults per variant
@@ -220,7 +221,7 @@ def cluster_spec(**fields) -> LocalClusterSpec | ComposeClusterSpec | ExternalCl
 
 
 class TopicSpec(Strict):
-    partitions: Annotated[int, Field(ge=1, le=1000)] = 3
+    partitions: Annotated[int, Field(ge=1, le=MAX_PARTITIONS)] = 3
     replication_factor: Annotated[int, Field(ge=1)] = 1
     config: dict[str, Union[str, int, float, bool]] = Field(
         default_factory=dict, description="topic configs at creation, e.g. unclean.leader.election.enable: true")

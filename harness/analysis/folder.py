@@ -2,12 +2,12 @@
 
 Used by `kafka-chaos run` after the final reads, by `kafka-chaos analyze` and by the Spark
 application (job.py). Everything that can be checked without reading the data is checked before
-Spark starts (check_inputs): missing files, each file's footer,
-columns and types, and from the Parquet statistics nulls where a value is required, partitions
-out of range, negative offsets, and delivery-log values beyond its length (values are 0, 1, 2, ...
-per partition, so a stray 10^12 would otherwise size the analysis' arrays). What only the data
-tells (a value recorded twice, an unknown outcome) is found in the Spark tasks. Either way the
-damaged file is named in a RunFolderError, never a Java or Python traceback.
+Spark starts (check_inputs): missing files, each file's footer, columns and types, and from the
+Parquet statistics nulls where a value is required, partitions out of range, negative offsets,
+and delivery-log values beyond its length (values are 0, 1, 2, ... per partition, so a stray
+10^12 would otherwise size the analysis' arrays). What only the data tells (a value recorded
+twice, an unknown outcome) is found in the Spark tasks. Either way the damaged file is named in
+a RunFolderError, never a Java or Python traceback.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..runfolder import RunFolder, RunFolderError
+from ..spec import MAX_PARTITIONS  # the bound for a folder analysed without its spec
 from . import spark as spark_analysis
 
-MAX_PARTITIONS = 1000  # spec.TopicSpec's bound, for a folder analysed without its spec
+_WHAT = {"acks": "a delivery log", "log": "a log file"}
 # Columns that may hold no null: the delivery log's every column but those of a send not acked, and
 # the log's position (a null value is a record that is not the workload's).
-_WHAT = {"acks": "a delivery log", "log": "a log file"}
 _NOT_NULL = {"acks": ("partition", "value", "outcome"), "log": ("partition", "offset")}
 
 # Column -> types it may have (older releases, other writers), for the two inputs.
