@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import metrics
@@ -27,8 +28,9 @@ from .timing import TIMING_TABLES, variant_timing
 
 ALL_TABLES = {**TABLES, **TIMING_TABLES}
 
-# A worker's error about the data (not about the harness) starts with this, so the driver can
-# name the damaged file instead of showing Spark's traceback.
+# A worker's finding that the data is damaged (not a harness failure) starts with this. It comes back
+# as a findings row, not as an exception: a failed Spark task would print a Python traceback through
+# the JVM's log before the driver could name the damaged file in one line.
 DATA_ERROR = "kafka-chaos data error: "
 
 
@@ -161,8 +163,6 @@ def _pieces(files: list[str], partition: int) -> list[tuple[tuple, str, int, boo
 
 def read_partition(files: list[str], partition: int, wanted: tuple[str, ...]):
     """The rows of one topic partition from Parquet files, batch by batch, in file (offset) order."""
-    import pyarrow.compute as pc
-
     for _, path, group, alone in _pieces(files, partition):
         try:
             pf = pq.ParquetFile(path)
@@ -212,18 +212,22 @@ def findings_batches(findings) -> list[pa.RecordBatch]:
 
 
 def _task(batches):
-    """mapInArrow body: rows (partition, log_files, acks_files, periods, sends) -> findings rows."""
+    """mapInArrow body: rows (partition, log_files, acks_files, periods, sends) -> findings rows, or one
+    row whose table_name is the DataError's message."""
     names = ("partition", "log_files", "acks_files", "periods", "sends")
     for batch in batches:
         for p, logs, acks, periods, sends in zip(*(batch.column(c).to_pylist() for c in names)):
-            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks), json.loads(periods),
-                                                    sends))
+            try:
+                found = check_files(p, json.loads(logs), json.loads(acks), json.loads(periods), sends)
+            except DataError as e:
+                yield pa.RecordBatch.from_arrays([pa.array([str(e)], pa.string())] + [
+                    pa.nulls(1, f.type) for f in FINDINGS if f.name != "table_name"], schema=FINDINGS)
+                continue
+            yield from findings_batches(found)
 
 
 def split(findings: pa.Table) -> dict[str, pa.Table]:
     """Findings rows of every partition -> one table per anomaly; the series summed over partitions."""
-    import pyarrow.compute as pc
-
     out = {}
     for name, columns in ALL_TABLES.items():
         rows = findings.filter(pc.equal(findings.column("table_name"), name)).select([c for c, _ in columns])
@@ -254,6 +258,9 @@ def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods:
         rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF(
             "partition int, log_files string, acks_files string, periods string, sends long")
         schema = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
+        damaged = schema.filter(pc.starts_with(schema.column("table_name"), DATA_ERROR))
+        if damaged.num_rows:
+            raise RuntimeError(damaged.column("table_name")[0].as_py())
     tables = split(schema)
     timing = variant_timing(tables, list(periods))
     series = tables["series"]

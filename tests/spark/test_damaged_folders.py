@@ -66,3 +66,20 @@ def test_damaged_folder_gets_its_exit_code(case, pristine, tmp_path):
         assert summary["variants"]["off"]["verdict"] == "pass"
     else:
         assert summary["verdict"] == ("pass" if case.code == 0 else "fail"), summary
+
+
+def test_damage_found_in_a_spark_task_is_one_line_on_the_terminal(pristine, tmp_path):
+    """Through a real process: what Spark's JVM prints reaches the terminal too, and a failed task
+    would print a Python traceback there. A data error comes back as a finding instead."""
+    import subprocess
+    import sys
+
+    case = next(c for c in CASES if c.name == "acks-duplicate-row")
+    folder = RunFolder(shutil.copytree(pristine.path, tmp_path / pristine.path.name))
+    case.damage(folder)
+    result = subprocess.run([sys.executable, "-m", "harness", "analyze", str(folder.path), "--spark-master",
+                             "local[1]"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 3, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if "ERROR" in line or "error" in line]
+    assert errors == [f"error: {folder.acks_path('off')}: {case.says}"], result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
