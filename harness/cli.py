@@ -52,16 +52,26 @@ def _debug() -> bool:
     return bool(ctx and ctx.find_root().params.get("debug"))
 
 
-def _writable_dir(path: Path) -> None:
+def _writable_dir(path: Path, option: str = "--out") -> None:
+    """Create the folder now (paths are used literally: `[`, `*` and `?` are just characters)."""
     if any(c in str(path) for c in "\n\r\0"):
-        raise UsageError(f"--out {path!r}: a folder name may not hold a line break or NUL")
+        raise UsageError(f"{option} {str(path)!r}: a path may not hold a line break or NUL")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".kafka-chaos-write-test-{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise UsageError(f"--out {path}: not a writable folder ({e.strerror or e})") from None
+        raise UsageError(f"{option} {path}: not a writable folder ({e.strerror or e})") from None
+
+
+def _writable_file(path: Path, option: str) -> None:
+    """A file written at the end of the run: its folder must be writable now, and it must not be a folder."""
+    if any(c in str(path) for c in "\n\r\0"):
+        raise UsageError(f"{option} {str(path)!r}: a path may not hold a line break or NUL")
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a folder; give a file name")
+    _writable_dir(path.parent, option)
 
 
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
@@ -124,7 +134,28 @@ class ProgressListener:
         self.progress.console.print(Text(f"note: {text}", style="yellow"))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """click, but a wrong option or argument is one line too (click prints the usage and a hint first)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:  # plain `kafka-chaos`: the help
+            e.show()
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            where = e.ctx.command_path if isinstance(e, click.UsageError) and e.ctx else "kafka-chaos"
+            err_console.print(Text.assemble(("error: ", "bold red"), f"{e.format_message()} (see {where} --help)"))
+            sys.exit(e.exit_code)
+        except click.Abort:
+            say("interrupted", "yellow", err=True)
+            sys.exit(int(Exit.SIGINT))
+        sys.exit(code or 0)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kafka-chaos")
 @click.option("--debug", is_flag=True, help="Show the traceback of any failure (otherwise one line says what failed).")
 def main(debug: bool) -> None:
@@ -145,7 +176,8 @@ def main(debug: bool) -> None:
 @click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
               help="Folder that receives the run folder <run-id>/ and the list of runs index.html.")
-@click.option("--seed", type=int, default=None, help="Seed of the fault schedule (default: the experiment's seed).")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=None,
+              help="Seed of the fault schedule (default: the experiment's seed).")
 @click.option("--replay", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Apply the fault schedule recorded in a run's faults.jsonl instead of planning one.")
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
@@ -172,6 +204,8 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
 
     try:
         spec, schedule = prepare(experiment, seed, replay, spark_master)
+        if junit is not None:
+            _writable_file(junit, "--junit")
         _writable_dir(out)
     except Exception as e:
         _fail(e)
@@ -209,21 +243,22 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
 
 def _publish(folder, out: Path, code: Exit) -> Exit:
     """Render the run's report and the runs index after the exit status is decided: a rendering failure
-    is a warning, never a changed verdict; a Ctrl-C here marks the summary interrupted."""
+    is a warning, never a changed verdict. A Ctrl-C here stops the rendering at once (the page is
+    written whole or not at all) and marks the summary interrupted; `kafka-chaos report` renders it."""
     from . import signals
     from .report import write_index, write_report
 
     try:
-        with signals.deferred():
-            write_report(folder)
-            write_index(out)
+        write_report(folder)
+        write_index(out)
     except signals.Interrupted as e:
-        summary = folder.read_summary() or {}
-        if summary.get("status") == "complete":
-            from .summary import with_status
+        with signals.deferred():  # the summary is rewritten whole, whatever signal comes next
+            summary = folder.read_summary() or {}
+            if summary.get("status") == "complete":
+                from .summary import with_status
 
-            folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
-                                             f"`kafka-chaos report {folder.path}` renders it"))
+                folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
+                                                 f"`kafka-chaos report {folder.path}` renders it"))
         say(f"interrupted while rendering the report; render it with: kafka-chaos report {folder.path}",
             "yellow", err=True)
         return Exit(e.code)
@@ -246,10 +281,12 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
     <variant>/log.parquet; rewrites summary.json, index.html and anomalies/.
     Exit as for `run`; a damaged file exits 3 naming it, a missing one exits 2.
     """
+    from . import signals
     from .preflight import stored_spec
     from .run import reanalyze
     from .runfolder import RunFolder
 
+    signals.install()  # a Ctrl-C is exit 130 in one line; during rendering it marks the summary interrupted
     folder = RunFolder(run_dir)
     try:
         spec = stored_spec(folder, partial)
@@ -267,9 +304,11 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
               help="Rebuild DIR/index.html, the list of every run in DIR with the trend across runs.")
 def report(run_dir: Path | None, index_dir: Path | None) -> None:
     """Re-render RUN_DIR/index.html from its summary.json, faults.jsonl and anomalies (no Spark needed)."""
+    from . import signals
     from .report import write_index, write_report
     from .runfolder import RunFolder
 
+    signals.install()
     try:
         if (run_dir is None) == (index_dir is None):
             raise UsageError("give a RUN_DIR, or --index DIR")

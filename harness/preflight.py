@@ -31,7 +31,7 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
     kinds = {f.kind for f in (schedule if replay is not None else spec.faults)}
     cannot = unsupported_faults(spec.cluster, kinds)
     if cannot:
-        raise SpecError(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} "
+        raise SpecError(f"{replay or experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} "
                         f"cannot inject {', '.join(cannot)}")
     problems = input_problems(spec.cluster)
     if problems:

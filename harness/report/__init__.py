@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runfolder import RunFolder, index_path
+from ..runfolder import RunFolder, write_runs_index
 from .load import load, load_index
 from .render import render_index, render_run
 
@@ -16,6 +16,4 @@ def write_report(folder: RunFolder) -> Path:
 
 def write_index(out: Path) -> Path:
     """<out>/index.html: every run of the folder, newest first, with the trend across runs."""
-    path = index_path(out)
-    path.write_text(render_index(load_index(out)))
-    return path
+    return write_runs_index(out, render_index(load_index(out)))

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..analysis.anomalies import TABLES
 from ..analysis.metrics import BY_KEY
 from ..runfolder import RunFolder, RunFolderError, runs_in
+from ..spec import masked
 from ..verdict import run_verdict, status_of
 
 LISTING_CAP = 200  # jump-back runs and anomaly rows shown in the page; all of them are in the Parquet
@@ -29,10 +30,12 @@ def _epoch(iso) -> float | None:
 
 
 def _differing_settings(spec: dict) -> tuple[list[str], dict[str, dict]]:
-    """Producer settings that differ between variants: (keys, {variant: {key: value}})."""
-    common = spec.get("producer") or {}
-    per = {v["name"]: {**common, **(v.get("producer") or {})} for v in spec.get("variants", [])
-           if isinstance(v, dict) and "name" in v}
+    """Producer settings that differ between variants: (keys, {variant: {key: value}}), secrets masked
+    (spec.yaml holds them masked; a folder written by an older release may not)."""
+    common = spec.get("producer") if isinstance(spec.get("producer"), dict) else {}
+    variants = spec.get("variants") if isinstance(spec.get("variants"), list) else []
+    per = {v["name"]: masked({**common, **(v.get("producer") if isinstance(v.get("producer"), dict) else {})})
+           for v in variants if isinstance(v, dict) and "name" in v}
     keys = sorted({k for conf in per.values() for k in conf
                    if len({json.dumps(c.get(k), sort_keys=True, default=str) for c in per.values()}) > 1})
     return keys, per
