@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runfolder import RunFolder, index_path
-from .load import load, load_index
-from .render import render_index, render_run
+from ..runfolder import RunFolder, SeriesFolder, index_path
+from .load import load, load_aggregate, load_index, load_series
+from .render import render_aggregate, render_index, render_run
 
 
 def write_report(folder: RunFolder) -> Path:
@@ -17,5 +17,10 @@ def write_report(folder: RunFolder) -> Path:
 def write_index(out: Path) -> Path:
     """<out>/index.html: every run of the folder, newest first, with the trend across runs."""
     path = index_path(out)
-    path.write_text(render_index(load_index(out)))
+    path.write_text(render_index(load_index(out), load_series(out)))
     return path
+
+
+def write_aggregate_report(folder: SeriesFolder) -> Path:
+    """<series>/index.html: the aggregate of repeated runs, from aggregate.json."""
+    return folder.write_report(render_aggregate(load_aggregate(folder)))

@@ -1,7 +1,9 @@
 """The HTML reports, pure: a view (load.py) in, one self-contained HTML page out.
 
     render_run(view) -> str       <run>/index.html
-    render_index(runs) -> str     <out>/index.html, every run with its verdict and the trend across runs
+    render_index(runs, series) -> str   <out>/index.html, every run with its verdict and the trend across
+                                  runs, and every series of repeated runs with its rates
+    render_aggregate(view) -> str <series>/index.html, the aggregate of repeated runs
 
 Pages are jinja2 templates with autoescaping (every value from data or experiment files is
 escaped), inline CSS and SVG, no script and no network request. Links are built only from names
@@ -15,6 +17,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ..aggregate import RANKED
 from ..analysis.metrics import BY_KEY, FIGURES, METRICS
 from .. import verdict as v
 from . import charts
@@ -109,7 +112,8 @@ def render_run(view: dict) -> str:
         s=s, verdict=view["verdict"], headline=line, headline_class=css, metrics=METRICS, figures=FIGURES,
         latency_text=latency_text,
         setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"], variants=variants,
-        detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s))
+        detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s),
+        ranking=view.get("ranking", []), ranked=RANKED, ci=interval_text)
 
 
 def latency_text(latency) -> str:
@@ -127,7 +131,35 @@ def _duration(s: dict) -> str:
     return f"{end - start:.0f} s" if start and end else ""
 
 
-def render_index(runs: list[dict]) -> str:
+def interval_text(ci) -> str:
+    return f"[{ci[0]:,.4g}, {ci[1]:,.4g}]" if ci else ""
+
+
+def render_aggregate(view: dict) -> str:
+    doc = view["aggregate"]
+    variants = doc.get("variants", {})
+    shown = [m for m in METRICS if not m.accounting and m.key != "acked"]
+    ran = len(doc.get("runs", []))
+    if doc.get("status") == "interrupted":
+        css, line = "fail", f"INTERRUPTED: {ran} of {doc.get('requested')} runs; the aggregate covers those"
+    elif doc.get("failed_run"):
+        css, line = "fail", f"FAIL: run {doc['failed_run']} failed; replay it with --replay {doc.get('failed_faults')}"
+    else:
+        failed = {name: v["failed_runs"] for name, v in variants.items() if v.get("failed_runs")}
+        bad = ran - sum(doc.get("verdicts", {}).get(x, 0) for x in (v.PASS, v.FAIL))
+        if failed:
+            css, line = "fail", "FAIL: " + "; ".join(f"{n}: {k} of {variants[n]['runs']} runs failed"
+                                                       for n, k in failed.items())
+        elif bad:
+            css, line = "fail", f"{bad} of {ran} runs did not complete"
+        else:
+            css, line = "pass", f"PASS: every check held in all {ran} runs"
+    return _env().get_template("aggregate.html.j2").render(
+        a=doc, headline=line, headline_class=css, metrics=shown, variants=variants, ranking=view["ranking"],
+        setting_keys=view["setting_keys"], settings=view["settings"], ci=interval_text, ranked=RANKED)
+
+
+def render_index(runs: list[dict], series: list[dict] = ()) -> str:
     oldest_first = list(reversed(runs))
     names = sorted({(r["summary"].get("experiment"), name) for r in runs for name in r["summary"].get("variants", {})},
                    key=str)
@@ -137,4 +169,4 @@ def render_index(runs: list[dict]) -> str:
                                    if r["summary"].get("experiment") == exp else None for r in oldest_first]
                  for exp, name in names}
         trend.append(charts.trend(f"{metric} per variant, oldest run left", [r["folder"] for r in oldest_first], lines))
-    return _env().get_template("index.html.j2").render(runs=runs, trend=trend)
+    return _env().get_template("index.html.j2").render(runs=runs, trend=trend, series=series, ci=interval_text)
