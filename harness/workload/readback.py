@@ -12,7 +12,11 @@ A record whose value is not a decimal number in the workload's format (another p
 foreign format, a tombstone) is kept with a null value: the analysis counts it as unexpected,
 it never stops the read.
 
-One Spark input partition per topic partition; records come out as Arrow batches.
+One Spark input partition per topic partition, or per offset range of one: a topic partition
+longer than `split` records (option, default SPLIT) is read as ranges [start, start + split) and
+a last open range, so a long soak's partition is several Spark tasks. Each task writes its own
+Parquet file, in offset order; the analysis orders a partition's files by their offset statistics
+(analysis/spark.py), so the split changes nothing it finds. Records come out as Arrow batches.
 
     spark.dataSource.register(KafkaLogSource)
     df = (spark.read.format("kafka_chaos_log")
@@ -32,6 +36,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 SCHEMA = "partition int, offset long, value long, timestamp timestamp"
 BATCH = 50_000
+SPLIT = 4_000_000  # records per Spark task at most, when the listed end says a partition is longer
 # The workload writes values as "%d": canonical decimal only ("007" or " 5" are someone else's).
 DECIMAL = r"^(0|-?[1-9][0-9]{0,17})$"
 
@@ -63,15 +68,31 @@ class KafkaLogReader(DataSourceReader):
         self.timeout = float(options.get("timeout", "120"))
         self.isolation = options.get("isolation", "read_committed")
         self.client_config = json.loads(options.get("client_config", "{}"))
+        self.split = options.get("split", str(SPLIT))
 
     def partitions(self) -> list[InputPartition]:
-        return [InputPartition(p) for p in range(self.partitions_count)]
+        split = int(self.split)
+        if split <= 0:
+            return [InputPartition((p, 0, None)) for p in range(self.partitions_count)]
+        ends = self._listed_ends()
+        return [InputPartition((p, start, end)) for p in range(self.partitions_count)
+                for start, end in offset_ranges(ends[p], split)]
 
-    def read(self, partition: InputPartition):
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
+    def _listed_ends(self) -> list[int]:
+        """Each partition's end as the broker lists it (a lower bound on Tansu: see the module's text)."""
+        from confluent_kafka import TopicPartition
 
-        p = partition.value
-        consumer = Consumer({
+        consumer = self._consumer()
+        try:
+            return [consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)[1]
+                    for p in range(self.partitions_count)]
+        finally:
+            consumer.close()
+
+    def _consumer(self):
+        from confluent_kafka import Consumer
+
+        return Consumer({
             **self.client_config,  # bootstrap.servers and any security settings
             "group.id": "kafka-chaos-final-read",
             "enable.auto.commit": False,
@@ -79,13 +100,23 @@ class KafkaLogReader(DataSourceReader):
             "isolation.level": self.isolation,
             "fetch.max.bytes": 52428800,
         })
+
+    def read(self, partition: InputPartition):
+        """One offset range of a topic partition: [start, end), or from start to the partition's end."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        p, start, end = partition.value
+        consumer = self._consumer()
         schema = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.int64()),
                             ("timestamp", pa.timestamp("us", tz="UTC"))])
         try:
-            _, listed_end = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
-            consumer.assign([TopicPartition(self.topic, p, 0)])
+            listed_end = end
+            if end is None:
+                _, listed_end = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
+            consumer.assign([TopicPartition(self.topic, p, start)])
             deadline = time.monotonic() + self.timeout
-            while True:
+            done = False
+            while not done:
                 offsets, values, stamps, eof = [], [], [], None
                 for msg in consumer.consume(BATCH, timeout=0.1):
                     err = msg.error()
@@ -94,30 +125,45 @@ class KafkaLogReader(DataSourceReader):
                             eof = msg.offset()
                             continue
                         raise RuntimeError(f"reading {self.topic}[{p}]: {err.str()}")
+                    if end is not None and msg.offset() >= end:  # the next range's first record
+                        done = True
+                        break
                     offsets.append(msg.offset())
                     values.append(msg.value())
                     stamps.append(msg.timestamp()[1] * 1000)
                 if offsets:
+                    deadline = time.monotonic() + self.timeout  # the timeout is for a read that makes no progress
                     yield pa.record_batch([
                         pa.array([p] * len(offsets), pa.int32()), pa.array(offsets, pa.int64()), parse_values(values),
                         pa.array(stamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
                     ], schema=schema)
                 if eof is not None and eof >= listed_end:
                     return
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"reading {self.topic}[{p}]: no end of partition after {self.timeout:.0f}s")
+                if not done and time.monotonic() > deadline:
+                    raise TimeoutError(f"reading {self.topic}[{p}] from offset {start}: no record and no end of "
+                                       f"partition for {self.timeout:.0f}s")
         finally:
             consumer.close()
 
 
-def read_topic(spark, client: dict, topic: str, partitions: int, isolation: str = "read_committed"):
-    """The topic as a DataFrame. client: librdkafka connection settings (bootstrap.servers, security)."""
+def offset_ranges(listed_end: int, split: int) -> list[tuple[int, int | None]]:
+    """[start, end) ranges of at most `split` records covering offsets 0..listed_end, the last one open
+    (it reads to the partition's true end): offset_ranges(10, 4) -> [(0, 4), (4, 8), (8, None)]."""
+    starts = range(0, max(listed_end, 1), split)
+    return [(s, s + split) for s in starts[:-1]] + [(starts[-1], None)]
+
+
+def read_topic(spark, client: dict, topic: str, partitions: int, isolation: str = "read_committed",
+               split: int = SPLIT):
+    """The topic as a DataFrame. client: librdkafka connection settings (bootstrap.servers, security).
+    split: records per Spark task at most (0: one task per topic partition)."""
     return (spark.read.format(KafkaLogSource.name())
             .option("client_config", json.dumps(client)).option("topic", topic).option("partitions", str(partitions))
-            .option("isolation", isolation).load())
+            .option("isolation", isolation).option("split", str(split)).load())
 
 
-def save_log(spark, client: dict, topic: str, partitions: int, path: Path) -> None:
-    """The final read: every record of the topic, one Parquet file per topic partition in offset order.
-    Spark writes _SUCCESS last, so a folder without it is a read that did not finish."""
-    read_topic(spark, client, topic, partitions).write.mode("overwrite").parquet(str(path))
+def save_log(spark, client: dict, topic: str, partitions: int, path: Path, split: int = SPLIT) -> None:
+    """The final read: every record of the topic, one Parquet file per topic partition (or per offset
+    range of one, see SPLIT) in offset order. Spark writes _SUCCESS last, so a folder without it is a
+    read that did not finish."""
+    read_topic(spark, client, topic, partitions, split=split).write.mode("overwrite").parquet(str(path))
