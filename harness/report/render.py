@@ -27,10 +27,18 @@ from .load import DETAIL_TABLES, LISTING_CAP
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("harness.report", "templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env.filters["fig"] = fig
     env.filters["path"] = lambda *parts: "/".join(quote(str(p), safe="") for p in parts)
     env.filters["num"] = lambda x: f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else ("-" if x is None
                                                                                                    else x)
     return env
+
+
+def fig(x) -> str:
+    """A measured figure: 12,345 / 123.4 / 0.1234; "-" when absent."""
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
 def listing_line(run: dict) -> str:
@@ -80,8 +88,15 @@ def _dense(rows: list[dict]) -> list[dict]:
     return [by_second.get(t, {"second": t, **zero}) for t in range(lo, hi + 1)]
 
 
-def _charts(name: str, var: dict) -> list:
+def _charts(name: str, var: dict, figures: dict | None = None) -> list:
+    """figures: the variant's entry in summary.json (its longest unavailability is marked on the acks chart)."""
     series = _dense(var["series"])
+    figures = figures or {}
+    stretch = None
+    if figures.get("unavailable_from_ms") is not None and figures.get("unavailable_s"):
+        start = figures["unavailable_from_ms"] / 1000
+        stretch = {"start": start, "end": start + figures["unavailable_s"],
+                   "label": f"longest unavailable: {figures['unavailable_s']} s"}
     out = []
     if series:
         t0, t1 = series[0]["second"], series[-1]["second"] + 1
@@ -89,7 +104,8 @@ def _charts(name: str, var: dict) -> list:
         if any(r.get("acks") for r in series):
             lines["acks (by acknowledgement time)"] = [(r["second"], r.get("acks") or 0) for r in series]
         out.append(charts.timeline(f"{name}: records and acknowledgements per second (faults shaded by kind)",
-                                   t0, t1, lines, var["faults"]))
+                                   t0, t1, lines, var["faults"], stretch if "acks (by acknowledgement time)" in lines
+                                   else None))
         out.append(charts.timeline(f"{name}: duplicates and jump-backs per second", t0, t1,
                                    {"duplicates": [(r["second"], r["duplicates"]) for r in series],
                                     "jump-backs": [(r["second"], r["jump_backs"]) for r in series]}, var["faults"]))
@@ -98,7 +114,7 @@ def _charts(name: str, var: dict) -> list:
             out.append(charts.timeline(f"{name}: latency of the sends of each second, ms (faults shaded by kind)",
                                        t0, t1, {"p99": [(r["second"], r["latency_p99_ms"]) for r in timed],
                                                 "p50": [(r["second"], r["latency_p50_ms"]) for r in timed]},
-                                       var["faults"]))
+                                       var["faults"], stretch))
     out.append(charts.histogram(f"{name}: jump-back sizes ({var['runs_total']} runs)", var["sizes"]))
     return out
 
@@ -106,7 +122,8 @@ def _charts(name: str, var: dict) -> list:
 def render_run(view: dict) -> str:
     s = view["summary"]
     css, line = headline(s, view["verdict"])
-    variants = {name: {**var, "charts": _charts(name, var), "listing": [listing_line(r) for r in var["runs"]]}
+    variants = {name: {**var, "charts": _charts(name, var, s.get("variants", {}).get(name)),
+                       "listing": [listing_line(r) for r in var["runs"]]}
                 for name, var in view["variants"].items()}
     return _env().get_template("run.html.j2").render(
         s=s, verdict=view["verdict"], headline=line, headline_class=css, metrics=METRICS, figures=FIGURES,
@@ -132,7 +149,7 @@ def _duration(s: dict) -> str:
 
 
 def interval_text(ci) -> str:
-    return f"[{ci[0]:,.4g}, {ci[1]:,.4g}]" if ci else ""
+    return f"[{fig(ci[0])}, {fig(ci[1])}]" if ci else ""
 
 
 def render_aggregate(view: dict) -> str:
