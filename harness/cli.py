@@ -249,6 +249,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
         t = time.monotonic()
         folder, summary, failure, _ = _run_once(spec, schedule, out, seed, replay, spark_master, None,
                                                 heading=f"run {index + 1}/{count}: ", brief=True)
+        summary = folder.read_summary() or summary  # the report's rendering may have marked it interrupted
         summaries_seconds.append(time.monotonic() - t)
         if summary is not None:
             line = f"run {index + 1}/{count} (seed {seed}): {summary.get('verdict')}"
@@ -283,8 +284,9 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
     say(f"aggregate: {series.folder.aggregate_path}")
     say(f"report: {series.folder.report}")
     if series.interrupted is not None:
-        say(f"interrupted after {len(series.summaries)} of {count} runs; the aggregate covers those", "yellow",
-            err=True)
+        complete = sum(1 for x in series.summaries if x.get("status") == "complete")
+        say(f"interrupted after {len(series.summaries)} of {count} runs; the aggregate covers the {complete} "
+            "complete one(s)", "yellow", err=True)
     _exit(code)
 
 

@@ -75,7 +75,8 @@ class Series:
                 folder, summary, failure = run_one(index, seed)
                 if summary is not None:
                     self.summaries.append(summary)
-                code = signals.interrupt_code(failure) if failure is not None else None
+                # A signal may also have landed where it was recorded, not raised (rendering the report).
+                code = signals.interrupt_code(failure) if failure is not None else signals.received()
                 if code is not None:
                     self.interrupted = code
                     break
