@@ -82,6 +82,9 @@ def aggregate(summaries: list[dict]) -> dict:
             "failed_runs": sum(1 for r in runs if r.get("verdict") == verdict.FAIL),
             "metrics": {m.key: metric_stats([int(r.get(m.key, 0)) for r in runs], acked) for m in METRICS
                         if not m.accounting and m.key != "acked"},
+            # How long a jump-back run is on average (the seed article's linger finding).
+            "duplicates_per_jump_back_run": _ratio(sum(int(r.get("duplicates", 0)) for r in runs),
+                                                   sum(int(r.get("jump_back_runs", 0)) for r in runs)),
             "anomaly_rate": metric_stats([anomaly_count(r) for r in runs], acked),
             "acked_per_s": _spread([acked_per_s(r) for r in runs]),
             "unavailable_s": _spread([r.get("unavailable_s") for r in runs]),
@@ -120,6 +123,10 @@ def ranking(variants: dict, aggregated: bool = False) -> list[dict]:
     inf = float("inf")
     return sorted(rows, key=lambda r: (r["anomaly_rate"], inf if r["latency_p99_ms"] is None else r["latency_p99_ms"],
                                        -(r["acked_per_s"] or 0), r["variant"]))
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return round(a / b, 1) if b else None
 
 
 def _spread(values: list) -> dict | None:

@@ -291,7 +291,8 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
 
 
 def print_aggregate(doc: dict) -> None:
-    """Per variant, the anomalies as mean per run and rate per 100,000 acked, each with its 95% interval."""
+    """Per variant: the anomalies any run had, as mean per run and as rate per 100,000 acked, each with its
+    95% interval, and how many runs had them; then the price (throughput, unavailability, p99 latency)."""
     from .analysis.metrics import BY_KEY
 
     def n(x: float) -> str:
@@ -302,25 +303,30 @@ def print_aggregate(doc: dict) -> None:
 
     variants = doc.get("variants", {})
     ran = len(doc.get("runs", []))
-    verdicts = ", ".join(f"{n} {v}" for v, n in doc.get("verdicts", {}).items())
+    verdicts = ", ".join(f"{k} {v}" for v, k in doc.get("verdicts", {}).items())
     table = Table(title=Text(f"{doc.get('experiment')} · {ran} of {doc.get('requested')} runs ({verdicts}) · "
-                             f"mean per run [95% interval] · per 100k acked [95% interval]"), title_justify="left")
+                             "mean per run [95% interval]"), title_justify="left")
     table.add_column("")
     for name in variants:
         table.add_column(Text(name), justify="right")
-    keys = [k for k in next(iter(variants.values()), {}).get("metrics", {}) if BY_KEY[k].anomaly or
-            k in ("jump_back_runs", "max_jump_back", "received_unacked", "reorders")]
+    metrics = next(iter(variants.values()), {}).get("metrics", {})
+    keys = [k for k in metrics if k in ("duplicates", "jump_back_runs", "max_jump_back", "lost") or
+            k not in ("received", "unique", "missing") and any(v["metrics"][k]["max"] for v in variants.values())]
     for key in keys:
-        cells = []
-        for v in variants.values():
-            m = v["metrics"][key]
-            rate = "" if BY_KEY[key].combine == "max" else f" · {n(m['rate_per_100k'])}{ci(m['ci95'])}"
-            cells.append(f"{n(m['mean'])}{ci(m['mean_ci95'])}{rate} ({m['runs_with']}/{v['runs']})")
-        table.add_row(BY_KEY[key].label, *cells)
+        table.add_row(BY_KEY[key].label, *[f"{n(v['metrics'][key]['mean'])}{ci(v['metrics'][key]['mean_ci95'])}"
+                                           for v in variants.values()])
+        if BY_KEY[key].combine != "max":
+            table.add_row(Text("  per 100k acked", style="dim"),
+                          *[Text(f"{n(v['metrics'][key]['rate_per_100k'])}{ci(v['metrics'][key]['ci95'])}",
+                                 style="dim") for v in variants.values()])
+        table.add_row(Text("  runs with any", style="dim"),
+                      *[Text(f"{v['metrics'][key]['runs_with']}/{v['runs']}", style="dim") for v in variants.values()])
+    table.add_row("duplicates per jump-back run", *[n(v["duplicates_per_jump_back_run"])
+                                                    if v.get("duplicates_per_jump_back_run") else "-"
+                                                    for v in variants.values()])
     for label, key in (("acked / s", "acked_per_s"), ("unavailable (s)", "unavailable_s"),
                        ("latency p99 (ms)", "latency_p99_ms")):
-        table.add_row(label, *[f"{n(v[key]['mean'])} ({n(v[key]['min'])}-{n(v[key]['max'])})" if v.get(key)
-                               else "-" for v in variants.values()])
+        table.add_row(label, *[n(v[key]["mean"]) if v.get(key) else "-" for v in variants.values()])
     console.print(table)
 
 

@@ -47,10 +47,17 @@ def test_mean_interval_is_over_counts_and_rates_weight_by_acked():
     assert s["ci95"] == [0.0, pytest.approx(31.412, abs=0.001)]
 
 
+def test_duplicates_per_jump_back_run_pools_the_runs():
+    one, two = run("r1", 100), run("r2", 20)
+    one["variants"]["off"]["jump_back_runs"], two["variants"]["off"]["jump_back_runs"] = 1, 5
+    assert aggregate([one, two])["variants"]["off"]["duplicates_per_jump_back_run"] == 20.0  # 120 / 6
+
+
 def test_anomaly_rate_throughput_and_ranking():
     # r1: 10 duplicates + 2 lost per 100,000 acked in 10 s; r2: 30 duplicates, 0 lost in 20 s.
     a = aggregate([run("r1", 10, lost=2), run("r2", 30, seconds=20.0)])["variants"]["off"]
     assert a["anomaly_rate"]["mean"] == 21.0 and a["anomaly_rate"]["rate_per_100k"] == 21.0
+    assert a["duplicates_per_jump_back_run"] is None  # these synthetic runs have no jump-back runs
     assert a["acked_per_s"] == {"mean": 7500.0, "min": 5000.0, "max": 10000.0}
     clean = {**run("r3", 0)["variants"]["off"], "latency_ms": {"p99": 50}}
     slow = {**run("r4", 0)["variants"]["off"], "latency_ms": {"p99": 90}}
