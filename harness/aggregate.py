@@ -102,7 +102,8 @@ def aggregate(summaries: list[dict]) -> dict:
 
 def ranking(variants: dict, aggregated: bool = False) -> list[dict]:
     """Variants ordered by anomaly rate (per 100,000 acked, lowest first), then p99 latency, then
-    throughput (highest first): [{variant, anomalies, anomaly_rate, acked_per_s, latency_p99_ms}].
+    throughput (highest first): [{variant, anomalies (= duplicates + fatal), duplicates, fatal,
+    anomaly_rate, anomaly_rate_ci95, acked_per_s, latency_p99_ms}].
 
     variants: a summary's (one run) or an aggregate's (aggregated=True: means over runs)."""
     rows = []
@@ -110,6 +111,8 @@ def ranking(variants: dict, aggregated: bool = False) -> list[dict]:
         if aggregated:
             rate = v["anomaly_rate"]
             row = {"variant": name, "anomalies": rate["mean"], "anomaly_rate": rate["rate_per_100k"],
+                   "duplicates": v["metrics"]["duplicates"]["mean"],
+                   "fatal": round(sum(v["metrics"][k]["mean"] for k in RANKED[1:]), 3),
                    "anomaly_rate_ci95": rate["ci95"], "acked_per_s": (v.get("acked_per_s") or {}).get("mean"),
                    "latency_p99_ms": (v.get("latency_p99_ms") or {}).get("mean")}
         elif v.get("incomplete"):
@@ -117,6 +120,7 @@ def ranking(variants: dict, aggregated: bool = False) -> list[dict]:
         else:
             count = anomaly_count(v)
             row = {"variant": name, "anomalies": count, "anomaly_rate": round(_rate(count, v.get("acked", 0)), 3),
+                   "duplicates": int(v.get("duplicates") or 0), "fatal": count - int(v.get("duplicates") or 0),
                    "anomaly_rate_ci95": None, "acked_per_s": acked_per_s(v),
                    "latency_p99_ms": (v.get("latency_ms") or {}).get("p99")}
         rows.append(row)

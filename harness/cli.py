@@ -391,7 +391,8 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
 def report(run_dir: Path | None, index_dir: Path | None) -> None:
     """Re-render RUN_DIR/index.html from its summary.json, faults.jsonl and anomalies (no Spark needed).
 
-    A series folder of --repeat (it holds aggregate.json) gets its aggregate page re-rendered."""
+    A series folder of --repeat (it holds aggregate.json) gets its aggregate computed again from its
+    runs' summaries (when they are all still there) and its page re-rendered."""
     from .report import write_aggregate_report, write_index, write_report
     from .runfolder import AGGREGATE, RunFolder, SeriesFolder
 
@@ -402,6 +403,9 @@ def report(run_dir: Path | None, index_dir: Path | None) -> None:
             say(f"index: {write_index(index_dir)}")
             return
         if (run_dir / AGGREGATE).exists():
+            from .repeat import reaggregate
+
+            reaggregate(SeriesFolder(run_dir))
             say(f"report: {write_aggregate_report(SeriesFolder(run_dir))}")
             return
         say(f"report: {write_report(RunFolder(run_dir))}")

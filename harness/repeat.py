@@ -119,5 +119,16 @@ class Series:
         return out
 
 
+def reaggregate(folder: SeriesFolder) -> dict:
+    """aggregate.json computed again from its runs' summaries (when every run folder is still beside it),
+    keeping the series' facts: what `kafka-chaos report SERIES_DIR` does before rendering."""
+    doc = folder.read_aggregate()
+    summaries = folder.run_summaries(doc)
+    if summaries and len(summaries) == len(doc.get("runs", [])):
+        doc = {**doc, **aggregate(summaries), "experiment": doc.get("experiment")}
+        folder.write_aggregate(doc)
+    return doc
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")

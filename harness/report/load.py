@@ -106,7 +106,8 @@ def load_aggregate(folder: SeriesFolder) -> dict:
         if spec:
             break
     keys, settings = _differing_settings(spec)
-    return {"aggregate": doc, "setting_keys": keys, "settings": settings,
+    allowed = {v["name"]: v["allow"] for v in spec.get("variants", []) if isinstance(v, dict) and v.get("allow")}
+    return {"aggregate": doc, "setting_keys": keys, "settings": settings, "allowed": allowed,
             "ranking": ranking(doc.get("variants", {}), aggregated=True)}
 
 

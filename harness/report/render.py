@@ -36,7 +36,7 @@ def _env() -> Environment:
 
 def fig(x) -> str:
     """A measured figure: 12,345 / 123.4 / 0.1234; "-" when absent."""
-    if x is None:
+    if not isinstance(x, (int, float)):  # absent (None, or missing from an older file)
         return "-"
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
@@ -130,7 +130,8 @@ def render_run(view: dict) -> str:
         latency_text=latency_text,
         setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"], variants=variants,
         detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s),
-        ranking=view.get("ranking", []), ranked=RANKED, ci=interval_text)
+        ranking=view.get("ranking", []), ranked=RANKED, ci=interval_text,
+        allowed_fatal={name: 1 for name, x in s.get("variants", {}).items() if x.get("allowed")})
 
 
 def latency_text(latency) -> str:
@@ -173,7 +174,8 @@ def render_aggregate(view: dict) -> str:
             css, line = "pass", f"PASS: every check held in all {ran} runs"
     return _env().get_template("aggregate.html.j2").render(
         a=doc, headline=line, headline_class=css, metrics=shown, variants=variants, ranking=view["ranking"],
-        setting_keys=view["setting_keys"], settings=view["settings"], ci=interval_text, ranked=RANKED)
+        setting_keys=view["setting_keys"], settings=view["settings"], ci=interval_text, ranked=RANKED,
+        allowed_fatal=view.get("allowed", {}))
 
 
 def render_index(runs: list[dict], series: list[dict] = ()) -> str:

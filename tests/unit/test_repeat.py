@@ -52,6 +52,9 @@ def test_series_writes_the_aggregate_and_its_pages(tmp_path):
     index = write_index(tmp_path).read_text()
     assert 'id="series"' in index and series.folder.series_id in index and "10 [" in index
     assert [s.series_id for s in series_in(tmp_path)] == [series.folder.series_id]
+    stale = {**doc, "variants": {}}  # an aggregate written by an older release: computed again from the runs
+    series.folder.write_aggregate(stale)
+    assert repeat.reaggregate(series.folder) == doc and series.folder.read_aggregate() == doc
 
 
 def test_until_fail_stops_at_the_first_failed_run(tmp_path):

@@ -148,6 +148,6 @@ def test_longest_unavailability_is_marked_on_the_acks_chart_and_variants_are_ran
     off = html[html.index("<h2>off</h2>"):html.index("<h2>on</h2>")]
     assert 'class="stretch"' not in off  # no figure, no mark
     ranking = html[html.index('id="ranking"'):html.index("</table>", html.index('id="ranking"'))]
-    rows = re.findall(r"<td>(\d)</td><td class=\"l\">(\w+)</td>", ranking)
+    rows = re.findall(r"<td>(\d)</td><td class=\"l nw\">(\w+)</td>", ranking)
     assert rows == [("1", "on"), ("2", "off")]  # off: 37 duplicates per 1,000 acked = 3,700 per 100k
     assert ">3,700<" in ranking and ">500<" in ranking and ">1,234<" in ranking  # on: 1,000 acked in 2 s
