@@ -116,8 +116,10 @@ class KafkaLogReader(DataSourceReader):
             consumer.assign([TopicPartition(self.topic, p, start)])
             deadline = time.monotonic() + self.timeout
             done = False
+            stop_at = end if end is not None else 1 << 62
             while not done:
                 offsets, values, stamps, eof = [], [], [], None
+                add_offset, add_value, add_stamp = offsets.append, values.append, stamps.append  # the hot loop
                 for msg in consumer.consume(BATCH, timeout=0.1):
                     err = msg.error()
                     if err is not None:
@@ -125,17 +127,18 @@ class KafkaLogReader(DataSourceReader):
                             eof = msg.offset()
                             continue
                         raise RuntimeError(f"reading {self.topic}[{p}]: {err.str()}")
-                    if end is not None and msg.offset() >= end:  # the next range's first record
+                    offset = msg.offset()
+                    if offset >= stop_at:  # the next range's first record
                         done = True
                         break
-                    offsets.append(msg.offset())
-                    values.append(msg.value())
-                    stamps.append(msg.timestamp()[1] * 1000)
+                    add_offset(offset)
+                    add_value(msg.value())
+                    add_stamp(msg.timestamp()[1])
                 if offsets:
                     deadline = time.monotonic() + self.timeout  # the timeout is for a read that makes no progress
                     yield pa.record_batch([
                         pa.array([p] * len(offsets), pa.int32()), pa.array(offsets, pa.int64()), parse_values(values),
-                        pa.array(stamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+                        pc.multiply(pa.array(stamps, pa.int64()), 1000).cast(pa.timestamp("us", tz="UTC")),
                     ], schema=schema)
                 if eof is not None and eof >= listed_end:
                     return
