@@ -151,10 +151,13 @@ class KafkaLogReader(DataSourceReader):
 
 
 def offset_ranges(listed_end: int, split: int) -> list[tuple[int, int | None]]:
-    """[start, end) ranges of at most `split` records covering offsets 0..listed_end, the last one open
-    (it reads to the partition's true end): offset_ranges(10, 4) -> [(0, 4), (4, 8), (8, None)]."""
-    starts = range(0, max(listed_end, 1), split)
-    return [(s, s + split) for s in starts[:-1]] + [(starts[-1], None)]
+    """Equal [start, end) ranges of at most `split` records covering offsets 0..listed_end, the last one
+    open (it reads on to the partition's true end): offset_ranges(10, 4) -> [(0, 4), (4, 8), (8, None)],
+    offset_ranges(9, 8) -> [(0, 5), (5, None)]."""
+    count = max(1, -(-listed_end // split))
+    size = -(-listed_end // count)
+    starts = [k * size for k in range(count)]
+    return [(s, s + size) for s in starts[:-1]] + [(starts[-1], None)]
 
 
 def read_topic(spark, client: dict, topic: str, partitions: int, isolation: str = "read_committed",

@@ -9,14 +9,8 @@ from harness.cluster.local import LocalTansuCluster
 from harness.runfolder import parquet_files
 from harness.spec import LocalClusterSpec
 from harness.workload.producer import DeliveryLog, produce
-from harness.workload.readback import offset_ranges, save_log
+from harness.workload.readback import save_log
 from harness.workload.topic import create_topic
-
-
-def test_offset_ranges():
-    assert offset_ranges(10, 4) == [(0, 4), (4, 8), (8, None)]
-    assert offset_ranges(8, 4) == [(0, 4), (4, None)]
-    assert offset_ranges(0, 4) == [(0, None)] and offset_ranges(3, 4) == [(0, None)]
 
 
 def test_split_read_equals_one_task_per_partition(spark, tmp_path):

@@ -90,3 +90,10 @@ def test_partitions_are_offset_ranges_of_the_listed_ends(monkeypatch):
     assert [p.value for p in reader.partitions()] == [(0, 0, 4), (0, 4, 8), (0, 8, None), (1, 0, None)]
     unsplit = readback.KafkaLogReader({"topic": "t", "partitions": "2", "split": "0"})
     assert [p.value for p in unsplit.partitions()] == [(0, 0, None), (1, 0, None)]
+
+
+def test_offset_ranges():
+    assert readback.offset_ranges(10, 4) == [(0, 4), (4, 8), (8, None)]
+    assert readback.offset_ranges(8, 4) == [(0, 4), (4, None)]
+    assert readback.offset_ranges(0, 4) == [(0, None)] and readback.offset_ranges(3, 4) == [(0, None)]
+    assert readback.offset_ranges(9, 8) == [(0, 5), (5, None)]  # equal halves, not 8 + 1
