@@ -82,3 +82,16 @@ def test_series_junit_has_one_suite_per_run(tmp_path):
     text = path.read_text()
     assert 'name="exp #1 (seed 1)"' in text and 'name="exp #2 (seed 2)"' in text
     assert 'failures="1"' in text.split("\n")[1]
+
+
+def test_series_options_without_repeat_are_bad_input(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("name: m\nworkload: {messages: 10}\nvariants: [{name: a}]\n")
+    for option in ("--same-seed", "--until-fail"):
+        result = CliRunner().invoke(main, ["run", str(exp), "--out", str(tmp_path / "out"), option])
+        assert result.exit_code == 2 and f"{option} needs --repeat N" in result.output
+    assert not (tmp_path / "out").exists()
