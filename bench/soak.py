@@ -4,7 +4,7 @@
    process and samples, every --every seconds, the resident memory (RSS) of its whole process tree:
    the harness, Spark's JVM and Python workers, the broker, the proxy. Prints the peak of the sum and
    of each kind of process, the run's exit status and counts, and the soak's own final read rate
-   (records in log.parquet / time from the read's start to its _SUCCESS).
+   (records in log.parquet / time from the end of the workload to the read's _SUCCESS).
 2. Then, as bench/read.py does, on one Tansu broker behind its proxy: --records records over
    --partitions partitions, read --repeat times alternately by a bare confluent-kafka consumer loop
    and by the harness's Spark data source (split into offset ranges of --split records) into a
@@ -95,13 +95,14 @@ class TreeMemory:
         self._thread.join()
 
 
-def read_window(log_dir: Path) -> tuple[float, float] | None:
-    """(start, end) of a variant's final read in epoch seconds: the output folder's first entry to _SUCCESS."""
-    done = log_dir / "_SUCCESS"
-    if not done.exists():
+def read_window(variant_dir: Path) -> tuple[float, float] | None:
+    """(start, end) of a variant's final read in epoch seconds, from the delivery log's close (the workload's
+    end; healing and the wait until readable are in it too, usually well under a second) to the _SUCCESS
+    Spark writes last."""
+    done, acks = variant_dir / "log.parquet" / "_SUCCESS", variant_dir / "acks.parquet"
+    if not done.exists() or not acks.exists():
         return None
-    entries = [p.stat().st_mtime for p in log_dir.iterdir() if p.name != "_SUCCESS"]
-    return (min(entries) if entries else log_dir.stat().st_ctime), done.stat().st_mtime
+    return acks.stat().st_mtime, done.stat().st_mtime
 
 
 def soak(experiment: Path, every: float) -> str:
@@ -126,7 +127,7 @@ def soak(experiment: Path, every: float) -> str:
     print(f"\nsoak: exit {code}, status {summary.get('status')}, verdict {summary.get('verdict')}, "
           f"{elapsed / 60:.1f} min in all; run folder {run}")
     for name, v in summary.get("variants", {}).items():
-        window = read_window(run / name / "log.parquet")
+        window = read_window(run / name)
         files = len(list((run / name / "log.parquet").glob("*.parquet")))
         rate = ""
         if window:
