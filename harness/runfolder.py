@@ -14,6 +14,8 @@
                    <variant>/log_read_uncommitted.parquet/  transactional variants: the same read with
                                                read_uncommitted (for the report)
                    <variant>/anomalies/<table>.parquet   one table per anomaly (analysis/anomalies.TABLES)
+    <out>/<series-id>/aggregate.json  a series of repeated runs (--repeat), summarised (aggregate.py)
+                      index.html      its report (the runs themselves are ordinary run folders in <out>)
 
 It is also the Python API for exploring runs in a notebook, as pandas DataFrames:
 
@@ -40,6 +42,7 @@ SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
 LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
 TRANSACTIONS, LOG_UNCOMMITTED = "transactions.parquet", "log_read_uncommitted.parquet"
+AGGREGATE = "aggregate.json"
 
 
 class RunFolderError(Exception):
@@ -321,6 +324,64 @@ class RunFolder:
             return pq.read_table(path)
         except (OSError, ValueError) as e:
             raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
+
+
+class SeriesFolder:
+    """<out>/<stamp>-<experiment>-repeat-<id>/: the aggregate of repeated runs and its report."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, out: Path, experiment: str) -> "SeriesFolder":
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        folder = cls(out / f"{stamp}-{experiment}-repeat-{uuid.uuid4().hex[:6]}")
+        folder.path.mkdir(parents=True)
+        return folder
+
+    @property
+    def series_id(self) -> str:
+        return self.path.name
+
+    @property
+    def aggregate_path(self) -> Path:
+        return self.path / AGGREGATE
+
+    @property
+    def report(self) -> Path:
+        return self.path / REPORT
+
+    def write_aggregate(self, doc: dict) -> None:
+        _write_atomic(self.aggregate_path, json.dumps(doc, indent=2) + "\n")
+
+    def read_aggregate(self) -> dict:
+        try:
+            doc = json.loads(self.aggregate_path.read_text())
+        except FileNotFoundError:
+            raise RunFolderError(f"{self.aggregate_path} is missing") from None
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise RunFolderError(f"{self.aggregate_path}: unreadable ({_first_line(e)})", damaged=True) from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict):
+            raise RunFolderError(f"{self.aggregate_path}: not a kafka-chaos aggregate", damaged=True)
+        return doc
+
+    def write_report(self, html: str) -> Path:
+        _write_atomic(self.report, html)
+        return self.report
+
+    def run_summaries(self, doc: dict) -> list[dict]:
+        """The summaries of the series' runs, read from their folders beside this one (for re-aggregating)."""
+        out = []
+        for run in doc.get("runs", []):
+            summary = RunFolder(self.path.parent / str(run.get("run_id"))).read_summary()
+            if summary is not None:
+                out.append(summary)
+        return out
+
+
+def series_in(out: Path) -> list[SeriesFolder]:
+    """The series of repeated runs in an --out folder (those with an aggregate.json)."""
+    return [SeriesFolder(p.parent) for p in sorted(out.glob(f"*/{AGGREGATE}"))]
 
 
 def runs_in(out: Path) -> list[RunFolder]:

@@ -8,6 +8,7 @@ is checked in preflight.py, so a stored run's spec.yaml loads anywhere.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainSerializer,
-                      Tag, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator)
+                      PrivateAttr, Tag, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator)
 
 from . import yamlfile
 from .analysis.metrics import BY_KEY, FATAL, KEYS
@@ -404,6 +405,45 @@ FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + BROKER_FAULTS + WORKLOAD_FAULT
 LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 
 
+# Short names of the settings a matrix most often varies, for its variants' names.
+MATRIX_SHORT = {"enable.idempotence": "idem", "max.in.flight.requests.per.connection": "inflight",
+                "linger.ms": "linger", "batch.size": "batch", "batch.num.messages": "batchmsgs",
+                "compression.type": "compression", "delivery.timeout.ms": "delivery",
+                "request.timeout.ms": "reqtimeout", "retry.backoff.ms": "backoff"}
+
+
+def setting_text(value) -> str:
+    """A setting's value as matrix names and selectors spell it: true/false, 1, all, 100."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).lower()
+
+
+def matrix_variants(matrix: dict[str, list]) -> list[dict]:
+    """matrix: {setting: [values]} -> one variant per combination, in the order given, each named after its
+    settings: {acks: [1, all], linger.ms: [0, 100]} -> acks-1_linger-0, acks-1_linger-100, acks-all_linger-0, ..."""
+    keys = list(matrix)
+    out = []
+    for combo in itertools.product(*(matrix[k] for k in keys)):
+        name = "_".join(f"{MATRIX_SHORT.get(k, k.replace('.', '-'))}-{setting_text(v)}" for k, v in zip(keys, combo))
+        out.append({"name": name, "producer": dict(zip(keys, combo))})
+    return out
+
+
+def parse_selector(key: str) -> dict[str, str] | None:
+    """An expectations/allow key that selects variants by setting: "enable.idempotence=true,acks=all"
+    -> {"enable.idempotence": "true", "acks": "all"}; a variant name (no '=') -> None."""
+    if "=" not in key:
+        return None
+    out = {}
+    for part in key.split(","):
+        setting, eq, value = part.partition("=")
+        if not eq or not setting.strip() or not value.strip():
+            raise ValueError(f"{key!r}: a selector is SETTING=VALUE[,SETTING=VALUE...]")
+        out[setting.strip()] = value.strip().lower()
+    return out
+
+
 class VariantSpec(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
     producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
@@ -429,32 +469,92 @@ class ExperimentSpec(Strict):
     topic: TopicSpec = Field(default_factory=TopicSpec)
     workload: WorkloadSpec
     producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
-    variants: Annotated[list[VariantSpec], Field(min_length=1, max_length=MAX_VARIANTS)]
+    variants: Annotated[list[VariantSpec], Field(max_length=MAX_VARIANTS)] = Field(default_factory=list)
+    matrix: dict[str, Annotated[list[Union[str, int, float, bool]], Field(min_length=1)]] = Field(
+        default_factory=dict, description="producer settings to combine: every combination becomes a variant "
+                                          "named after its settings (acks-1_idem-false_...), after `variants`")
+    allow: dict[str, list[str]] = Field(
+        default_factory=dict, description="fatal anomalies allowed, by variant name or by selector "
+                                          "(SETTING=VALUE[,...]: every variant whose settings match)")
     faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = Field(default_factory=list)
     fault_window: Annotated[Seconds, Field(gt=0)] | None = Field(
         None, description="seconds over which repeated faults are planned; default messages / rate")
     expectations: dict[str, dict[str, RuleField]] = Field(default_factory=dict)
 
+    # Said before the run starts (preflight): e.g. matrix combinations librdkafka refuses, skipped.
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        return self._notes
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_matrix(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("matrix"), dict) and data["matrix"]:
+            matrix = data["matrix"]
+            if all(isinstance(v, list) and v and all(isinstance(x, (str, int, float, bool)) for x in v)
+                   for v in matrix.values()):  # otherwise the field's own validation says what is wrong
+                combinations = math.prod(len(v) for v in matrix.values())
+                if combinations + len(data.get("variants") or []) > MAX_VARIANTS:  # before expanding them
+                    raise ValueError(f"matrix: {combinations:,} combinations; at most {MAX_VARIANTS} variants "
+                                     "in all (variants and the matrix's)")
+                data = {**data, "variants": [*(data.get("variants") or []), *matrix_variants(matrix)]}
+        return data
+
     @field_validator("variants")
     @classmethod
     def _unique_variants(cls, variants):
+        if not variants:
+            raise ValueError("give at least 1 variant (in variants, or a matrix of settings)")
         names = [v.name for v in variants]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"variant names must be unique; repeated: {', '.join(dupes)}")
         return variants
 
+    @field_validator("allow")
+    @classmethod
+    def _allow_fatal_only(cls, allow):
+        for key, names in allow.items():
+            VariantSpec._fatal_only(names)
+        return allow
+
+    def selected(self, key: str) -> list[str]:
+        """The variants an expectations/allow key names: itself, or every variant a selector matches."""
+        selector = parse_selector(key)
+        if selector is None:
+            return [key] if any(v.name == key for v in self.variants) else []
+        return [v.name for v in self.variants
+                if all(setting_text(self.producer_config(v).get(k, "")) == x for k, x in selector.items())]
+
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo):
+        if not self.variants:  # the field's own check does not run on its default
+            raise ValueError("variants: give at least 1 variant (in variants, or a matrix of settings)")
         names = {v.name: v for v in self.variants}
-        for variant, rules in self.expectations.items():
-            if variant not in names:
-                raise ValueError(f"expectations.{variant}: unknown variant {variant!r}; variants: {', '.join(sorted(names))}")
-            for metric, rule in rules.items():
+        for field in ("expectations", "allow"):
+            for key in getattr(self, field):
+                try:
+                    found = self.selected(key)
+                except ValueError as e:
+                    raise ValueError(f"{field}.{key}: {e}") from None
+                if not found:
+                    what = "selects no variant" if "=" in key else f"unknown variant {key!r}"
+                    raise ValueError(f"{field}.{key}: {what}; variants: {', '.join(sorted(names))}")
+        for key, allowed in self.allow.items():  # selectors' allow lists join each variant's own
+            for name in self.selected(key):
+                names[name].allow = sorted(set(names[name].allow) | set(allowed))
+        for key, rules in self.expectations.items():
+            for metric in rules:
                 if metric not in BY_KEY:
-                    raise ValueError(f"expectations.{variant}.{metric}: unknown metric {metric!r}; allowed: {', '.join(KEYS)}")
+                    raise ValueError(f"expectations.{key}.{metric}: unknown metric {metric!r}; allowed: {', '.join(KEYS)}")
+        for variant in names:
+            for metric, rule in self.rules(variant).items():
                 if metric in FATAL and metric not in names[variant].allow and not rule.holds(0):
-                    raise ValueError(f"expectations.{variant}.{metric}: '{rule}' cannot hold while {metric} is fatal "
+                    where = next(k for k in self.expectations if variant in self.selected(k) and metric in
+                                 self.expectations[k])
+                    raise ValueError(f"expectations.{where}.{metric}: '{rule}' cannot hold while {metric} is fatal "
                                      f"(it must be 0); add {metric} to variant {variant}'s allow list")
         for i, fault in enumerate(self.faults):
             if isinstance(fault.target, BrokerTarget) and fault.target.broker >= self.cluster.brokers:
@@ -516,6 +616,7 @@ class ExperimentSpec(Strict):
         if not any(self.transactional(v) for v in self.variants):  # settings that mean nothing here
             for key in ("transaction_size", "abort_ratio"):
                 doc["workload"].pop(key, None)
+        doc.pop("matrix", None)  # expanded into variants (less those librdkafka refused)
         doc["cluster"]["client"] = masked(doc["cluster"]["client"])
         doc["producer"] = masked(doc["producer"])
         for variant in doc["variants"]:
@@ -530,7 +631,13 @@ class ExperimentSpec(Strict):
         return bool(self.producer_config(variant).get("transactional.id"))
 
     def rules(self, variant: str) -> dict[str, Rule]:
-        return dict(self.expectations.get(variant, {}))
+        """The variant's expectations: those of every selector that matches it, in the file's order, then
+        those under its own name (a later rule on the same metric replaces an earlier one)."""
+        out: dict[str, Rule] = {}
+        for key in sorted(self.expectations, key=lambda k: "=" not in k):
+            if variant in self.selected(key):
+                out.update(self.expectations[key])
+        return out
 
 
 SETTING_HINT = "must be a string, a whole or finite number, or true/false"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..analysis.anomalies import TABLES
 from ..analysis.metrics import BY_KEY
-from ..runfolder import RunFolder, RunFolderError, runs_in
+from ..aggregate import ranking
+from ..runfolder import RunFolder, RunFolderError, SeriesFolder, runs_in, series_in
 from ..spec import masked
 from ..verdict import run_verdict, status_of
 
@@ -116,7 +117,24 @@ def load(folder: RunFolder) -> dict:
         var.setdefault("allowed", [])
     return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary),
             "setting_keys": keys, "settings": settings, "faults": faults, "variants": variants,
-            "tables": list(TABLES)}
+            "tables": list(TABLES), "ranking": ranking(summary.get("variants", {}))}
+
+
+def load_aggregate(folder: SeriesFolder) -> dict:
+    """The view of a series of repeated runs: its aggregate, the settings of its variants, the ranking."""
+    doc = folder.read_aggregate()
+    spec = {}
+    for run in doc.get("runs", []):  # the settings as the runs were made (every run has the same spec)
+        try:
+            spec = RunFolder(folder.path.parent / str(run.get("run_id"))).read_spec() or {}
+        except RunFolderError:
+            continue
+        if spec:
+            break
+    keys, settings = _differing_settings(spec)
+    allowed = {v["name"]: v["allow"] for v in spec.get("variants", []) if isinstance(v, dict) and v.get("allow")}
+    return {"aggregate": doc, "setting_keys": keys, "settings": settings, "allowed": allowed,
+            "ranking": ranking(doc.get("variants", {}), aggregated=True)}
 
 
 def _capped(rows: list[dict]) -> dict:
@@ -135,3 +153,15 @@ def load_index(out: Path) -> list[dict]:
             runs.append({"folder": folder.path.name, "summary": s, "verdict": s.get("verdict") or run_verdict(s)})
     runs.sort(key=lambda r: (str(r["summary"].get("started_at") or ""), r["folder"]), reverse=True)
     return runs
+
+
+def load_series(out: Path) -> list[dict]:
+    """Every series of repeated runs of a folder, newest first: its folder name and aggregate."""
+    found = []
+    for folder in series_in(out):
+        try:
+            found.append({"folder": folder.path.name, "aggregate": folder.read_aggregate()})
+        except RunFolderError:
+            continue
+    found.sort(key=lambda r: (str(r["aggregate"].get("started_at") or ""), r["folder"]), reverse=True)
+    return found
