@@ -161,7 +161,8 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     3 Apache Kafka brokers behind Toxiproxy) or external (bootstrap_servers).
 
     Exit 0 when every check held, 1 when an expectation or a fatal anomaly
-    (lost, unexpected, inconsistent offsets, rejected-visible) failed, 2 on bad
+    (lost, unexpected, inconsistent offsets, rejected-visible, aborted reads,
+    lost committed, torn transactions, zombie writes visible) failed, 2 on bad
     input, 3 when the cluster or the harness failed, 130/143 when interrupted.
     """
     from . import signals

@@ -30,6 +30,7 @@ from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .workload.producer import DeliveryLog, produce
 from .workload.readback import save_log
 from .workload.topic import create_topic
+from .workload.transactional import TransactionalWorkload, TransactionsLog, TransactionsUnavailable
 
 
 class Listener:
@@ -140,12 +141,22 @@ class Run:
                           offsets_told=str(config.get("acks", config.get("request.required.acks", "all"))) != "0")
         t0 = time.monotonic()
         result = None
+        transactional = spec.transactional(variant)
+        txlog = TransactionsLog(self.folder.transactions_path(name)) if transactional else None
+        settings = dict(rate=spec.workload.rate, flush_timeout=spec.workload.flush_timeout, stop=self.stop,
+                        on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
+                        logger=client_logger(self.folder.client_log(name)), faults=nemesis.workload)
         try:
-            result = produce(cluster.client, topic, spec.topic.partitions, spec.workload.messages,
-                    config, log, rate=spec.workload.rate,
-                    flush_timeout=spec.workload.flush_timeout, stop=self.stop,
-                    on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
-                    logger=client_logger(self.folder.client_log(name)), before_flush=nemesis.stop)
+            if transactional:
+                result = TransactionalWorkload(
+                    cluster.client, topic, spec.topic.partitions, spec.workload.messages, config, log, txlog,
+                    spec.workload.transaction_size, spec.workload.abort_ratio, self.seed, **settings,
+                ).run(before_flush=nemesis.stop)
+            else:
+                result = produce(cluster.client, topic, spec.topic.partitions, spec.workload.messages, config, log,
+                                 before_flush=nemesis.stop, **settings)
+        except TransactionsUnavailable as e:
+            raise InfraError(f"{name}: the broker refuses transactions ({e})") from None
         finally:  # whatever happened, keep what was recorded
             watchdog.stop()
             nemesis.stop()
@@ -153,6 +164,8 @@ class Run:
                 self.warnings.append(warning)
                 self.listener.warning(warning)
             self.produced[name].update(sent=log.sent, **log.counts, produce_seconds=round(time.monotonic() - t0, 2))
+            if txlog is not None:
+                self.produced[name]["transactions"] = txlog.counts()
         if result is not None and result.error:
             self.produced[name]["producer_error"] = result.error
             warning = (f"{name}: the producer failed for good after {result.sent:,} of {spec.workload.messages:,} "
@@ -170,6 +183,9 @@ class Run:
         cluster.settle(topic, spec.topic.partitions)
         self.listener.phase(name, "reading back")
         save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.log_path(name))
+        if transactional:  # what the broker kept of aborted and fenced transactions, for the report
+            save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.uncommitted_log_path(name),
+                     isolation="read_uncommitted")
         self.listener.phase(name, "done")
 
     def _write_summary(self, status: str, reason: str) -> dict:
@@ -205,7 +221,7 @@ def _spark(master: str | None):
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "started_at", "ended_at", "faults_planned", "warnings", "reason")
-KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "producer_error")
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "producer_error", "transactions")
 
 
 def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,

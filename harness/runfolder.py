@@ -7,7 +7,12 @@
                    index.html        the report
                    logs/             broker, proxy, librdkafka and harness logs
                    <variant>/acks.parquet      the delivery log (workload/producer.py)
-                   <variant>/log.parquet/      the topic as read back, one file per partition, _SUCCESS last
+                   <variant>/transactions.parquet  one row per transaction (transactional variants:
+                                               workload/transactional.py)
+                   <variant>/log.parquet/      the topic as read back (read_committed), one file per partition,
+                                               _SUCCESS last
+                   <variant>/log_read_uncommitted.parquet/  transactional variants: the same read with
+                                               read_uncommitted (for the report)
                    <variant>/anomalies/<table>.parquet   one table per anomaly (analysis/anomalies.TABLES)
 
 It is also the Python API for exploring runs in a notebook, as pandas DataFrames:
@@ -31,6 +36,7 @@ import yaml
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
 LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
+TRANSACTIONS, LOG_UNCOMMITTED = "transactions.parquet", "log_read_uncommitted.parquet"
 
 
 class RunFolderError(Exception):
@@ -96,6 +102,12 @@ class RunFolder:
 
     def log_path(self, variant: str) -> Path:
         return self.path / variant / LOG
+
+    def transactions_path(self, variant: str) -> Path:
+        return self.path / variant / TRANSACTIONS
+
+    def uncommitted_log_path(self, variant: str) -> Path:
+        return self.path / variant / LOG_UNCOMMITTED
 
     def table_path(self, variant: str, table: str) -> Path:
         return self.path / variant / ANOMALIES / f"{table}.parquet"
@@ -181,6 +193,35 @@ class RunFolder:
             raise RunFolderError(why)
         return parquet_files(self.log_path(variant)), parquet_files(self.acks_path(variant))
 
+    def transactions_input(self, variant: str) -> list[str]:
+        """The transactions log's files of a variant (none for a variant without transactions)."""
+        path = self.transactions_path(variant)
+        return parquet_files(path) if path.exists() else []
+
+    def read_transactions(self, variant: str):
+        """The transactions log as a pyarrow Table, or None (no transactions in this variant)."""
+        import pyarrow.parquet as pq
+
+        path = self.transactions_path(variant)
+        if not path.exists():
+            return None
+        try:
+            return pq.read_table(path)
+        except (OSError, ValueError) as e:
+            raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
+
+    def uncommitted_records(self, variant: str) -> int | None:
+        """Records of the read_uncommitted read (from the files' footers), or None when there is none."""
+        import pyarrow.parquet as pq
+
+        path = self.uncommitted_log_path(variant)
+        if not path.exists():
+            return None
+        try:
+            return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(path))
+        except (OSError, ValueError) as e:
+            raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
+
     def write_tables(self, variant: str, tables: dict) -> None:
         """Anomaly tables (name -> pyarrow Table), one Parquet file each, replacing any earlier ones."""
         import shutil
@@ -257,14 +298,22 @@ class StoredRun:
         return pq.read_table(self.folder.log_path(variant)).to_pandas()
 
     def acks(self, variant: str):
-        """The delivery log: partition, value, outcome, offset, error, sent_at, latency_ms."""
+        """The delivery log: partition, value, outcome, offset, error, sent_at, latency_ms, session, txn."""
         import pyarrow.parquet as pq
 
         return pq.read_table(self.folder.acks_path(variant)).to_pandas()
 
+    def transactions(self, variant: str):
+        """The transactions log (txn, session, outcome, error, cause, sends, ended_at); empty without transactions."""
+        import pandas as pd
+
+        table = self.folder.read_transactions(variant)
+        return table.to_pandas() if table is not None else pd.DataFrame()
+
     def anomalies(self, variant: str, table: str):
         """One anomaly table (jump_back_runs, duplicates, lost, unseen, gaps, inconsistent_offsets,
-        nonmonotonic_sends, rejected_visible, unexpected, partitions, series)."""
+        nonmonotonic_sends, rejected_visible, unexpected, aborted_reads, zombie_writes_visible, lost_committed,
+        torn_transactions, partitions, series)."""
         from .analysis.anomalies import TABLES
 
         if table not in TABLES:

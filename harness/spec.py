@@ -203,6 +203,12 @@ class WorkloadSpec(Strict):
     messages: Annotated[int, Field(ge=1)] = Field(description="messages per variant, spread over the partitions")
     rate: Annotated[float, Field(gt=0)] | None = Field(None, description="messages per second; null = as fast as possible")
     flush_timeout: Annotated[float, Field(gt=0)] = 60.0
+    # Harness settings of the variants whose producer sets transactional.id (librdkafka refuses unknown keys,
+    # so they live here, not in the producer settings).
+    transaction_size: Annotated[int, Field(ge=1, alias="transaction.size")] = Field(
+        100, description="transactional variants: records per transaction")
+    abort_ratio: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.0, description="transactional variants: fraction of transactions aborted on purpose (seeded)")
 
     @property
     def expected_duration(self) -> float | None:
@@ -226,6 +232,7 @@ class FollowerTarget(Strict):
 
 
 Target = Union[Literal["all", "random"], BrokerTarget, LeaderTarget, FollowerTarget]
+WORKLOAD_TARGET = "workload"  # the target of the faults that act on the producer, not on a broker
 
 
 class FaultBase(Strict):
@@ -324,15 +331,37 @@ class BrokerRestart(_Downtime):
     downtime: Annotated[float, Field(gt=0)] = 0.5
 
 
+class _WorkloadFault(FaultBase):
+    target: Literal["workload"] = WORKLOAD_TARGET
+
+
+class ProducerRestart(_WorkloadFault):
+    """The producer is closed without flushing (in flight and queued sends purged) and a new instance is
+    created; the application sends again what was not acknowledged (its open transaction, if any)."""
+
+    kind: Literal["producer-restart"]
+    duration: Annotated[float, Field(gt=0)] = 0.05
+
+
+class ProducerPause(_WorkloadFault):
+    """The producer instance is frozen mid-transaction (its thread stops calling it) and a second instance
+    with the same settings (and transactional.id) takes over; after `duration` the first resumes as a zombie:
+    it sends the rest of its transaction and commits (a plain producer flushes)."""
+
+    kind: Literal["producer-pause"]
+    duration: Annotated[float, Field(gt=0)] = 2.0
+
+
 Fault = Annotated[
     Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
-          BrokerRestart],
+          BrokerRestart, ProducerRestart, ProducerPause],
     Field(discriminator="kind"),
 ]
 CLIENT_PROXY_FAULTS = ("lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition")
 PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
 BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")  # act on the broker process or container
-FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + BROKER_FAULTS
+WORKLOAD_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)
+FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + BROKER_FAULTS + WORKLOAD_FAULTS
 LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 
 
@@ -402,6 +431,9 @@ class ExperimentSpec(Strict):
         if self.cluster.backend != "external" and self.topic.replication_factor > self.cluster.brokers:
             raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than the "
                              f"{self.cluster.brokers} broker(s) of the cluster")
+        if self.workload.abort_ratio and not any(self.transactional(v) for v in self.variants):
+            raise ValueError("workload.abort_ratio: only variants whose producer sets transactional.id send in "
+                             "transactions, and none does")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         return self
@@ -413,12 +445,19 @@ class ExperimentSpec(Strict):
     def public_dict(self) -> dict:
         """The spec as a run folder keeps it: literal secrets in cluster.client hidden (${NAME} kept)."""
         doc = self.model_dump(mode="json", exclude_none=True)
+        if not any(self.transactional(v) for v in self.variants):  # settings that mean nothing here
+            for key in ("transaction_size", "abort_ratio"):
+                doc["workload"].pop(key, None)
         doc["cluster"]["client"] = {k: "***" if SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
                                     for k, v in doc["cluster"]["client"].items()}
         return doc
 
     def producer_config(self, variant: VariantSpec) -> dict:
         return {**self.producer, **variant.producer}
+
+    def transactional(self, variant: VariantSpec) -> bool:
+        """The variant sends in transactions (its producer settings name a transactional.id)."""
+        return bool(self.producer_config(variant).get("transactional.id"))
 
     def rules(self, variant: str) -> dict[str, Rule]:
         return dict(self.expectations.get(variant, {}))

@@ -8,16 +8,27 @@ from collections import defaultdict
 NO_OFFSET = -1001  # the client was told no offset (acks=0)
 
 
+BEST = {"acked": 3, "unknown": 2, "rejected": 1}  # a value's outcome is its best send's
+
+
 def reference(log_rows, ack_rows):
-    """log_rows: (partition, offset, value or None); ack_rows: (partition, value, outcome, offset or None).
+    """log_rows: (partition, offset, value or None); ack_rows: (partition, value, outcome, offset or None[,
+    session]): a value may be sent once per session.
 
     Returns {"metrics": {...}, table name: sorted list of row tuples without the partition... with it}.
     """
-    logs, sends = defaultdict(list), defaultdict(dict)
+    logs, all_sends = defaultdict(list), defaultdict(lambda: defaultdict(list))
     for p, off, v in log_rows:
         logs[p].append((off, v))
-    for p, v, outcome, off in ack_rows:
-        sends[p][v] = (outcome, NO_OFFSET if off is None else off)
+    for row in ack_rows:
+        p, v, outcome, off = row[:4]
+        all_sends[p][v].append((outcome, NO_OFFSET if off is None else off, row[4] if len(row) > 4 else 0))
+    sends = defaultdict(dict)  # p -> v -> (best outcome, offset of its last acked send)
+    for p, by_value in all_sends.items():
+        for v, ss in by_value.items():
+            best = max((s[0] for s in ss), key=BEST.get)
+            acked_offsets = [s[1] for s in ss if s[0] == "acked"]
+            sends[p][v] = (best, acked_offsets[-1] if acked_offsets else NO_OFFSET)
     m = defaultdict(int)
     t = defaultdict(list)
     for p in sorted(set(logs) | set(sends)):
@@ -58,13 +69,13 @@ def reference(log_rows, ack_rows):
             m["sent"] += 1
             m[outcome] += 1
             present = v in first
-            if outcome == "acked":
-                if not present:
-                    later = highest is not None and v < highest
-                    m["lost" if later else "unseen"] += 1
-                    t["lost" if later else "unseen"].append((p, v, off))
-                if off != NO_OFFSET:
-                    told.append((v, off))
+            if outcome == "acked" and not present:
+                later = highest is not None and v < highest
+                m["lost" if later else "unseen"] += 1
+                t["lost" if later else "unseen"].append((p, v, off))
+            for send_outcome, off, session in all_sends[p][v]:  # every acked send's offset is checked
+                if send_outcome == "acked" and off != NO_OFFSET:
+                    told.append((session, v, off))
                     cause = None
                     if off < 0:
                         cause = "negative offset (the client was told none)"
@@ -79,15 +90,18 @@ def reference(log_rows, ack_rows):
                         m["inconsistent_offsets"] += 1
                         found = by_offset.get(off) if off >= 0 else None
                         t["inconsistent_offsets"].append((p, v, off, found, cause))
-            elif not present:
+            if outcome == "acked":
+                continue
+            if not present:
                 m["missing"] += 1
             elif outcome == "unknown":
                 m["received_unacked"] += 1
             else:
                 m["rejected_visible"] += 1
                 t["rejected_visible"].append((p, v, first[v]))
-        for (pv, po), (v, off) in zip(told, told[1:]):
-            if off < po:
+        told.sort()  # send order: by session, then value
+        for (ps, pv, po), (s, v, off) in zip(told, told[1:]):
+            if s == ps and off < po:
                 m["nonmonotonic_sends"] += 1
                 t["nonmonotonic_sends"].append((p, v, off, pv, po))
         absent = [v for v in sorted(sent) if v not in first]

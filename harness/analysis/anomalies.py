@@ -2,9 +2,13 @@
 
     check_partition(partition, acks_batches, log_batches) -> Findings (metrics + detail tables)
 
-acks batches are the delivery log (partition, value, outcome, offset[, error, sent_at, latency_ms]),
-log batches the partition as read back (partition, offset, value[, timestamp]) in offset order;
-a value that is not the workload's (another format, another producer) arrives as null.
+acks batches are the delivery log (partition, value, outcome, offset[, error, sent_at, latency_ms, session,
+txn]), log batches the partition as read back (partition, offset, value[, timestamp]) in offset order;
+a value that is not the workload's (another format, another producer) arrives as null. A value may be
+sent several times, once per session (the application sends again after a producer restart what was
+not acknowledged); the same value twice in one session contradicts the log. A value's outcome is its
+best send's: acked if any send was, else unknown if any was, else rejected. The transactions log
+(transactions.parquet, transactional variants only) says how each transaction ended.
 spark.py runs this once per topic partition; bench/analysis.py runs it in one process.
 
 Definitions (DESIGN.md, "Words"; the registry in metrics.py has one line for each):
@@ -17,9 +21,22 @@ Definitions (DESIGN.md, "Words"; the registry in metrics.py has one line for eac
   unseen       acked, never read, and nothing later read: lost or late, a final read cannot tell
   missing      rejected or unknown, never read
   received_unacked  unknown and read;  rejected_visible  rejected and read ("rejected" lied)
-  inconsistent offset  an acked offset that holds another value, or nothing
-  nonmonotonic send    an acked send whose offset is below the previous acked send's (send order)
+  inconsistent offset  an acked offset that holds another value, or nothing (every acked send is checked)
+  nonmonotonic send    an acked send whose offset is below the previous acked send's of its session
   unexpected   a record whose value the workload never sent to this partition (or no number at all)
+
+Transactional variants (the log read with read_committed). A send counts as acked when its
+transaction committed (the commit proves delivery), as unknown when it aborted or its commit's
+outcome is unknown, as rejected when the client refused it. A value belongs to the transaction of
+its best send: committed > unknown > aborted > fenced (a transaction of an instance a successor
+fenced, whatever its commit returned). A record is attributed to a send first by its acked offset
+(a copy written by an aborted transaction and sent again later is still found), else by its value.
+  aborted read   a record of an aborted transaction visible
+  zombie write   a record of a fenced transaction visible
+  lost committed a value of a committed transaction not read
+  torn           a transaction whose values are partly read (per partition here; across partitions
+                 by the driver, from each partition's per-transaction counts: transaction_parts)
+Unknown transactions are neither lost nor aborted: the read decides (all read: committed, none: aborted).
 
 Unexpected records are left out of the order analysis (they would make every later record a
 jump-back), and memory is bounded by the values sent, never by the largest value read.
@@ -44,6 +61,12 @@ NONE = np.iinfo(np.int64).min
 NO_OFFSET = -1001  # librdkafka's RD_KAFKA_OFFSET_INVALID: no offset is told with acks=0 (null in acks.parquet)
 OUTCOMES = ("acked", "rejected", "unknown")  # codes 1, 2, 3; 0: never sent
 ACKED, REJECTED, UNKNOWN = 1, 2, 3
+PRIORITY = np.array([0, 3, 1, 2], dtype=np.int8)  # by code: a value's outcome is its best send's
+BY_PRIORITY = np.array([0, REJECTED, UNKNOWN, ACKED], dtype=np.int8)
+# What a transaction says about its sends, worst first; a value takes its best send's.
+FENCED, ABORTED_TXN, UNDECIDED, COMMITTED = 1, 2, 3, 4
+TXN_RANKS = {"committed": COMMITTED, "aborted": ABORTED_TXN, "unknown": UNDECIDED}
+_RANK_SHIFT = 40  # a value's transaction key: rank << 40 | txn (txn numbers stay far below 2**40)
 
 _I32, _I64, _STR = pa.int32(), pa.int64(), pa.string()
 # Every detail table under <variant>/anomalies/, with its columns: the one definition.
@@ -61,11 +84,26 @@ TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
                            ("previous_offset", _I64)],
     "rejected_visible": [("partition", _I32), ("value", _I64), ("offset", _I64), ("error", _STR)],
     "unexpected": [("partition", _I32), ("offset", _I64), ("value", _I64)],
+    # Transactional variants (the read_committed log).
+    "aborted_reads": [("partition", _I32), ("value", _I64), ("offset", _I64), ("txn", _I64)],
+    "zombie_writes_visible": [("partition", _I32), ("value", _I64), ("offset", _I64), ("txn", _I64),
+                              ("session", _I32)],
+    "lost_committed": [("partition", _I32), ("value", _I64), ("txn", _I64), ("offset", _I64)],
+    # Built by the driver from every partition's transaction_parts (a transaction spans partitions).
+    "torn_transactions": [("txn", _I64), ("session", _I32), ("outcome", _STR), ("cause", _STR), ("sent", _I64),
+                          ("visible", _I64)],
     # Per second: records by produce time, acknowledgements by report time, and latency quantiles of the
     # sends of that second (timing.py, filled in when the partitions are combined).
     "series": [("second", _I64), ("records", _I64), ("duplicates", _I64), ("jump_backs", _I64), ("acks", _I64),
                ("latency_p50_ms", pa.float64()), ("latency_p99_ms", pa.float64())],
     "partitions": [("partition", _I32)] + [(m.key, _I64) for m in registry.METRICS],
+}
+
+
+# What each partition's task returns for the driver to combine (not written to the run folder): per
+# transaction, its values in this partition and how many of them were read.
+TXN_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
+    "transaction_parts": [("partition", _I32), ("txn", _I64), ("sent", _I64), ("visible", _I64)],
 }
 
 
@@ -86,7 +124,7 @@ class Findings:
     def table(self, name: str) -> pa.Table:
         cols = self.tables.get(name, {})
         n = len(next(iter(cols.values()), []))
-        schema = TABLES.get(name) or TIMING_TABLES[name]
+        schema = TABLES.get(name) or TIMING_TABLES.get(name) or TXN_TABLES[name]
         return pa.table({c: pa.array(cols.get(c, [None] * n), t) for c, t in schema}, schema=pa.schema(schema))
 
 
@@ -98,36 +136,92 @@ def _grow(a: np.ndarray, size: int, fill) -> np.ndarray:
     return out
 
 
-class Outcomes:
-    """One partition's delivery log, indexed by value: outcome code, told offset, error name."""
+class TransactionBook:
+    """The transactions log: each transaction's rank (COMMITTED, UNDECIDED, ABORTED_TXN or FENCED) and session."""
 
-    def __init__(self, partition: int, periods: list[tuple[int, int, int]] = ()):
+    def __init__(self, table: pa.Table | None = None):
+        if table is None or table.num_rows == 0:
+            self.txn = np.zeros(0, np.int64)
+            self.rank = np.zeros(0, np.int8)
+            self.session = np.zeros(0, np.int32)
+            return
+        txn = _ints(table.column("txn"), -1)
+        outcome = table.column("outcome").to_pylist()
+        if (txn < 0).any():
+            raise DeliveryLogError("the transactions log has a row without a transaction number")
+        bad = [o for o in outcome if o not in TXN_RANKS]
+        if bad:
+            raise DeliveryLogError(f"the transactions log has the outcome {bad[0]!r} "
+                                   f"(allowed: {', '.join(TXN_RANKS)})")
+        rank = np.array([TXN_RANKS[o] for o in outcome], dtype=np.int8)
+        if "cause" in table.schema.names:
+            rank[pc.fill_null(pc.equal(table.column("cause"), "fenced"), False).to_numpy(zero_copy_only=False)] = FENCED
+        order = np.argsort(txn, kind="stable")
+        self.txn, self.rank = txn[order], rank[order]
+        sessions = table.column("session") if "session" in table.schema.names else pa.nulls(len(txn), pa.int32())
+        self.session = _ints(sessions, -1).astype(np.int32)[order]
+
+    def _find(self, txns: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(self.txn, txns), max(len(self.txn) - 1, 0))
+        found = (self.txn[pos] == txns) if len(self.txn) else np.zeros(len(txns), dtype=bool)
+        if not found.all():
+            missing = int(txns[np.flatnonzero(~found)[0]])
+            raise DeliveryLogError(f"transaction {missing} is in the delivery log but not in the transactions log")
+        return pos
+
+    def ranks(self, txns: np.ndarray) -> np.ndarray:
+        return self.rank[self._find(txns)]
+
+    def sessions(self, txns: np.ndarray) -> np.ndarray:
+        return self.session[self._find(txns)]
+
+
+class Outcomes:
+    """One partition's delivery log, indexed by value: the value's outcome code (its best send's), an acked
+    offset, error name, and its transaction; plus every acked send (value, offset, session)."""
+
+    def __init__(self, partition: int, periods: list[tuple[int, int, int]] = (), book: TransactionBook | None = None):
         self.partition = partition
         self.code = np.zeros(0, dtype=np.int8)
         self.offset = np.full(0, NO_OFFSET, dtype=np.int64)
+        self.first_session = np.full(0, -1, dtype=np.int32)  # the first session seen to send each value
+        self.more_sessions: dict[int, set[int]] = {}  # value -> further sessions that sent it (resends)
+        self.txn_key = np.full(0, -1, dtype=np.int64)  # value -> rank << 40 | txn of its best transactional send
         self.errors: dict[int, str] = {}  # value -> librdkafka error name, for sends that were not acked
         self.ack_seconds: dict[int, int] = {}  # acknowledgement second -> acks, when times were recorded
         self.timing = PartitionTiming(periods)
+        self.book = book or TransactionBook()
+        self.transactional = False  # some send carried a transaction
+        self._acked: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # acked sends: (value, offset, session)
+        # Sends the broker acknowledged in transactions that did not commit: (offset, value, rank, txn).
+        self._written: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     def feed(self, values: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
-             errors: list | None = None, acked_at_ms: np.ndarray | None = None) -> None:
+             errors: list | None = None, acked_at_ms: np.ndarray | None = None,
+             sessions: np.ndarray | None = None, txns: np.ndarray | None = None) -> None:
         if len(values) == 0:
             return
         if values.min() < 0:
             raise DeliveryLogError(f"partition {self.partition}: negative value {int(values.min())}")
         if (codes == 0).any():
             raise DeliveryLogError(f"partition {self.partition}: a row without a known outcome")
+        sessions = np.zeros(len(values), np.int32) if sessions is None else sessions
         top = int(values.max()) + 1
         self.code = _grow(self.code, top, 0)
         self.offset = _grow(self.offset, top, NO_OFFSET)
-        uniq, counts = np.unique(values, return_counts=True)
-        again = uniq[counts > 1]
-        if len(again) == 0:
-            again = uniq[self.code[uniq] != 0]
-        if len(again):
-            raise DeliveryLogError(f"partition {self.partition}: value {int(again[0])} recorded more than once")
-        self.code[values] = codes
-        self.offset[values] = offsets
+        self.first_session = _grow(self.first_session, top, -1)
+        self._sessions(values, sessions)
+        code, told = codes.copy(), offsets.copy()
+        if txns is not None and (txns >= 0).any():
+            self._transactions(values, codes, offsets, txns, code, told)
+        priority = PRIORITY[code]
+        order = np.argsort(priority, kind="stable")  # so the best send of a value is written last
+        v, pr = values[order], priority[order]
+        better = pr > PRIORITY[self.code[v]]
+        self.code[v[better]] = BY_PRIORITY[pr[better]]
+        acked = code == ACKED
+        self.offset[values[acked]] = told[acked]
+        self._acked.append((values[acked], told[acked], sessions[acked]))
         if errors is not None:
             for i in np.flatnonzero(codes != ACKED).tolist():
                 if errors[i] is not None:
@@ -135,11 +229,86 @@ class Outcomes:
         if acked_at_ms is not None:
             _count_seconds(self.ack_seconds, acked_at_ms[codes == ACKED] // 1000)
 
+    def _sessions(self, values: np.ndarray, sessions: np.ndarray) -> None:
+        """A value may be sent once per session; twice in one session contradicts the log."""
+        if sessions[0] == sessions.min() == sessions.max():  # one session (the common case): values only
+            v = np.sort(values)
+            same = np.flatnonzero(np.diff(v) == 0)
+            if len(same):
+                self._twice(int(v[same[0]]), int(sessions[0]))
+        else:
+            order = np.lexsort((sessions, values))
+            v, s = values[order], sessions[order]
+            same = np.flatnonzero((np.diff(v) == 0) & (np.diff(s) == 0))
+            if len(same):
+                self._twice(int(v[same[0]]), int(s[same[0]]))
+        first = self.first_session[values]
+        clash = np.flatnonzero(first == sessions)
+        if len(clash):
+            self._twice(int(values[clash[0]]), int(sessions[clash[0]]))
+        new = first == -1
+        self.first_session[values[new]] = sessions[new]  # with a value twice in the batch, one session wins
+        again = np.flatnonzero(self.first_session[values] != sessions)
+        for i in again.tolist():  # resends: rare
+            value, session = int(values[i]), int(sessions[i])
+            seen = self.more_sessions.setdefault(value, set())
+            if session in seen:
+                self._twice(value, session)
+            seen.add(session)
+
+    def _twice(self, value: int, session: int) -> None:
+        raise DeliveryLogError(f"partition {self.partition}: value {value} recorded more than once "
+                               f"in session {session}")
+
+    def _transactions(self, values, codes, offsets, txns, code, told) -> None:
+        """Transactional sends: outcome by their transaction (code, told changed in place)."""
+        self.transactional = True
+        in_txn = txns >= 0
+        rank = np.zeros(len(values), dtype=np.int8)
+        rank[in_txn] = self.book.ranks(txns[in_txn])
+        sent = in_txn & (codes != REJECTED)  # refused sends were never transmitted: they stay rejected
+        committed, other = sent & (rank == COMMITTED), sent & (rank != COMMITTED)
+        code[committed] = ACKED
+        told[committed & (codes != ACKED)] = NO_OFFSET  # delivered (the commit says so), offset never told
+        code[other] = UNKNOWN
+        told[other] = NO_OFFSET
+        written = other & (codes == ACKED) & (offsets != NO_OFFSET)
+        if written.any():
+            self._written.append((offsets[written], values[written], rank[written], txns[written]))
+        key = (rank[sent].astype(np.int64) << _RANK_SHIFT) | txns[sent]
+        self.txn_key = _grow(self.txn_key, int(values.max()) + 1, -1)
+        np.maximum.at(self.txn_key, values[sent], key)
+
     def trimmed(self) -> "Outcomes":
         sent = np.flatnonzero(self.code)
         n = int(sent[-1]) + 1 if len(sent) else 0
         self.code, self.offset = self.code[:n], self.offset[:n]
+        if self.transactional:  # allocated only when transactions appeared
+            self.txn_key = _grow(self.txn_key, n, -1)[:n]
         return self
+
+    # -- what the checks read ----------------------------------------------------------------
+    def acked_sends(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every acked send: (value, offset, session) arrays (joined once, when the log is complete)."""
+        if not self._acked:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
+        if len(self._acked) > 1:
+            self._acked = [tuple(np.concatenate([a[k] for a in self._acked]) for k in range(3))]
+        return self._acked[0]
+
+    def written(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Acked sends of transactions that did not commit, by offset: (offset, value, rank, txn)."""
+        if not self._written:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64)
+        cols = [np.concatenate([w[k] for w in self._written]) for k in range(4)]
+        order = np.argsort(cols[0], kind="stable")
+        return tuple(c[order] for c in cols)
+
+    def value_rank(self) -> np.ndarray:
+        return np.where(self.txn_key < 0, 0, self.txn_key >> _RANK_SHIFT).astype(np.int8)
+
+    def value_txn(self) -> np.ndarray:
+        return np.where(self.txn_key < 0, -1, self.txn_key & ((1 << _RANK_SHIFT) - 1))
 
 
 def _count_seconds(counts: dict[int, int], seconds: np.ndarray) -> None:
@@ -166,12 +335,18 @@ class PartitionCheck:
         self.duplicates: list[tuple] = []  # (value, offset, first_offset)
         self.unexpected: list[tuple] = []  # (offset, value or None)
         self.seconds: dict[int, list[int]] = {}  # epoch second -> [records, duplicates, jump_backs]
-        told = (outcomes.code == ACKED) & (outcomes.offset != NO_OFFSET)
-        values = np.flatnonzero(told)
-        order = np.argsort(outcomes.offset[values], kind="stable")
-        self.ack_val, self.ack_off = values[order], outcomes.offset[values][order]  # acked, by offset
+        values, offsets, _ = outcomes.acked_sends()
+        told = offsets != NO_OFFSET
+        order = np.argsort(offsets[told], kind="stable")
+        self.ack_val, self.ack_off = values[told][order], offsets[told][order]  # acked sends, by offset
         self.ack_i = 0  # acks before this index were checked against the log
         self.inconsistent: list[tuple] = []  # (value, offset, found_value, cause)
+        # Transactional variants: each value's transaction, and where non-committed transactions wrote.
+        if outcomes.transactional:
+            self.rank, self.txn = outcomes.value_rank(), outcomes.value_txn()
+        self.w_off, self.w_val, self.w_rank, self.w_txn = outcomes.written()
+        self.aborted_reads: list[tuple] = []  # (value, offset, txn)
+        self.zombie_writes: list[tuple] = []  # (value, offset, txn)
 
     # -- streaming ---------------------------------------------------------------------
     def feed(self, offsets: np.ndarray, values: np.ndarray, valid: np.ndarray,
@@ -193,7 +368,20 @@ class PartitionCheck:
             offsets, values = offsets[sent], values[sent]
             timestamps_ms = timestamps_ms[sent] if timestamps_ms is not None else None
         if len(values):
+            if self.outcomes.transactional:
+                self._attribute(offsets, values)
             self._order(offsets, values, timestamps_ms)
+
+    def _attribute(self, offsets: np.ndarray, values: np.ndarray) -> None:
+        """Records of aborted or fenced transactions: by the acked offset of their send, else by value."""
+        rank, txn = self.rank[values], self.txn[values]
+        if len(self.w_off):
+            pos = np.minimum(np.searchsorted(self.w_off, offsets), len(self.w_off) - 1)
+            hit = (self.w_off[pos] == offsets) & (self.w_val[pos] == values)
+            rank, txn = np.where(hit, self.w_rank[pos], rank), np.where(hit, self.w_txn[pos], txn)
+        for which, into in ((ABORTED_TXN, self.aborted_reads), (FENCED, self.zombie_writes)):
+            k = np.flatnonzero(rank == which)
+            into += zip(values[k].tolist(), offsets[k].tolist(), txn[k].tolist())
 
     def _check_acked_offsets(self, offsets, values, valid) -> None:
         """Each acked offset in this batch's range must hold the acked value."""
@@ -301,8 +489,15 @@ class PartitionCheck:
         later = np.arange(n) < self.highest  # a later value (by send order) was read
         lost, unseen = absent & acked & later, absent & acked & ~later
         rejected_visible = present & (o.code == REJECTED)
-        told = np.flatnonzero(acked & (o.offset != NO_OFFSET))
-        backwards = np.flatnonzero(np.diff(o.offset[told]) < 0) + 1  # index into told
+        # Acked sends in send order (by session, then value): a later one at a lower offset, same session.
+        s_val, s_off, s_ses = o.acked_sends()
+        keep = s_off != NO_OFFSET
+        s_val, s_off, s_ses = s_val[keep], s_off[keep], s_ses[keep]
+        if len(s_val) > 1 and not (s_ses[0] == s_ses.min() == s_ses.max() and (np.diff(s_val) > 0).all()):
+            order = np.lexsort((s_val, s_ses))  # (one session fed in value order, the common case, is sorted)
+            s_val, s_off, s_ses = s_val[order], s_off[order], s_ses[order]
+        backwards = np.flatnonzero((np.diff(s_off) < 0) & (np.diff(s_ses) == 0)) + 1
+        txn_m, txn_t = self._transactions(present)
         runs = [(fo, lo, fv, hb, hb - fv, length, "duplicate" if reps == length else "reorder" if reps == 0
                  else "mixed") for fo, lo, fv, hb, length, reps in self.runs]
         p = self.partition
@@ -314,7 +509,7 @@ class PartitionCheck:
             "unseen": int(unseen.sum()), "missing": int((absent & ~acked).sum()),
             "received_unacked": int((present & (o.code == UNKNOWN)).sum()), "reorders": self.reorders,
             "unexpected": len(self.unexpected), "inconsistent_offsets": len(self.inconsistent),
-            "rejected_visible": int(rejected_visible.sum()), "nonmonotonic_sends": len(backwards),
+            "rejected_visible": int(rejected_visible.sum()), "nonmonotonic_sends": len(backwards), **txn_m,
         }
         lost_v, unseen_v, rv = np.flatnonzero(lost), np.flatnonzero(unseen), np.flatnonzero(rejected_visible)
         t: dict[str, dict[str, list]] = {
@@ -325,18 +520,68 @@ class PartitionCheck:
                        "offset": o.offset[unseen_v].tolist()},
             "gaps": _columns("gaps", p, _gaps(absent, lost, unseen)),
             "inconsistent_offsets": _columns("inconsistent_offsets", p, self.inconsistent),
-            "nonmonotonic_sends": {"partition": [p] * len(backwards), "value": told[backwards].tolist(),
-                                   "offset": o.offset[told[backwards]].tolist(),
-                                   "previous_value": told[backwards - 1].tolist(),
-                                   "previous_offset": o.offset[told[backwards - 1]].tolist()},
+            "nonmonotonic_sends": {"partition": [p] * len(backwards), "value": s_val[backwards].tolist(),
+                                   "offset": s_off[backwards].tolist(),
+                                   "previous_value": s_val[backwards - 1].tolist(),
+                                   "previous_offset": s_off[backwards - 1].tolist()},
             "rejected_visible": {"partition": [p] * len(rv), "value": rv.tolist(), "offset": self.first[rv].tolist(),
                                  "error": [o.errors.get(v) for v in rv.tolist()]},
             "unexpected": _columns("unexpected", p, self.unexpected),
             "series": _series_columns(self.seconds, o.ack_seconds),
             "partitions": {"partition": [p], **{k: [v] for k, v in m.items()}},
+            **txn_t,
             **o.timing.columns(),
         }
         return Findings(p, m, t)
+
+    def _transactions(self, present: np.ndarray) -> tuple[dict, dict]:
+        """aborted_reads, zombie_writes_visible, lost_committed, torn_transactions (within this partition)
+        and their tables, plus transaction_parts for the driver."""
+        p, o = self.partition, self.outcomes
+        if not o.transactional:
+            return ({"aborted_reads": 0, "lost_committed": 0, "torn_transactions": 0, "zombie_writes_visible": 0},
+                    {name: {} for name in ("aborted_reads", "zombie_writes_visible", "lost_committed",
+                                           "transaction_parts")})
+        rank, txn = self.rank, self.txn
+        owned = np.flatnonzero(rank > 0)  # values with a transmitted transactional send
+        lost = owned[(rank[owned] == COMMITTED) & ~present[owned]]
+        keys, inverse = np.unique(txn[owned], return_inverse=True)
+        sent = np.bincount(inverse, minlength=len(keys))
+        visible = np.bincount(inverse, weights=present[owned], minlength=len(keys)).astype(np.int64)
+        torn = int(((visible > 0) & (visible < sent)).sum())
+        zombie = self.zombie_writes
+        z_txn = np.array([r[2] for r in zombie], dtype=np.int64)
+        metrics = {"aborted_reads": len(self.aborted_reads), "lost_committed": len(lost), "torn_transactions": torn,
+                   "zombie_writes_visible": len(zombie)}
+        tables = {
+            "aborted_reads": _columns("aborted_reads", p, self.aborted_reads),
+            "zombie_writes_visible": {**_columns("zombie_writes_visible", p, [r + (None,) for r in zombie]),
+                                      "session": o.book.sessions(z_txn).tolist() if len(zombie) else []},
+            "lost_committed": {"partition": [p] * len(lost), "value": lost.tolist(), "txn": txn[lost].tolist(),
+                               "offset": [None if x == NO_OFFSET else x for x in o.offset[lost].tolist()]},
+            "transaction_parts": {"partition": [p] * len(keys), "txn": keys.tolist(), "sent": sent.tolist(),
+                                  "visible": visible.tolist()},
+        }
+        return metrics, tables
+
+
+def torn_transactions(parts: pa.Table, book: pa.Table | None) -> tuple[int, pa.Table]:
+    """Every partition's transaction_parts -> (transactions partly read, the torn_transactions table)."""
+    schema = pa.schema(TABLES["torn_transactions"])
+    if parts.num_rows == 0:
+        return 0, schema.empty_table()
+    summed = parts.group_by("txn").aggregate([("sent", "sum"), ("visible", "sum")])
+    sent, visible = summed.column("sent_sum").to_numpy(), summed.column("visible_sum").to_numpy()
+    torn = np.flatnonzero((visible > 0) & (visible < sent))
+    txns = summed.column("txn").to_numpy()[torn]
+    info = {}
+    if book is not None:
+        for r in book.select([c for c in ("txn", "session", "outcome", "cause") if c in book.schema.names]).to_pylist():
+            info[r["txn"]] = r
+    rows = [{"txn": int(t), "session": info.get(int(t), {}).get("session"), "outcome": info.get(int(t), {}).get("outcome"),
+             "cause": info.get(int(t), {}).get("cause"), "sent": int(sent[i]), "visible": int(visible[i])}
+            for t, i in zip(txns.tolist(), torn.tolist())]
+    return len(rows), pa.Table.from_pylist(sorted(rows, key=lambda r: r["txn"]), schema=schema)
 
 
 def _columns(table: str, partition: int, rows: list[tuple]) -> dict[str, list]:
@@ -400,8 +645,10 @@ def feed_acks(outcomes: Outcomes, batch: pa.RecordBatch | pa.Table) -> None:
         latency = latency.to_numpy(zero_copy_only=False)
         acked_at = sent + np.nan_to_num(latency).astype(np.int64)
         outcomes.timing.feed(sent, latency, codes == ACKED)
+    sessions = _ints(batch.column("session"), 0).astype(np.int32) if "session" in names else None
+    txns = _ints(batch.column("txn"), -1) if "txn" in names else None
     outcomes.feed(_ints(batch.column("value"), -1), codes, _ints(batch.column("offset"), NO_OFFSET),
-                  batch.column("error").to_pylist() if "error" in names else None, acked_at)
+                  batch.column("error").to_pylist() if "error" in names else None, acked_at, sessions, txns)
 
 
 def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
@@ -416,11 +663,13 @@ def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
     check.feed(_ints(batch.column("offset"), NONE), _ints(value, -1), valid, ts)
 
 
-def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = ()) -> Findings:
+def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = (),
+                    transactions: pa.Table | None = None) -> Findings:
     """Every definition over one partition: acks batches first (the whole delivery log of this
     partition), then log batches. Raises OutOfOrder when the log is not in offset order.
-    periods: (fault id, start ms, end ms) of the variant's faults, for latency per fault period."""
-    outcomes = Outcomes(partition, periods)
+    periods: (fault id, start ms, end ms) of the variant's faults, for latency per fault period;
+    transactions: the transactions log (transactional variants)."""
+    outcomes = Outcomes(partition, periods, TransactionBook(transactions))
     for batch in acks:
         feed_acks(outcomes, batch)
     check = PartitionCheck(outcomes.trimmed())

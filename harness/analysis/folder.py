@@ -20,10 +20,13 @@ from . import spark as spark_analysis
 _REQUIRED = {
     "acks": {"partition": "integer", "value": "integer", "outcome": "string"},
     "log": {"partition": "integer", "offset": "integer", "value": "integer"},
+    "transactions": {"txn": "integer", "outcome": "string"},
 }
 _OPTIONAL = {
-    "acks": {"offset": "integer", "error": "string", "sent_at": "timestamp", "latency_ms": "number"},
+    "acks": {"offset": "integer", "error": "string", "sent_at": "timestamp", "latency_ms": "number",
+             "session": "integer", "txn": "integer"},
     "log": {"timestamp": "timestamp"},
+    "transactions": {"session": "integer", "error": "string", "cause": "string"},
 }
 _KINDS = {"integer": pa.types.is_integer, "string": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
           "timestamp": pa.types.is_timestamp, "number": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t)}
@@ -55,18 +58,20 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
     A variant whose files are missing raises RunFolderError, or with partial=True comes back as
     {"incomplete": why}. Everything is checked before the first variant is analysed.
     """
-    inputs: dict[str, tuple[list[str], list[str]] | str] = {}
+    inputs: dict[str, tuple[list[str], list[str], list[str]] | str] = {}
     for v in variants:
         why = folder.missing(v)
-        if why and not partial:
-            raise RunFolderError(f"{why}; analyse what is complete with --partial")
         if not why:
             logs, acks = folder.analysis_input(v)
+            txns = folder.transactions_input(v)
             check_files(acks, "acks")
             check_files(logs, "log")
-            inputs[v] = (logs, acks)
-        else:
-            inputs[v] = why
+            check_files(txns, "transactions")
+            if not txns and _has_transactions(acks):
+                why = f"{folder.transactions_path(v)} is missing (the delivery log names transactions)"
+        if why and not partial:
+            raise RunFolderError(f"{why}; analyse what is complete with --partial")
+        inputs[v] = why or (logs, acks, txns)
     out: dict[str, dict] = {}
     for v, given in inputs.items():
         if isinstance(given, str):
@@ -74,8 +79,9 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
             continue
         if on_variant:
             on_variant(v)
+        logs, acks, txns = given
         try:
-            metrics, tables, timing = spark_analysis.analyze_variant(spark, *given, fault_periods(folder, v))
+            metrics, tables, timing = spark_analysis.analyze_variant(spark, logs, acks, fault_periods(folder, v), txns)
         except Exception as e:
             found = re.search(re.escape(spark_analysis.DATA_ERROR) + r"(.*)", str(e))
             if found:
@@ -84,6 +90,23 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
         folder.write_tables(v, tables)
         out[v] = {**metrics, **timing}
     return out
+
+
+def _has_transactions(acks: list[str]) -> bool:
+    """Some delivery-log row carries a transaction (from the files' column statistics)."""
+    for path in acks:
+        meta = pq.ParquetFile(path).metadata
+        names = meta.schema.to_arrow_schema().names
+        if "txn" not in names:
+            continue
+        col = names.index("txn")
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(col).statistics
+            if stats is None or not stats.has_null_count:  # no statistics: read the column
+                return pq.read_table(path, columns=["txn"]).column("txn").null_count < meta.num_rows
+            if stats.null_count != meta.row_group(i).num_rows:
+                return True
+    return False
 
 
 def fault_periods(folder: RunFolder, variant: str) -> list[dict]:

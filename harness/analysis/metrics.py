@@ -48,7 +48,19 @@ METRICS: tuple[Metric, ...] = (
     Metric("rejected_visible", "rejected-visible", "values reported as rejected (never written) that are in the log",
            fatal=True, anomaly=True),
     Metric("nonmonotonic_sends", "nonmonotonic sends",
-           "acked sends whose offset is below the offset of the send before them in their partition"),
+           "acked sends whose offset is below the offset of the send before them in their partition and session"),
+    # Transactional variants (the log read with read_committed); 0 elsewhere.
+    Metric("aborted_reads", "aborted reads", "records of aborted transactions visible under read_committed",
+           fatal=True, anomaly=True),
+    Metric("lost_committed", "lost committed", "values of committed transactions never read under read_committed",
+           fatal=True, anomaly=True),
+    # Per partition: transactions partly read within it; per variant the driver counts across partitions.
+    Metric("torn_transactions", "torn transactions",
+           "transactions partly visible under read_committed (some of their values read, some not)",
+           fatal=True, anomaly=True),
+    Metric("zombie_writes_visible", "zombie writes visible",
+           "records of a fenced producer instance's transaction visible under read_committed",
+           fatal=True, anomaly=True),
     # Delivery accounting: sent = acked + rejected + unknown.
     Metric("sent", "sent", "values handed to the producer", accounting=True),
     Metric("rejected", "rejected", "sends provably never written (refused definitely, or never transmitted)",

@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import metrics
-from .anomalies import TABLES, DeliveryLogError, OutOfOrder, check_partition
+from .anomalies import TABLES, TXN_TABLES, DeliveryLogError, OutOfOrder, check_partition, torn_transactions
 from .timing import TIMING_TABLES, variant_timing
 
-ALL_TABLES = {**TABLES, **TIMING_TABLES}
+ALL_TABLES = {**TABLES, **TIMING_TABLES, **TXN_TABLES}
 
 # A worker's error about the data (not about the harness) starts with this, so the driver can
 # name the damaged file instead of showing Spark's traceback.
@@ -36,7 +36,7 @@ class DataError(RuntimeError):
     def __init__(self, path: str, problem: str):
         super().__init__(f"{DATA_ERROR}{path}: {problem}")
 
-ACKS_COLUMNS = ("partition", "value", "outcome", "offset", "error", "sent_at", "latency_ms")
+ACKS_COLUMNS = ("partition", "value", "outcome", "offset", "error", "sent_at", "latency_ms", "session", "txn")
 LOG_COLUMNS = ("partition", "offset", "value", "timestamp")
 _SPARK_TYPES = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.float64(): "double"}
 
@@ -175,19 +175,32 @@ def read_partition(files: list[str], partition: int, wanted: tuple[str, ...]):
         yield from table.to_batches(max_chunksize=1 << 20)
 
 
-def check_files(partition: int, log_files: list[str], acks_files: list[str], periods: list = ()):
+def read_transactions(files: list[str]) -> pa.Table | None:
+    """The transactions log (small: a row per transaction), or None for a variant without transactions."""
+    if not files:
+        return None
+    try:
+        return pa.concat_tables([pq.read_table(f) for f in files])
+    except Exception as e:
+        raise DataError(", ".join(files), f"unreadable Parquet ({str(e).strip().splitlines()[0] if str(e).strip() else e!r})")
+
+
+def check_files(partition: int, log_files: list[str], acks_files: list[str], periods: list = (),
+                txn_files: list[str] = ()):
     """anomalies.check_partition over files; a log out of offset order is sorted first."""
     def acks():
         return read_partition(acks_files, partition, ACKS_COLUMNS)
 
+    transactions = read_transactions(list(txn_files))
     try:
         try:
-            return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS), periods)
+            return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS), periods,
+                                   transactions)
         except OutOfOrder:
             table = pa.Table.from_batches(list(read_partition(log_files, partition, LOG_COLUMNS))).sort_by("offset")
-            return check_partition(partition, acks(), [table], periods)
+            return check_partition(partition, acks(), [table], periods, transactions)
     except DeliveryLogError as e:
-        raise DataError(", ".join(acks_files), f"contradictory delivery log: {e}") from None
+        raise DataError(", ".join(acks_files + list(txn_files)), f"contradictory delivery log: {e}") from None
 
 
 def findings_batches(findings) -> list[pa.RecordBatch]:
@@ -205,11 +218,12 @@ def findings_batches(findings) -> list[pa.RecordBatch]:
 
 
 def _task(batches):
-    """mapInArrow body: rows (partition, log_files, acks_files, periods) -> findings rows."""
-    names = ("partition", "log_files", "acks_files", "periods")
+    """mapInArrow body: rows (partition, log_files, acks_files, periods, txn_files) -> findings rows."""
+    names = ("partition", "log_files", "acks_files", "periods", "txn_files")
     for batch in batches:
-        for p, logs, acks, periods in zip(*(batch.column(c).to_pylist() for c in names)):
-            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks), json.loads(periods)))
+        for p, logs, acks, periods, txns in zip(*(batch.column(c).to_pylist() for c in names)):
+            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks), json.loads(periods),
+                                                    json.loads(txns)))
 
 
 def split(findings: pa.Table) -> dict[str, pa.Table]:
@@ -228,21 +242,24 @@ def split(findings: pa.Table) -> dict[str, pa.Table]:
     return {name: t.sort_by([(c, "ascending") for c in t.column_names[:3]]) for name, t in out.items()}
 
 
-def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods: list[dict] = ()) -> tuple:
+def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods: list[dict] = (),
+                    txn_files: list[str] = ()) -> tuple:
     """(metrics, anomaly tables, timing) of one variant, one Spark task per topic partition.
 
-    periods: the variant's applied faults as {id, kind, start_ms, end_ms}, for figures per fault period."""
+    periods: the variant's applied faults as {id, kind, start_ms, end_ms}, for figures per fault period;
+    txn_files: its transactions log (transactional variants)."""
     found = partitions_in(log_files + acks_files)
     if found is None:  # files without statistics: read them all once to learn
         found = set()
         for path in log_files + acks_files:
             found.update(pq.read_table(path, columns=["partition"]).column("partition").unique().to_pylist())
     windows = json.dumps([(p["id"], p["start_ms"], p["end_ms"]) for p in periods])
-    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows) for p in sorted(found)]
+    txns = json.dumps(list(txn_files))
+    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows, txns) for p in sorted(found)]
     schema = FINDINGS.empty_table()
     if tasks:
         rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF(
-            "partition int, log_files string, acks_files string, periods string")
+            "partition int, log_files string, acks_files string, periods string, txn_files string")
         schema = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
     tables = split(schema)
     timing = variant_timing(tables, list(periods))
@@ -253,5 +270,9 @@ def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods:
                                          pa.array(p50, pa.float64())) \
         .set_column(series.schema.get_field_index("latency_p99_ms"), "latency_p99_ms", pa.array(p99, pa.float64()))
     del timing["seconds"]
+    combined = metrics.combine_rows(tables["partitions"].to_pylist())
+    # A transaction spans partitions: torn means partly read over all of them, counted here.
+    combined["torn_transactions"], tables["torn_transactions"] = torn_transactions(
+        tables["transaction_parts"], read_transactions(list(txn_files)))
     anomaly_tables = {name: tables[name] for name in TABLES}
-    return metrics.combine_rows(tables["partitions"].to_pylist()), anomaly_tables, timing
+    return combined, anomaly_tables, timing

@@ -8,8 +8,7 @@ named in `proxies`, default broker-<i>), and the preflight proves they do.
 
 from __future__ import annotations
 
-from ..spec import ExternalClusterSpec
-from ..spec import BROKER_FAULTS, FAULT_KINDS, PEER_FAULTS
+from ..spec import BROKER_FAULTS, FAULT_KINDS, PEER_FAULTS, WORKLOAD_FAULTS, ExternalClusterSpec
 from .base import ProxiedCluster
 from .toxiproxy import ToxiproxyClient
 
@@ -19,7 +18,7 @@ class ExternalCluster(ProxiedCluster):
     def cannot_inject(cls, spec: ExternalClusterSpec) -> dict[str, str]:
         if not spec.toxiproxy_url:
             return {k: "no cluster.toxiproxy_url: the clients' traffic crosses no proxy the harness controls"
-                    for k in FAULT_KINDS}
+                    for k in FAULT_KINDS if k not in WORKLOAD_FAULTS}  # those act on the harness's own producer
         return {**{k: "the harness cannot act on brokers it did not start" for k in BROKER_FAULTS},
                 **{k: "only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum"
                    for k in PEER_FAULTS}}

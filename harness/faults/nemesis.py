@@ -13,6 +13,11 @@ is, and a leader-of/follower-of target waits until a running broker holds that r
 The plan's overlap rule (schedule.py) makes that wait rare; when it happens the journal
 says so.
 
+Workload faults (producer-restart, producer-pause; target "workload") have no broker: the
+nemesis asks the produce loop through WorkloadFaults and waits until the loop has applied
+the fault between two sends, so applied_at is when it took effect. One the workload ended
+before is journaled not-reached.
+
 faults.jsonl, one line per fault and variant, sorted by id: the plan (id, kind, target,
 planned_at, planned_duration, params), then what happened: outcome, applied_at / healed_at
 (wall clock), applied_offset / healed_offset (seconds after the workload started; healing
@@ -30,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..spec import BROKER_FAULTS
-from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault
+from ..spec import BROKER_FAULTS, WORKLOAD_FAULTS
+from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault, Workload
 
 TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
 RETRY = 0.2  # seconds between looks for a target that is not there yet
@@ -72,8 +77,76 @@ FAULTS: dict[str, FaultAction] = {
 }
 
 
+WORKLOAD_HEALS = ("producer-pause",)  # a restart is over once applied; a paused producer resumes
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class NotReached(Exception):
+    """A workload fault asked for after the workload ended (nothing was done)."""
+
+
+class _Ask:
+    def __init__(self, kind: str, step: str):
+        self.kind, self.step = kind, step  # step: "apply" or "heal"
+        self.state = "asked"  # -> "applying" (the loop has it) or "withdrawn"
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+
+class WorkloadFaults:
+    """The channel between the nemesis (asks) and the produce loop (applies, between two sends).
+
+    ask() blocks its fault's thread until the loop has acted; when the workload ends first (the
+    nemesis is stopping) an ask the loop has not taken is withdrawn and raises NotReached. `pending`
+    is a plain attribute so the produce loop's check costs nothing when no fault is asked for.
+    """
+
+    def __init__(self, stop: threading.Event):
+        self._stop = stop
+        self._lock = threading.Lock()
+        self._asks: list[_Ask] = []
+        self.pending = False
+
+    def ask(self, kind: str, step: str) -> None:
+        ask = _Ask(kind, step)
+        with self._lock:
+            self._asks.append(ask)
+            self.pending = True
+        while not ask.done.wait(0.02):
+            if self._stop.is_set():
+                with self._lock:
+                    if ask.state == "asked":  # the loop never took it: it will not
+                        ask.state = "withdrawn"
+                        self._asks.remove(ask)
+                        self.pending = bool(self._asks)
+                        raise NotReached(f"{kind} ({step}): the workload ended first")
+        if ask.error is not None:
+            raise ask.error
+
+    def serve(self, act: Callable[[str, str], None], kinds: tuple[str, ...] | None = None) -> None:
+        """The produce loop's side: act(kind, step) for every ask (of these kinds only, when given), in
+        order. An error of act() is the nemesis's (the fault failed) and is raised here too, after every
+        ask is answered."""
+        with self._lock:
+            asks = [a for a in self._asks if kinds is None or a.kind in kinds]
+            self._asks = [a for a in self._asks if a not in asks]
+            self.pending = bool(self._asks)
+            for ask in asks:
+                ask.state = "applying"
+        first: BaseException | None = None
+        for ask in asks:
+            try:
+                act(ask.kind, ask.step)
+            except BaseException as e:
+                ask.error = e
+                first = first or e
+            finally:
+                ask.done.set()
+        if first is not None:
+            raise first
 
 
 class Nemesis:
@@ -92,6 +165,7 @@ class Nemesis:
         self._journaled = False
         self.errors: list[str] = []
         self._t0 = 0.0
+        self.workload = WorkloadFaults(self._stop)  # served by the produce loop
 
     # -- the run's side ----------------------------------------------------------------
     def start(self) -> None:
@@ -141,10 +215,16 @@ class Nemesis:
             rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied before the "
                                                         f"workload ended: {waited}")
             return
-        rec["brokers"] = brokers
+        if brokers:
+            rec["brokers"] = brokers
         try:
+            if fault.kind in WORKLOAD_FAULTS:
+                self.workload.ask(fault.kind, "apply")
             for broker in brokers:
                 FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params)
+        except NotReached as e:
+            rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied: {e}")
+            return
         except Exception as e:  # journaled: a fault that failed must never pass as applied
             rec.update(outcome="failed", error=f"{type(e).__name__}: {e}")
             self.errors.append(f"fault {fault.id} ({fault.kind}): {rec['error']}")
@@ -156,6 +236,11 @@ class Nemesis:
         healing = self._offset()
         rec.update(healed_at=_now(), healed_offset=round(healing, 3), held_s=round(healing - applied, 3))
         try:
+            if fault.kind in WORKLOAD_HEALS:
+                try:
+                    self.workload.ask(fault.kind, "heal")
+                except NotReached:
+                    pass  # the workload ended: the produce loop healed it itself (a paused producer resumes)
             for broker in brokers:
                 FAULTS[fault.kind].heal(self.cluster, broker, self._name(fault), fault.params)
             rec.update(outcome="healed", heal_s=round(self._offset() - healing, 3))
@@ -177,6 +262,8 @@ class Nemesis:
         The second value says what was waited for ("" when nothing was)."""
         waited = ""
         target = fault.target
+        if isinstance(target, Workload):
+            return [], waited
         if isinstance(target, AllBrokers):
             brokers = list(range(self.cluster.broker_count))
         elif isinstance(target, Broker):

@@ -3,9 +3,10 @@
 Toxiproxy's own randomness cannot be replayed, so the harness decides every fault
 itself: what, where, when and for how long. Every variant gets the same list.
 
-Targets are typed values (AllBrokers, Broker, LeaderOf, FollowerOf); `random` is drawn
-here, leader-of and follower-of are looked up when the fault starts. In faults.jsonl a
-target is written as in the experiment file: "all", {"broker": N}, {"leader-of": P}.
+Targets are typed values (AllBrokers, Broker, LeaderOf, FollowerOf, Workload); `random` is
+drawn here, leader-of and follower-of are looked up when the fault starts. In faults.jsonl a
+target is written as in the experiment file: "all", {"broker": N}, {"leader-of": P}, "workload"
+(producer-restart and producer-pause act on the producer, not on a broker).
 
 **The overlap rule** (broker faults: broker-pause, broker-kill, broker-restart). Each
 broker is in one state at a time (running, paused, down, starting), so the plan refuses
@@ -32,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from ..spec import BROKER_FAULTS, FAULT_KINDS, BrokerTarget, ExperimentSpec, FollowerTarget, LeaderTarget
+from ..spec import (BROKER_FAULTS, FAULT_KINDS, WORKLOAD_FAULTS, WORKLOAD_TARGET, BrokerTarget, ExperimentSpec, FollowerTarget,
+                    LeaderTarget)
 
 _TIMING = {"kind", "at", "every", "jitter", "start", "duration", "downtime", "target"}
 # Seconds a killed or restarted broker may take to run again, for the overlap rule (measured: a
@@ -87,7 +89,18 @@ class FollowerOf:
         return f"a follower of partition {self.partition}"
 
 
-Target = Union[AllBrokers, Broker, LeaderOf, FollowerOf]
+@dataclass(frozen=True)
+class Workload:
+    """The variant's producer (producer-restart, producer-pause): applied by the produce loop."""
+
+    def to_json(self):
+        return WORKLOAD_TARGET
+
+    def __str__(self) -> str:
+        return "the producer"
+
+
+Target = Union[AllBrokers, Broker, LeaderOf, FollowerOf, Workload]
 ROLE_TARGETS = (LeaderOf, FollowerOf)  # resolved from the metadata when the fault starts
 LEGACY_TARGET = re.compile(r"(broker|leader-of)-\d+")
 
@@ -99,6 +112,8 @@ def target_from_json(value, brokers: int, partitions: int) -> Target:
         value = {key: int(n)}
     if value == "all":
         return AllBrokers()
+    if value == WORKLOAD_TARGET:
+        return Workload()
     if isinstance(value, dict) and len(value) == 1:
         (key, n), = value.items()
         kinds = {"broker": (Broker, brokers), "leader-of": (LeaderOf, partitions), "follower-of": (FollowerOf, partitions)}
@@ -161,6 +176,8 @@ def _target(target, brokers: int, rng: random.Random) -> Target:
         return FollowerOf(target.follower_of)
     if target == "random":
         return Broker(rng.randrange(brokers))
+    if target == WORKLOAD_TARGET:
+        return Workload()
     return AllBrokers()
 
 
@@ -189,6 +206,11 @@ def overlaps(schedule: list[PlannedFault], allowance: float) -> list[tuple[Plann
 
 
 def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str) -> None:
+    pauses = sorted((f for f in schedule if f.kind == "producer-pause"), key=lambda f: (f.at, f.id))
+    for a, b in zip(pauses, pauses[1:]):  # one paused producer at a time: it resumes before the next pause
+        if b.at < a.at + a.duration:
+            raise ScheduleError(f"faults ({origin}): {b} starts while {a} still holds the paused producer; "
+                                "one producer-pause at a time: move one of them (at, start, every, duration)")
     clashes = overlaps(schedule, allowance)
     if clashes:
         a, b = clashes[0]
@@ -228,6 +250,9 @@ def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
                                  fault.at, fault.duration, fault.params)
         except ValueError as e:
             raise ScheduleError(f"{path}:{n}: {e}") from None
+        if (kind in WORKLOAD_FAULTS) != isinstance(fault.target, Workload):
+            raise ScheduleError(f"{path}:{n}: {kind} cannot target {fault.target} "
+                                f"({', '.join(WORKLOAD_FAULTS)} target the workload, every other kind a broker)")
         faults.setdefault(fault.id, fault)
     if not faults:
         raise ScheduleError(f"{path}: no faults recorded")

@@ -66,6 +66,28 @@ def _fault_periods(faults: list[dict], variant: str) -> list[dict]:
     return out
 
 
+def _transactions(folder: RunFolder, variant: str) -> dict | None:
+    """A transactional variant's transactions: counts by outcome and cause, the ones that did not commit
+    (capped), and how many records each final read saw. None for a variant without transactions."""
+    try:
+        table = folder.read_transactions(variant)
+        uncommitted = folder.uncommitted_records(variant)
+    except RunFolderError:
+        return None
+    if table is None:
+        return None
+    rows = table.to_pylist()
+    outcomes, causes = {}, {}
+    for r in rows:
+        outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + 1
+        if r.get("cause"):
+            causes[r["cause"]] = causes.get(r["cause"], 0) + 1
+    keep = ("txn", "session", "outcome", "cause", "error", "sends")
+    other = [{k: r.get(k) for k in keep} for r in rows if r["outcome"] != "committed" and r.get("cause") != "planned"]
+    return {"total": len(rows), "outcomes": outcomes, "causes": causes, "read_uncommitted": uncommitted,
+            "not_committed": _capped(other)}
+
+
 def load(folder: RunFolder) -> dict:
     """The view of one run: summary, settings, faults and, per variant, its tables."""
     summary = folder.read_summary()
@@ -84,6 +106,7 @@ def load(folder: RunFolder) -> dict:
             "details": {t: _capped(_rows(folder, name, t)) for t in DETAIL_TABLES},
             "faults": _fault_periods(faults, name),
             "has_tables": folder.table_path(name, "partitions").exists(),
+            "transactions": _transactions(folder, name),
         }
     for var in summary.get("variants", {}).values():  # one status per check, whatever release wrote it
         var["expectations"] = [{**c, "status": status_of(c)} for c in var.get("expectations", [])]

@@ -4,8 +4,16 @@ Partition p receives the values 0, 1, 2, ... in order (message i goes to partiti
 i % P with value i // P, as ASCII decimal). Every send ends in the delivery log
 (acks.parquet) as acked (with the offset the client was told), rejected or unknown
 (outcomes.py decides which), with the librdkafka error name, the latency librdkafka
-measured from produce() to the delivery report, and the time it was handed to the
-client; `sent == acked + rejected + unknown` is enforced before the log is closed.
+measured from produce() to the delivery report, the time it was handed to the client,
+its session (the producer instance that sent it: 0, then one more at every restart) and,
+in a transactional variant (transactional.py), its transaction. `sent == acked + rejected
++ unknown`, counted per send, is enforced before the log is closed.
+
+Producer restarts (the workload faults producer-restart and producer-pause, applied by the
+produce loop between two sends when the nemesis asks): the old instance is closed without
+flushing (or frozen, for a pause) and a new one created, and the application sends again,
+in the new session, every value it handed over and was not told was acknowledged, as an
+at-least-once application does. Those are new rows of the same (partition, value).
 """
 
 from __future__ import annotations
@@ -15,7 +23,8 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,10 +43,10 @@ ACKS_SCHEMA = pa.schema([
     ("error", pa.string()),  # librdkafka's error name, null when acked
     ("sent_at", pa.timestamp("ms", tz="UTC")),  # handed to the client (to within one chunk of CHUNK sends)
     ("latency_ms", pa.float64()),  # produce() to delivery report, as librdkafka measured it
+    ("session", pa.int32()),  # the producer instance that sent it: 0, 1, 2, ... (one more at each restart)
+    ("txn", pa.int64()),  # its transaction (transactional variants), null otherwise
 ])
 CHUNK = 1024  # sends between two calls to poll(); a chunk is handed to the client in one burst
-
-
 
 
 @dataclass
@@ -51,6 +60,20 @@ class ProduceResult:
     error: str = ""  # the client's fatal error, when it ended the workload early
 
 
+@dataclass
+class _Session:
+    """What one producer instance handed over: fresh message indices [lo, hi), and sends out of counter
+    order (late: resends, a zombie's rest of its transaction)."""
+
+    lo: int
+    hi: int | None = None  # None while the session may still hand fresh messages
+    late: list[int] = field(default_factory=list)
+    reported: int = 0  # rows written for it
+
+    def handed(self, count: int) -> int:
+        return (count if self.hi is None else self.hi) - self.lo + len(self.late)
+
+
 def _writer(path: Path) -> pq.ParquetWriter:
     # Dictionary encoding only where values repeat: it costs time on the producer's thread for nothing else.
     return pq.ParquetWriter(path, ACKS_SCHEMA, use_dictionary=["outcome", "error"])
@@ -62,6 +85,8 @@ class DeliveryLog:
     on_delivery runs once per message inside poll()/flush(), so it only appends; outcome,
     times and Arrow conversion happen in spill(), off the hot path. Each spill writes one row
     group per topic partition, so the analysis reads a partition's rows without the others.
+    Reports are written with the current session: the produce loop switches sessions (and
+    spills) only between calls into a producer, so every report lands in its instance's session.
     """
 
     SPILL = 100_000
@@ -78,10 +103,15 @@ class DeliveryLog:
         self._value: list[bytes] = []
         self._offset: list[int] = []
         self._latency: list[float] = []
-        self._failed: list[tuple] = []  # (partition, raw value, KafkaError, latency)
+        self._txn: list[int] = []  # transaction of each acked report (reports_for() only)
+        self._failed: list[tuple] = []  # (partition, raw value, KafkaError, latency, txn, outcome or None)
         self._writer = _writer(path)
         self.counts = {ACKED: 0, REJECTED: 0, UNKNOWN: 0}
         self.sent = 0  # set by close()
+        self.session = 0
+        self._sessions = [_Session(0)]
+        self._late_at: dict[int, dict[int, int]] = {}  # session -> message index -> handed at (ms)
+        self._acked = np.zeros(0, dtype=bool)  # message index -> acknowledged in some session
         part, value, offset, latency = self._part.append, self._value.append, self._offset.append, self._latency.append
         failed = self._failed.append
 
@@ -92,16 +122,76 @@ class DeliveryLog:
                 offset(msg.offset())
                 latency(msg.latency())
             else:
-                failed((msg.partition(), msg.value(), err, msg.latency()))
+                failed((msg.partition(), msg.value(), err, msg.latency(), None, None))
 
         self.on_delivery = on_delivery
         pc.cast(pa.array(["0"]), pa.int64())  # loads Arrow's compute kernels now, not in the first spill
 
+    def reports_for(self, txn: int) -> Callable:
+        """The delivery callback of the messages of transaction `txn` (one closure per transaction)."""
+        part, value, offset, latency = self._part.append, self._value.append, self._offset.append, self._latency.append
+        txns, failed = self._txn.append, self._failed.append
+
+        def on_delivery(err, msg) -> None:
+            if err is None:
+                part(msg.partition())
+                value(msg.value())
+                offset(msg.offset())
+                latency(msg.latency())
+                txns(txn)
+            else:
+                failed((msg.partition(), msg.value(), err, msg.latency(), txn, None))
+
+        return on_delivery
+
+    def refused(self, partition: int, value: int, err, txn: int | None = None) -> None:
+        """A send the client refused in produce() (nothing was transmitted): rejected, with its error."""
+        self._failed.append((partition, b"%d" % value, err, -1.0, txn, REJECTED))
 
     def mark_chunk(self) -> None:
         """The next CHUNK messages are handed to the client now."""
         self.chunk_times_ms.append(int(time.time() * 1000))
 
+    # -- sessions --------------------------------------------------------------------------
+    def new_session(self, handed: int, fresh_from: int | None = None) -> int:
+        """The current session handed fresh messages up to index `handed`; a new one starts (it hands
+        fresh messages from `fresh_from`, default `handed`) and reports go to it from now on."""
+        self.spill()
+        current = self._sessions[self.session]
+        if current.hi is None:
+            current.hi = handed
+        self._sessions.append(_Session(handed if fresh_from is None else fresh_from))
+        self.session = len(self._sessions) - 1
+        return self.session
+
+    @contextmanager
+    def serving(self, session: int):
+        """Reports served inside this block are another (earlier) session's: a zombie's."""
+        self.spill()
+        current, self.session = self.session, session
+        try:
+            yield
+        finally:
+            self.spill()
+            self.session = current
+
+    def handed_late(self, indices) -> None:
+        """Messages handed now by the current session out of counter order (resends, a zombie's rest)."""
+        now = int(time.time() * 1000)
+        late = self._late_at.setdefault(self.session, {})
+        for i in indices:
+            late[int(i)] = now
+        self._sessions[self.session].late.extend(int(i) for i in indices)
+
+    def unacked(self, below: int) -> np.ndarray:
+        """Message indices below `below` that no session was told were acknowledged (after a spill)."""
+        self.spill()
+        acked = np.zeros(below, dtype=bool)
+        n = min(below, len(self._acked))
+        acked[:n] = self._acked[:n]
+        return np.flatnonzero(~acked)
+
+    # -- writing -----------------------------------------------------------------------------
     def maybe_spill(self) -> None:
         if len(self._part) + len(self._failed) >= self.SPILL:
             self.spill()
@@ -109,73 +199,126 @@ class DeliveryLog:
     def spill(self) -> None:
         if self._part:
             n = len(self._part)
+            if self._txn and len(self._txn) != n:
+                raise RuntimeError("delivery log: transactional and plain reports mixed in one session")
+            txn = pa.array(self._txn, pa.int64()) if self._txn else pa.nulls(n, pa.int64())
             self._write(self._part, self._value, pa.repeat(ACKED, n), self._offset, pa.nulls(n, pa.string()),
-                        self._latency, acked=True)
+                        self._latency, txn, acked=True)
             self.counts[ACKED] += n
-            for column in (self._part, self._value, self._offset, self._latency):
+            for column in (self._part, self._value, self._offset, self._latency, self._txn):
                 column.clear()
         if self._failed:
-            part, raw, errors, latency = zip(*self._failed)
-            outcomes = [outcome(e) for e in errors]
+            part, raw, errors, latency, txn, forced = zip(*self._failed)
+            outcomes = [f or outcome(e) for e, f in zip(errors, forced)]
             self._write(part, raw, pa.array(outcomes, pa.string()), [None] * len(part),
-                        pa.array([e.name() for e in errors], pa.string()), latency, acked=False)
+                        pa.array([e.name() for e in errors], pa.string()), latency, pa.array(txn, pa.int64()),
+                        acked=False)
             for name in outcomes:
                 self.counts[name] += 1
             self._failed.clear()
 
-    def _write(self, part, raw, outcomes, offsets, errors, latency_s, acked: bool) -> None:
+    def _write(self, part, raw, outcomes, offsets, errors, latency_s, txn, acked: bool) -> None:
         parts = pa.array(part, pa.int32())
         latency = pc.multiply(pa.array(latency_s, pa.float64()), 1000.0)
         offsets = pa.array(offsets, pa.int64())
         if acked and self.offsets_told and offsets.null_count:
             offsets = pc.fill_null(offsets, -1)
-        self._write_rows(parts, pc.cast(pa.array(raw, pa.string()), pa.int64()), outcomes, offsets, errors,
-                         pc.if_else(pc.less(latency, 0), None, latency))
+        values = pc.cast(pa.array(raw, pa.string()), pa.int64())
+        index = self._write_rows(parts, values, outcomes, offsets, errors, pc.if_else(pc.less(latency, 0), None, latency),
+                                 txn, self.session)
+        if acked:
+            top = int(index.max()) + 1
+            if top > len(self._acked):
+                grown = np.zeros(max(top, len(self._acked) * 2), dtype=bool)
+                grown[: len(self._acked)] = self._acked
+                self._acked = grown
+            self._acked[index] = True
 
-    def _write_rows(self, parts: pa.Array, values: pa.Array, outcomes, offsets, errors, latency) -> None:
-        """One row group per partition; sent_at from the time the message's chunk was handed over."""
+    def _write_rows(self, parts: pa.Array, values: pa.Array, outcomes, offsets, errors, latency, txn,
+                    session: int) -> np.ndarray:
+        """One row group per partition; sent_at from the time the message's chunk was handed over (or,
+        for a late send, from when it was). Returns the rows' message indices."""
         p = parts.to_numpy(zero_copy_only=False)
         index = values.to_numpy(zero_copy_only=False) * self.partitions + p
         times = np.asarray(self.chunk_times_ms, dtype=np.int64)
         stamp = pa.timestamp("ms", tz="UTC")
-        sent_at = (pa.array(times[np.minimum(index // CHUNK, len(times) - 1)]).cast(stamp) if len(times)
-                   else pa.nulls(len(p), stamp))
-        table = pa.table([parts, values, outcomes, offsets, errors, sent_at, latency], schema=ACKS_SCHEMA)
+        sent_ms = times[np.minimum(index // CHUNK, len(times) - 1)] if len(times) else None
+        late = self._late_at.get(session)
+        if late and sent_ms is not None:
+            hit = np.flatnonzero(np.isin(index, np.fromiter(late, dtype=np.int64, count=len(late))))
+            sent_ms[hit] = [late[int(i)] for i in index[hit]]
+        sent_at = pa.array(sent_ms).cast(stamp) if sent_ms is not None else pa.nulls(len(p), stamp)
+        sessions = pa.array(np.full(len(p), session, dtype=np.int32))
+        table = pa.table([parts, values, outcomes, offsets, errors, sent_at, latency, sessions, txn], schema=ACKS_SCHEMA)
         order = np.argsort(p, kind="stable")
         table, bounds = table.take(order), np.flatnonzero(np.diff(p[order])) + 1
         for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(p)]))):
             self._writer.write_table(table.slice(lo, hi - lo))
+        self._sessions[session].reported += len(p)
+        return index
 
-    def close(self, sent_per_partition: list[int]) -> None:
-        """Write the rest; any send with no report becomes unknown; fsync the file."""
-        self.sent = sum(sent_per_partition)
+    def close(self, count: int) -> None:
+        """Write the rest (count: fresh messages handed in all); any send with no report becomes unknown;
+        fsync the file."""
         self.spill()
+        if self._sessions[self.session].hi is None:
+            self._sessions[self.session].hi = count
+        for s in self._sessions:
+            s.hi = count if s.hi is None else s.hi
+        self.sent = sum(s.handed(count) for s in self._sessions)
         if sum(self.counts.values()) != self.sent:
-            self._add_unreported(sent_per_partition)
+            self._add_unreported()
         self._writer.close()
         with open(self.path, "rb+") as f:
             os.fsync(f.fileno())
 
-    def _add_unreported(self, sent_per_partition: list[int]) -> None:
+    def _add_unreported(self) -> None:
         """Sends that got no delivery report at all (the client was torn down): unknown, error null."""
         self._writer.close()
         table = pq.read_table(self.path)
         self._writer = _writer(self.path)
         for p in range(self.partitions):  # rewrite what was there, one row group per partition
             self._writer.write_table(table.filter(pc.equal(table["partition"], p)))
-        parts, values = [], []
-        for p, n in enumerate(sent_per_partition):
-            have = np.zeros(n, dtype=bool)
-            got = pc.filter(table["value"], pc.equal(table["partition"], p)).to_numpy(zero_copy_only=False)
-            have[got[got < n]] = True
-            missing = np.flatnonzero(~have)
-            parts.append(np.full(len(missing), p, dtype=np.int32))
-            values.append(missing)
-        values_a = np.concatenate(values).astype(np.int64)
-        n = len(values_a)
-        self._write_rows(pa.array(np.concatenate(parts)), pa.array(values_a), pa.repeat(UNKNOWN, n),
-                         pa.nulls(n, pa.int64()), pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()))
-        self.counts[UNKNOWN] += n
+        index = (table["value"].to_numpy(zero_copy_only=False) * self.partitions
+                 + table["partition"].to_numpy(zero_copy_only=False))
+        sessions = table["session"].to_numpy(zero_copy_only=False)
+        for number, s in enumerate(self._sessions):
+            if s.reported == s.handed(s.hi):
+                continue
+            sent = np.concatenate((np.arange(s.lo, s.hi, dtype=np.int64), np.asarray(s.late, dtype=np.int64)))
+            missing = np.setdiff1d(sent, index[sessions == number])
+            n = len(missing)
+            if n == 0:
+                continue
+            self._write_rows(pa.array((missing % self.partitions).astype(np.int32)),
+                             pa.array(missing // self.partitions), pa.repeat(UNKNOWN, n), pa.nulls(n, pa.int64()),
+                             pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, pa.int64()), number)
+            self.counts[UNKNOWN] += n
+
+
+def client_conf(config: dict, client: dict, logger: logging.Logger | None) -> dict:
+    conf = {**config, **client}
+    if logger is not None:
+        conf["logger"] = logger
+    return conf
+
+
+def hand_over(producer: Producer, topic: str, partitions: int, indices, on_delivery) -> None:
+    """produce() messages by index, waiting out a full local queue."""
+    for i in indices:
+        i = int(i)
+        while True:
+            try:
+                producer.produce(topic, b"%d" % (i // partitions), partition=i % partitions, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.01)
+
+
+def close_now(producer: Producer, timeout: float = 2.0) -> None:
+    """Tear an instance down without flushing, as a crash would: what is queued or in flight is purged
+    (its reports say so: unknown), the reports are served, and the instance is dropped."""
+    _drain(producer, timeout)
 
 
 def produce(
@@ -191,6 +334,7 @@ def produce(
     on_progress: Callable[[int], None] | None = None,
     logger: logging.Logger | None = None,
     before_flush: Callable[[], None] | None = None,
+    faults=None,
 ) -> ProduceResult:
     """Send `messages` counters round-robin over the partitions, at `rate` msg/s if given.
 
@@ -199,22 +343,41 @@ def produce(
     log.counts then hold what was recorded.
 
     `before_flush` runs once every message is handed to the client and before the
-    final flush: the run heals all faults there, so the flush can complete.
+    final flush: the run heals all faults there, so the flush can complete. `faults`
+    (nemesis.WorkloadFaults) is served between chunks: producer-restart and producer-pause.
     """
     stop = stop or threading.Event()
-    conf = {**config, **client}
-    if logger is not None:
-        conf["logger"] = logger
+    conf = client_conf(config, client, logger)
     producer = Producer(conf)
-    produce_one, poll, on_delivery = producer.produce, producer.poll, log.on_delivery
+    zombie: tuple[int, Producer] | None = None  # (session, instance) frozen by producer-pause
     t0 = time.monotonic()
     count = 0  # messages handed to the client
     error = ""
+
+    def act(kind: str, step: str) -> None:
+        nonlocal producer, zombie
+        if kind == "producer-pause" and step == "heal":
+            if zombie is not None:
+                resume_plain(log, *zombie, flush_timeout)
+                zombie = None
+            return
+        if kind == "producer-restart":
+            close_now(producer)
+        elif zombie is not None:
+            raise RuntimeError("producer-pause: the paused producer has not resumed yet (one pause at a time)")
+        else:  # the instance is frozen as it is: no call reaches it until it resumes
+            zombie = (log.session, producer)
+        log.new_session(count)
+        producer = Producer(conf)
+        again = log.unacked(count)
+        log.handed_late(again)
+        hand_over(producer, topic, partitions, again, log.on_delivery)
+
     try:
         try:
             while count < messages:
-                if count:  # between chunks: serve delivery reports, spill, report, pace
-                    poll(0)
+                if count:  # between chunks: serve delivery reports, spill, report, pace, apply workload faults
+                    producer.poll(0)
                     log.maybe_spill()
                     if on_progress:
                         on_progress(count)
@@ -224,7 +387,10 @@ def produce(
                         ahead = t0 + count / rate - time.monotonic()
                         if ahead > 0:
                             time.sleep(ahead)
+                    if faults is not None and faults.pending:
+                        faults.serve(act)
                 log.mark_chunk()
+                produce_one, poll, on_delivery = producer.produce, producer.poll, log.on_delivery
                 for i in range(count, min(messages, count + CHUNK)):
                     value = b"%d" % (i // partitions)
                     while True:
@@ -236,6 +402,8 @@ def produce(
                     count = i + 1
             if on_progress:
                 on_progress(count)
+            if zombie is not None and not stop.is_set():  # the workload ended while a producer was paused:
+                act("producer-pause", "heal")  # it resumes now (interrupted: the finally drains it)
             if before_flush:
                 before_flush()
             left = producer.flush(0.0 if stop.is_set() else flush_timeout)
@@ -254,13 +422,23 @@ def produce(
         _drain(producer, 2.0)
         raise
     finally:
+        if zombie is not None:
+            with log.serving(zombie[0]):
+                _drain(zombie[1], 2.0)
         try:
             producer.poll(0)
         except KafkaException:
             pass
-        log.close([count // partitions + (1 if p < count % partitions else 0) for p in range(partitions)])
-    return ProduceResult(count, log.counts[ACKED], log.counts[REJECTED], log.counts[UNKNOWN],
+        log.close(count)
+    return ProduceResult(log.sent, log.counts[ACKED], log.counts[REJECTED], log.counts[UNKNOWN],
                          time.monotonic() - t0, stop.is_set(), error)
+
+
+def resume_plain(log: DeliveryLog, session: int, producer: Producer, timeout: float) -> None:
+    """A paused (plain) producer resumes: what it had queued or in flight completes, in its own session."""
+    with log.serving(session):
+        if producer.flush(timeout):
+            _drain(producer, 2.0)
 
 
 def _drain(producer: Producer, timeout: float) -> None:

@@ -117,7 +117,9 @@ def read_topic(spark, client: dict, topic: str, partitions: int, isolation: str 
             .option("isolation", isolation).load())
 
 
-def save_log(spark, client: dict, topic: str, partitions: int, path: Path) -> None:
+def save_log(spark, client: dict, topic: str, partitions: int, path: Path, isolation: str = "read_committed") -> None:
     """The final read: every record of the topic, one Parquet file per topic partition in offset order.
-    Spark writes _SUCCESS last, so a folder without it is a read that did not finish."""
-    read_topic(spark, client, topic, partitions).write.mode("overwrite").parquet(str(path))
+    Spark writes _SUCCESS last, so a folder without it is a read that did not finish. With read_committed
+    (the default) a partition ends at its last stable offset: records of aborted transactions are left out,
+    and so is everything after a transaction that never ended (a broker bug that then shows as lost)."""
+    read_topic(spark, client, topic, partitions, isolation).write.mode("overwrite").parquet(str(path))

@@ -51,7 +51,8 @@ def acks_table(rows):  # rows: (partition, value, outcome, offset)
     return pa.table({"partition": pa.array([r[0] for r in rows], pa.int32()), "value": [r[1] for r in rows],
                      "outcome": [r[2] for r in rows], "offset": pa.array([r[3] for r in rows], pa.int64()),
                      "error": pa.nulls(n, pa.string()), "sent_at": pa.nulls(n, pa.timestamp("ms", tz="UTC")),
-                     "latency_ms": pa.nulls(n, pa.float64())}, schema=ACKS_SCHEMA)
+                     "latency_ms": pa.nulls(n, pa.float64()), "session": pa.array([0] * n, pa.int32()),
+                     "txn": pa.nulls(n, pa.int64())}, schema=ACKS_SCHEMA)
 
 
 def expected(logs, acks):
@@ -145,3 +146,30 @@ def test_contradictory_delivery_log_is_named_not_a_traceback(spark, tmp_path):
                                              r"value 5 recorded more than once") as e:
         analyze_folder(spark, folder, ["a"])
     assert e.value.damaged
+
+
+def test_a_transactional_folder_on_spark_counts_torn_transactions_across_partitions(spark, tmp_path):
+    """Partition 0 holds the planted anomalies of tests/unit/test_transactions_analysis.py; partition 1 one more
+    value of committed txn 7, not read: within partition 1 txn 7 is not torn (none of its 1 value read) nor within
+    partition 0 (its 1 value read), but across them it is."""
+    from tests.unit.test_transactions_analysis import BOOK, READ_COMMITTED, SENDS, acks as acks_rows, log as log_rows
+
+    folder = RunFolder(tmp_path / "run")
+    d = folder.variant_dir("t")
+    (d / "log.parquet").mkdir(parents=True)
+    for p, table in ((0, READ_COMMITTED), (1, log_rows([(5, 1)], partition=1))):  # p1: value 1, sent by nobody
+        pq.write_table(table, d / "log.parquet" / f"part-{p}.parquet")
+    (d / "log.parquet" / "_SUCCESS").write_text("")
+    pq.write_table(pa.concat_tables([acks_rows(SENDS), acks_rows([(0, "acked", 0, 2, 7)], partition=1)]),
+                   folder.acks_path("t"))
+    with pytest.raises(RunFolderError, match="transactions.parquet is missing"):
+        analyze_folder(spark, folder, ["t"])
+    pq.write_table(BOOK, folder.transactions_path("t"))
+    m = analyze_folder(spark, folder, ["t"])["t"]
+    # Partition 0: aborted reads 2, lost committed 1, torn 3 (txns 1, 2, 5), zombie writes 1 (unit test);
+    # partition 1: value 0 of txn 7 lost (committed), and a stray value 1 (unexpected).
+    assert (m["aborted_reads"], m["lost_committed"], m["zombie_writes_visible"], m["unexpected"]) == (2, 2, 1, 1)
+    assert m["torn_transactions"] == 4  # txns 1, 2, 5 and, across the partitions, 7
+    assert [r["txn"] for r in folder.read_table("t", "torn_transactions").to_pylist()] == [1, 2, 5, 7]
+    per_partition = {r["partition"]: r["torn_transactions"] for r in folder.read_table("t", "partitions").to_pylist()}
+    assert per_partition == {0: 3, 1: 0}

@@ -1,8 +1,9 @@
 """The numpy definitions against the plain-Python oracle on logs hypothesis draws (and shrinks).
 
-Each example draws one or more partitions: delivery outcomes, a log made of sent values, repeats,
-strays (negative, never sent, not a number) at increasing offsets with holes, acknowledged offsets
-that are right, wrong or absent, and the size of the batches the log is fed in.
+Each example draws one or more partitions: delivery outcomes, some values sent again in a second
+session (a producer restart), a log made of sent values, repeats, strays (negative, never sent, not a
+number) at increasing offsets with holes, acknowledged offsets that are right, wrong or absent, and
+the size of the batches the log is fed in.
 """
 
 import pyarrow as pa
@@ -23,19 +24,21 @@ def partition(draw, p):
     values = draw(st.lists(st.one_of(st.integers(0, n + 1), st.none(), st.just(-1), st.just(2**40)), max_size=30))
     steps = draw(st.lists(st.integers(1, 2), min_size=len(values), max_size=len(values)))
     offsets = [sum(steps[: i + 1]) - 1 for i in range(len(values))]
-    acks = []
-    for v, outcome in enumerate(outcomes):
-        offset = None
-        if outcome == "acked":
-            where = [o for o, x in zip(offsets, values) if x == v]
-            choice = draw(st.sampled_from(["right", "right", "wrong", "untold"]))
-            if choice == "right" and where:
-                offset = draw(st.sampled_from(where))
-            elif choice == "untold":
-                offset = NO_OFFSET
-            else:
-                offset = draw(st.integers(-1, len(values) + 2))
-        acks.append((p, v, outcome, offset))
+    again = draw(st.lists(st.sampled_from(OUTCOMES + (None, None)), min_size=n, max_size=n))  # session 1
+
+    def told(v, outcome):
+        if outcome != "acked":
+            return None
+        where = [o for o, x in zip(offsets, values) if x == v]
+        choice = draw(st.sampled_from(["right", "right", "wrong", "untold"]))
+        if choice == "right" and where:
+            return draw(st.sampled_from(where))
+        if choice == "untold":
+            return NO_OFFSET
+        return draw(st.integers(-1, len(values) + 2))
+
+    acks = [(p, v, outcome, told(v, outcome), 0) for v, outcome in enumerate(outcomes)]
+    acks += [(p, v, outcome, told(v, outcome), 1) for v, outcome in enumerate(again) if outcome is not None]
     return [(p, o, v) for o, v in zip(offsets, values)], acks, draw(st.integers(1, 8))
 
 
@@ -51,7 +54,8 @@ def _tables(p, log_rows, ack_rows, batch):
     acks = pa.table({"partition": pa.array([p] * len(ack_rows), pa.int32()),
                      "value": pa.array([r[1] for r in ack_rows], pa.int64()),
                      "outcome": pa.array([r[2] for r in ack_rows], pa.string()),
-                     "offset": pa.array([r[3] for r in ack_rows], pa.int64())})
+                     "offset": pa.array([r[3] for r in ack_rows], pa.int64()),
+                     "session": pa.array([r[4] for r in ack_rows], pa.int32())})
     return [acks], log.to_batches(max_chunksize=batch)
 
 

@@ -40,7 +40,7 @@ def test_reports_become_rows_with_outcome_error_offset_and_times(tmp_path):
     log.on_delivery(None, Report(1, 0, None))  # a negative offset reaches Python as None
     log.on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT), Report(0, 1, None, -1))
     log.on_delivery(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), Report(1, 1, None))
-    log.close([2, 2])
+    log.close(4)
     got = rows(tmp_path / "acks.parquet")
     assert [(r["partition"], r["value"], r["outcome"], r["offset"], r["error"]) for r in got] == [
         (0, 0, "acked", 0, None), (0, 1, "unknown", None, "_MSG_TIMED_OUT"),
@@ -55,7 +55,7 @@ def test_with_acks_0_no_offset_is_told_and_none_is_recorded(tmp_path):
     log = DeliveryLog(tmp_path / "acks.parquet", partitions=1, offsets_told=False)
     log.mark_chunk()
     log.on_delivery(None, Report(0, 0, None))
-    log.close([1])
+    log.close(1)
     assert rows(tmp_path / "acks.parquet")[0]["offset"] is None
 
 
@@ -63,7 +63,7 @@ def test_sends_without_a_report_become_unknown(tmp_path):
     log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
     log.mark_chunk()
     log.on_delivery(None, Report(0, 0, 0))
-    log.close([2, 1])  # values 0 and 1 of partition 0 and value 0 of partition 1 were handed over
+    log.close(3)  # messages 0, 1, 2: values 0 and 1 of partition 0 and value 0 of partition 1
     got = rows(tmp_path / "acks.parquet")
     assert [(r["partition"], r["value"], r["outcome"]) for r in got] == [(0, 0, "acked"), (0, 1, "unknown"),
                                                                       (1, 0, "unknown")]

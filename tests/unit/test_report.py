@@ -133,3 +133,40 @@ def test_report_and_index_render_in_headless_chromium_offline(tmp_path):
         subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={profile}", "--window-size=1200,2400",
                         f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=60)
         assert shot.stat().st_size > 10_000
+
+
+def test_a_transactional_variant_gets_a_transactions_section_with_its_anomalies(tmp_path):
+    import pyarrow.parquet as pq
+
+    from harness.analysis.anomalies import TABLES
+    from harness.workload.transactional import TRANSACTIONS_SCHEMA
+
+    folder, summary, _ = make_run(tmp_path)
+    rows = [{"txn": 0, "session": 0, "outcome": "committed", "error": None, "cause": None, "sends": 10, "ended_at": None},
+            {"txn": 1, "session": 0, "outcome": "aborted", "error": None, "cause": "planned", "sends": 10,
+             "ended_at": None},
+            {"txn": 2, "session": 0, "outcome": "aborted", "error": None, "cause": "restart", "sends": 4,
+             "ended_at": None},
+            {"txn": 3, "session": 1, "outcome": "unknown", "error": "_TIMED_OUT", "cause": "error", "sends": 10,
+             "ended_at": None}]
+    pq.write_table(pa.Table.from_pylist(rows, schema=TRANSACTIONS_SCHEMA), folder.transactions_path("on"))
+    (folder.uncommitted_log_path("on")).mkdir()
+    pq.write_table(pa.table({"partition": pa.array([0] * 1034, pa.int32())}), folder.uncommitted_log_path("on") / "a.parquet")
+    reads = [{"partition": 0, "value": 11, "offset": 12, "txn": 1}]
+    tables = {t: folder.read_table("on", t) for t in TABLES if folder.read_table("on", t) is not None}
+    tables["aborted_reads"] = pa.Table.from_pylist(reads, schema=pa.schema(TABLES["aborted_reads"]))
+    folder.write_tables("on", tables)
+    summary["variants"]["on"]["aborted_reads"] = 1
+    rewrite_summary(folder, summary)
+    html = html_of(folder)
+    on = html[html.index("<h2>on</h2>"):]
+    section = on[on.index('id="transactions-on"'):]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", section[:section.index("</table>")])
+    # 4 transactions: 1 committed, 2 aborted, 1 unknown; causes planned, restart, error; records read
+    # (read_committed: received + unexpected of the summary) / read_uncommitted (the second read's rows).
+    assert cells == ["4", "1", "2", "1", "1", "1", "1", "1,000 / 1,034"]
+    listed = on[on.index('id="not-committed-on"'):]
+    listed = listed[:listed.index("</table>")]
+    assert "restart" in listed and "_TIMED_OUT" in listed and "planned" not in listed  # planned aborts aside
+    assert 'id="aborted_reads-on"' in on and "<h3>aborted reads (1)</h3>" in on
+    assert 'id="transactions-off"' not in html  # a plain variant has no such section

@@ -148,9 +148,10 @@ def test_faults_each_backend_can_inject_and_why_not():
     [why] = unsupported_faults(ClusterSpec(backend="local", broker="kafka", brokers=1), {"isolate"})
     assert "one broker" in why
     ext = dict(backend="external", broker="kafka", bootstrap_servers="h:1")
-    assert supported_faults(ClusterSpec(**ext)) == set()
+    assert supported_faults(ClusterSpec(**ext)) == {"producer-restart", "producer-pause"}  # no proxy needed
     assert supported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474")) == {
-        "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition"}
+        "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition", "producer-restart",
+        "producer-pause"}
     assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"isolate", "broker-kill"}) == [
         "broker-kill (the harness cannot act on brokers it did not start)",
         "isolate (only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum)"]

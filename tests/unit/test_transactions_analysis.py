@@ -1,0 +1,192 @@
+"""Several sends per value (producer restarts) and transactions, on small logs with planted anomalies;
+every expected number worked out by hand in the comments."""
+
+import pyarrow as pa
+import pytest
+
+from harness.analysis import metrics
+from harness.analysis.anomalies import DeliveryLogError, check_partition, torn_transactions
+
+
+def acks(rows, partition=0):
+    """rows: (value, outcome, offset or None, session[, txn[, error]])."""
+    cols = list(zip(*[(partition, r[0], r[1], r[2], r[5] if len(r) > 5 else None, r[3], r[4] if len(r) > 4 else None)
+                      for r in rows]))
+    names = ["partition", "value", "outcome", "offset", "error", "session", "txn"]
+    types = [pa.int32(), pa.int64(), pa.string(), pa.int64(), pa.string(), pa.int32(), pa.int64()]
+    return pa.table({n: pa.array(c, t) for n, c, t in zip(names, cols, types)})
+
+
+def log(pairs, partition=0):
+    """pairs: (offset, value) in offset order."""
+    return pa.table({"partition": pa.array([partition] * len(pairs), pa.int32()),
+                     "offset": pa.array([o for o, _ in pairs], pa.int64()),
+                     "value": pa.array([v for _, v in pairs], pa.int64())})
+
+
+def transactions(rows):
+    """rows: (txn, session, outcome, cause)."""
+    return pa.table({"txn": pa.array([r[0] for r in rows], pa.int64()),
+                     "session": pa.array([r[1] for r in rows], pa.int32()),
+                     "outcome": [r[2] for r in rows], "error": pa.nulls(len(rows), pa.string()),
+                     "cause": pa.array([r[3] for r in rows], pa.string())})
+
+
+def rows(findings, table):
+    return findings.table(table).drop(["partition"]).to_pylist()
+
+
+# -- several sends of one value (sessions) --------------------------------------------------------
+
+def test_a_restart_resends_what_was_not_acknowledged_and_the_copies_are_duplicates():
+    # Session 0 sent 0..3: 0 and 1 acked at 0 and 1; 2 and 3 purged in flight (unknown) but written at 2 and 3.
+    # Session 1 sent 2 and 3 again (acked at 4 and 5), then 4 (acked at 6).
+    f = check_partition(0, [acks([(0, "acked", 0, 0), (1, "acked", 1, 0), (2, "unknown", None, 0),
+                                  (3, "unknown", None, 0), (2, "acked", 4, 1), (3, "acked", 5, 1),
+                                  (4, "acked", 6, 1)])],
+                        [log([(0, 0), (1, 1), (2, 2), (3, 3), (4, 2), (5, 3), (6, 4)])])
+    m = f.metrics
+    # By value: 5 values sent, each acked by its best send (2 and 3 in session 1).
+    assert (m["sent"], m["acked"], m["unknown"], m["rejected"]) == (5, 5, 0, 0)
+    # 7 records, 5 distinct: 2 and 3 read twice; one jump-back run (offsets 4-5, 2 <= 3), size 3 - 2 = 1.
+    assert (m["received"], m["unique"], m["duplicates"]) == (7, 5, 2)
+    assert (m["jump_back_runs"], m["max_jump_back"]) == (1, 1)
+    # Every acked send's offset holds its value; nothing lost; sends go up within each session.
+    assert (m["inconsistent_offsets"], m["lost"], m["received_unacked"], m["nonmonotonic_sends"]) == (0, 0, 0, 0)
+    assert all(m[k] == 0 for k in ("aborted_reads", "lost_committed", "torn_transactions", "zombie_writes_visible"))
+
+
+def test_a_value_twice_in_one_session_contradicts_the_log_but_once_per_session_does_not():
+    with pytest.raises(DeliveryLogError, match="value 1 recorded more than once in session 0"):
+        check_partition(0, [acks([(0, "acked", 0, 0), (1, "acked", 1, 0), (1, "unknown", None, 0)])], [])
+    with pytest.raises(DeliveryLogError, match="value 1 recorded more than once in session 1"):  # across batches
+        check_partition(0, [acks([(1, "unknown", None, 0), (1, "unknown", None, 1)]),
+                            acks([(1, "acked", 3, 1)])], [])
+    f = check_partition(0, [acks([(1, "unknown", None, 0)]), acks([(1, "unknown", None, 1), (1, "acked", 0, 2)])],
+                        [log([(0, 1)])])
+    assert (f.metrics["sent"], f.metrics["acked"]) == (1, 1)
+
+
+def test_a_values_outcome_is_its_best_sends():
+    # 0: rejected, then unknown -> unknown (absent: missing). 1: rejected twice -> rejected, and read: rejected-visible.
+    # 2: acked (at 7), then unknown -> acked; absent while 3 was read -> lost. 3: unknown, then acked at 1.
+    f = check_partition(0, [acks([(0, "rejected", None, 0), (1, "rejected", None, 0), (2, "acked", 7, 0),
+                                  (3, "unknown", None, 0), (0, "unknown", None, 1), (1, "rejected", None, 1),
+                                  (2, "unknown", None, 1), (3, "acked", 1, 1)])],
+                        [log([(0, 1), (1, 3)])])
+    m = f.metrics
+    assert (m["sent"], m["acked"], m["unknown"], m["rejected"]) == (4, 2, 1, 1)
+    assert (m["missing"], m["rejected_visible"], m["lost"]) == (1, 1, 1)
+    assert rows(f, "lost") == [{"value": 2, "offset": 7}]
+    assert m["inconsistent_offsets"] == 1  # value 2's acked offset 7 is beyond the end of the log
+
+
+def test_nonmonotonic_sends_are_counted_within_a_session_only():
+    # Session 0: 0 at 0, 1 at 5. Session 1: 2 at 3 (below 5, but another session), 3 at 2 (below 3: counted).
+    f = check_partition(0, [acks([(0, "acked", 0, 0), (1, "acked", 5, 0), (2, "acked", 3, 1), (3, "acked", 2, 1)])],
+                        [log([(0, 0), (2, 3), (3, 2), (5, 1)])])
+    assert f.metrics["nonmonotonic_sends"] == 1
+    assert rows(f, "nonmonotonic_sends") == [{"value": 3, "offset": 2, "previous_value": 2, "previous_offset": 3}]
+
+
+# -- transactions ---------------------------------------------------------------------------------
+
+BOOK = transactions([
+    (0, 0, "committed", None), (1, 0, "aborted", "planned"), (2, 0, "committed", None), (3, 0, "aborted", "restart"),
+    (4, 1, "committed", None), (5, 1, "unknown", "error"), (6, 1, "aborted", "fenced"), (7, 2, "committed", None)])
+SENDS = [
+    (0, "acked", 0, 0, 0), (1, "acked", 1, 0, 0),  # txn 0, committed
+    (2, "acked", 2, 0, 1), (3, "acked", 3, 0, 1),  # txn 1, aborted on purpose (offset 4: its abort marker)
+    (4, "acked", 5, 0, 2), (5, "acked", 6, 0, 2),  # txn 2, committed
+    (6, "acked", 8, 0, 3), (7, "unknown", None, 0, 3, "_PURGE_QUEUE"),  # txn 3, abandoned by a restart
+    (6, "acked", 10, 1, 4), (7, "acked", 11, 1, 4),  # txn 4: 6 and 7 again, committed
+    (8, "acked", 13, 1, 5), (9, "acked", 14, 1, 5),  # txn 5: commit outcome unknown
+    (10, "acked", 16, 1, 6), (11, "rejected", None, 1, 6, "_FENCED"),  # txn 6: a fenced zombie's
+    (12, "acked", 18, 2, 7),  # txn 7, committed
+]
+READ_COMMITTED = log([(0, 0), (1, 1),
+                      (2, 2),  # planted: txn 1 (aborted) visible
+                      (5, 4),  # planted: 5 (txn 2, committed) missing at offset 6
+                      (8, 6),  # planted: txn 3's copy of 6 visible at the offset it was acked at
+                      (10, 6), (11, 7),
+                      (13, 8),  # planted: 9 missing, so unknown txn 5 is partly visible
+                      (16, 10),  # planted: the zombie's record visible
+                      (18, 12)])
+
+
+def test_transaction_anomalies_planted_in_one_partition():
+    f = check_partition(0, [acks(SENDS)], [READ_COMMITTED], transactions=BOOK)
+    m = f.metrics
+    # aborted reads: offset 2 (value 2 of txn 1) and offset 8 (txn 3's copy of 6, found by its acked offset
+    # although 6 belongs to committed txn 4).
+    assert m["aborted_reads"] == 2
+    assert rows(f, "aborted_reads") == [{"value": 2, "offset": 2, "txn": 1}, {"value": 6, "offset": 8, "txn": 3}]
+    # lost committed: 5 (txn 2).
+    assert m["lost_committed"] == 1
+    assert rows(f, "lost_committed") == [{"value": 5, "txn": 2, "offset": 6}]
+    # torn here: txn 1 (2, 3: one read), txn 2 (4, 5: one read), txn 5 (8, 9: one read). txn 3 owns nothing (its
+    # values belong to committed txn 4, 2 of 2 read); txn 6 owns 10 only (11 was never transmitted): 1 of 1.
+    assert m["torn_transactions"] == 3
+    parts = {r["txn"]: (r["sent"], r["visible"]) for r in rows(f, "transaction_parts")}
+    assert parts == {0: (2, 2), 1: (2, 1), 2: (2, 1), 4: (2, 2), 5: (2, 1), 6: (1, 1), 7: (1, 1)}
+    # zombie writes: 10 at offset 16, txn 6 of session 1.
+    assert m["zombie_writes_visible"] == 1
+    assert rows(f, "zombie_writes_visible") == [{"value": 10, "offset": 16, "txn": 6, "session": 1}]
+
+
+def test_a_transactional_sends_outcome_follows_its_transaction():
+    f = check_partition(0, [acks(SENDS)], [READ_COMMITTED], transactions=BOOK)
+    m = f.metrics
+    # Values 0..12. Acked (their transaction committed): 0, 1, 4, 5, 6, 7, 12 = 7. Unknown (aborted, unknown or
+    # fenced transaction): 2, 3, 8, 9, 10 = 5. Rejected (refused, never transmitted): 11.
+    assert (m["sent"], m["acked"], m["unknown"], m["rejected"]) == (13, 7, 5, 1)
+    # 10 records, 9 distinct (6 twice): one duplicate, a jump-back run of size 0 at offset 10.
+    assert (m["received"], m["unique"], m["duplicates"], m["jump_back_runs"], m["max_jump_back"]) == (10, 9, 1, 1, 0)
+    # 5 is acked (committed) and absent with later values read: lost, and its acked offset 6 holds nothing.
+    assert (m["lost"], m["unseen"], m["inconsistent_offsets"]) == (1, 0, 1)
+    # Not read: 3, 9 (unknown) and 11 (rejected): missing. Read although not acked: 2, 8, 10.
+    assert (m["missing"], m["received_unacked"], m["rejected_visible"]) == (3, 3, 0)
+    # Offsets of aborted transactions hold nothing under read_committed: never an inconsistent offset (only 5's).
+    assert [r["value"] for r in rows(f, "inconsistent_offsets")] == [5]
+
+
+def test_a_clean_transactional_read_has_no_anomaly():
+    # What a correct broker shows: committed transactions whole, aborted and fenced ones absent, the unknown
+    # one decided by the read (here: committed, all of it visible).
+    clean = log([(0, 0), (1, 1), (5, 4), (6, 5), (10, 6), (11, 7), (13, 8), (14, 9), (18, 12)])
+    f = check_partition(0, [acks(SENDS)], [clean], transactions=BOOK)
+    assert all(f.metrics[m.key] == 0 for m in metrics.METRICS if m.fatal)
+    assert (f.metrics["duplicates"], f.metrics["torn_transactions"]) == (0, 0)
+
+
+def test_a_fenced_copy_is_found_by_its_acked_offset_even_when_the_value_was_committed_again():
+    book = transactions([(0, 0, "aborted", "fenced"), (1, 1, "committed", None)])
+    # Value 0: the zombie's send acked at 0 (txn 0), sent again by its successor and committed at 2 (txn 1).
+    f = check_partition(0, [acks([(0, "acked", 0, 0, 0), (0, "acked", 2, 1, 1)])], [log([(0, 0), (2, 0)])],
+                        transactions=book)
+    m = f.metrics
+    assert (m["zombie_writes_visible"], m["aborted_reads"], m["duplicates"], m["lost_committed"]) == (1, 0, 1, 0)
+    assert rows(f, "zombie_writes_visible") == [{"value": 0, "offset": 0, "txn": 0, "session": 0}]
+
+
+def test_a_transaction_missing_from_the_transactions_log_is_a_damaged_log():
+    with pytest.raises(DeliveryLogError, match="transaction 3 is in the delivery log but not in the transactions log"):
+        check_partition(0, [acks([(0, "acked", 0, 0, 3)])], [], transactions=transactions([(0, 0, "committed", None)]))
+    with pytest.raises(DeliveryLogError, match="outcome 'maybe'"):
+        check_partition(0, [acks([(0, "acked", 0, 0, 0)])], [], transactions=transactions([(0, 0, "maybe", None)]))
+
+
+def test_torn_is_counted_across_partitions_by_the_driver():
+    # txn 2: 2 values in p0 (1 read) and 1 in p1 (read): torn in p0 already. txn 9: 1 value in each partition,
+    # read in p1 only: whole in each partition, torn across them. txn 10: all read; txn 11: none read.
+    parts = pa.table({"partition": pa.array([0, 1, 0, 1, 0, 1, 0, 1], pa.int32()),
+                      "txn": pa.array([2, 2, 9, 9, 10, 10, 11, 11], pa.int64()),
+                      "sent": pa.array([2, 1, 1, 1, 1, 1, 1, 1], pa.int64()),
+                      "visible": pa.array([1, 1, 0, 1, 1, 1, 0, 0], pa.int64())})
+    book = transactions([(2, 0, "committed", None), (9, 0, "unknown", "error"), (10, 0, "committed", None),
+                         (11, 1, "aborted", "planned")])
+    n, table = torn_transactions(parts, book)
+    assert n == 2
+    assert table.to_pylist() == [
+        {"txn": 2, "session": 0, "outcome": "committed", "cause": None, "sent": 3, "visible": 2},
+        {"txn": 9, "session": 0, "outcome": "unknown", "cause": "error", "sent": 2, "visible": 1}]
