@@ -2,11 +2,16 @@
 
     aggregate(summaries) -> aggregate.json's content
 
-Per variant and count metric: `runs_with` (runs in which it was above 0), `mean`, `min`, `max`,
-`rate_per_100k` (per 100,000 acknowledged sends, over all runs) and `ci95` [low, high] for that
-rate. The interval treats runs as the independent units (anomalies within a run come in bursts:
-one lost ack duplicates a whole batch), so it is Student's t over the per-run rates, clipped at 0;
-with one run there is no interval.
+Per variant and count metric: `runs_with` (runs in which it was above 0), `mean` with `mean_ci95`
+[low, high], `min`, `max`, `rate_per_100k` (per 100,000 acknowledged sends, over all runs) and
+`ci95` [low, high] for that rate. The intervals treat runs as the independent units (anomalies
+within a run come in bursts: one lost ack duplicates a whole batch), so they are Student's t over
+the per-run values, clipped at 0; with one run there is no interval.
+
+The price of each variant beside it: `anomaly_rate` (duplicates and fatal anomalies per 100,000
+acknowledged, the same statistics), `acked_per_s` (throughput: acknowledged sends per second of
+produce time), `unavailable_s` and `latency_p99_ms` (mean, min, max over runs). `ranking()` orders
+variants by anomaly rate against throughput and p99 latency, for one run's summary or an aggregate.
 """
 
 from __future__ import annotations
@@ -30,17 +35,35 @@ def _rate(count: int, acked: int) -> float:
     return count * 100_000 / acked if acked else 0.0
 
 
+def interval(values: list[float]) -> list[float] | None:
+    """Student's t 95 % interval of the mean of per-run values, clipped at 0; None for one run."""
+    n = len(values)
+    if n < 2:
+        return None
+    half = t95(n - 1) * statistics.stdev(values) / math.sqrt(n)
+    mean = statistics.fmean(values)
+    return [round(max(0.0, mean - half), 3), round(mean + half, 3)]
+
+
 def metric_stats(counts: list[int], acked: list[int]) -> dict:
-    n = len(counts)
     rates = [_rate(c, a) for c, a in zip(counts, acked)]
-    out = {"runs_with": sum(1 for c in counts if c > 0), "mean": round(statistics.fmean(counts), 3),
-           "min": min(counts), "max": max(counts), "rate_per_100k": round(_rate(sum(counts), sum(acked)), 3),
-           "ci95": None}
-    if n > 1:
-        half = t95(n - 1) * statistics.stdev(rates) / math.sqrt(n)
-        mean = statistics.fmean(rates)
-        out["ci95"] = [round(max(0.0, mean - half), 3), round(mean + half, 3)]
-    return out
+    return {"runs_with": sum(1 for c in counts if c > 0), "mean": round(statistics.fmean(counts), 3),
+            "mean_ci95": interval([float(c) for c in counts]),
+            "min": min(counts), "max": max(counts), "rate_per_100k": round(_rate(sum(counts), sum(acked)), 3),
+            "ci95": interval(rates)}
+
+
+# What the ranking counts as anomalies: every extra copy, and every fatal anomaly.
+RANKED = ("duplicates", *(m.key for m in METRICS if m.fatal))
+
+
+def anomaly_count(variant: dict) -> int:
+    return sum(int(variant.get(k) or 0) for k in RANKED)
+
+
+def acked_per_s(variant: dict) -> float | None:
+    seconds = variant.get("produce_seconds")
+    return round(variant.get("acked", 0) / seconds, 1) if seconds else None
 
 
 def aggregate(summaries: list[dict]) -> dict:
@@ -59,6 +82,11 @@ def aggregate(summaries: list[dict]) -> dict:
             "failed_runs": sum(1 for r in runs if r.get("verdict") == verdict.FAIL),
             "metrics": {m.key: metric_stats([int(r.get(m.key, 0)) for r in runs], acked) for m in METRICS
                         if not m.accounting and m.key != "acked"},
+            # How long a jump-back run is on average (the seed article's linger finding).
+            "duplicates_per_jump_back_run": _ratio(sum(int(r.get("duplicates", 0)) for r in runs),
+                                                   sum(int(r.get("jump_back_runs", 0)) for r in runs)),
+            "anomaly_rate": metric_stats([anomaly_count(r) for r in runs], acked),
+            "acked_per_s": _spread([acked_per_s(r) for r in runs]),
             "unavailable_s": _spread([r.get("unavailable_s") for r in runs]),
             "latency_p99_ms": _spread([(r.get("latency_ms") or {}).get("p99") for r in runs]),
         }
@@ -70,6 +98,39 @@ def aggregate(summaries: list[dict]) -> dict:
                      for v in dict.fromkeys(s.get("verdict") for s in summaries)},
         "variants": variants,
     }
+
+
+def ranking(variants: dict, aggregated: bool = False) -> list[dict]:
+    """Variants ordered by anomaly rate (per 100,000 acked, lowest first), then p99 latency, then
+    throughput (highest first): [{variant, anomalies (= duplicates + fatal), duplicates, fatal,
+    anomaly_rate, anomaly_rate_ci95, acked_per_s, latency_p99_ms}].
+
+    variants: a summary's (one run) or an aggregate's (aggregated=True: means over runs)."""
+    rows = []
+    for name, v in variants.items():
+        if aggregated:
+            rate = v["anomaly_rate"]
+            row = {"variant": name, "anomalies": rate["mean"], "anomaly_rate": rate["rate_per_100k"],
+                   "duplicates": v["metrics"]["duplicates"]["mean"],
+                   "fatal": round(sum(v["metrics"][k]["mean"] for k in RANKED[1:]), 3),
+                   "anomaly_rate_ci95": rate["ci95"], "acked_per_s": (v.get("acked_per_s") or {}).get("mean"),
+                   "latency_p99_ms": (v.get("latency_p99_ms") or {}).get("mean")}
+        elif v.get("incomplete"):
+            continue
+        else:
+            count = anomaly_count(v)
+            row = {"variant": name, "anomalies": count, "anomaly_rate": round(_rate(count, v.get("acked", 0)), 3),
+                   "duplicates": int(v.get("duplicates") or 0), "fatal": count - int(v.get("duplicates") or 0),
+                   "anomaly_rate_ci95": None, "acked_per_s": acked_per_s(v),
+                   "latency_p99_ms": (v.get("latency_ms") or {}).get("p99")}
+        rows.append(row)
+    inf = float("inf")
+    return sorted(rows, key=lambda r: (r["anomaly_rate"], inf if r["latency_p99_ms"] is None else r["latency_p99_ms"],
+                                       -(r["acked_per_s"] or 0), r["variant"]))
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return round(a / b, 1) if b else None
 
 
 def _spread(values: list) -> dict | None:

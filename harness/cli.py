@@ -52,16 +52,26 @@ def _debug() -> bool:
     return bool(ctx and ctx.find_root().params.get("debug"))
 
 
-def _writable_dir(path: Path) -> None:
+def _writable_dir(path: Path, option: str = "--out") -> None:
+    """Create the folder now (paths are used literally: `[`, `*` and `?` are just characters)."""
     if any(c in str(path) for c in "\n\r\0"):
-        raise UsageError(f"--out {path!r}: a folder name may not hold a line break or NUL")
+        raise UsageError(f"{option} {str(path)!r}: a path may not hold a line break or NUL")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".kafka-chaos-write-test-{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise UsageError(f"--out {path}: not a writable folder ({e.strerror or e})") from None
+        raise UsageError(f"{option} {path}: not a writable folder ({e.strerror or e})") from None
+
+
+def _writable_file(path: Path, option: str) -> None:
+    """A file written at the end of the run: its folder must be writable now, and it must not be a folder."""
+    if any(c in str(path) for c in "\n\r\0"):
+        raise UsageError(f"{option} {str(path)!r}: a path may not hold a line break or NUL")
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a folder; give a file name")
+    _writable_dir(path.parent, option)
 
 
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
@@ -127,7 +137,28 @@ class ProgressListener:
         self.progress.console.print(Text(f"note: {text}", style="yellow"))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """click, but a wrong option or argument is one line too (click prints the usage and a hint first)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:  # plain `kafka-chaos`: the help
+            e.show()
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            where = e.ctx.command_path if isinstance(e, click.UsageError) and e.ctx else "kafka-chaos"
+            err_console.print(Text.assemble(("error: ", "bold red"), f"{e.format_message()} (see {where} --help)"))
+            sys.exit(e.exit_code)
+        except click.Abort:
+            say("interrupted", "yellow", err=True)
+            sys.exit(int(Exit.SIGINT))
+        sys.exit(code or 0)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kafka-chaos")
 @click.option("--debug", is_flag=True, help="Show the traceback of any failure (otherwise one line says what failed).")
 def main(debug: bool) -> None:
@@ -148,14 +179,21 @@ def main(debug: bool) -> None:
 @click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
               help="Folder that receives the run folder <run-id>/ and the list of runs index.html.")
-@click.option("--seed", type=int, default=None, help="Seed of the fault schedule (default: the experiment's seed).")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=None,
+              help="Seed of the fault schedule (default: the experiment's seed).")
 @click.option("--replay", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Apply the fault schedule recorded in a run's faults.jsonl instead of planning one.")
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write JUnit XML here: one test case per variant and check, for CI.")
+@click.option("--repeat", type=click.IntRange(1, 10_000), default=None, metavar="N",
+              help="Run the experiment N times (seeds seed, seed+1, ...) and write aggregate.json: per variant "
+                   "and metric how often, how many, and the rate per 100,000 acked with a 95% interval.")
+@click.option("--same-seed", is_flag=True, help="With --repeat: every run with the same seed (same fault plan).")
+@click.option("--until-fail", is_flag=True,
+              help="With --repeat: stop at the first run whose verdict is fail and say how to replay it.")
 def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spark_master: str | None,
-        junit: Path | None) -> None:
+        junit: Path | None, repeat: int | None, same_seed: bool, until_fail: bool) -> None:
     """Run EXPERIMENT (a YAML file) and write a report.
 
     The experiment's cluster section picks the brokers: backend local with
@@ -167,23 +205,51 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     (lost, unexpected, inconsistent offsets, rejected-visible, aborted reads,
     lost committed, torn transactions, zombie writes visible) failed, 2 on bad
     input, 3 when the cluster or the harness failed, 130/143 when interrupted.
+    With --repeat: 1 if any run failed, else 3 if any errored, else 0.
     """
     from . import signals
     from .preflight import prepare
-    from .run import Run
-    from .runfolder import RunFolder
 
     try:
+        if repeat is None and (same_seed or until_fail):
+            raise UsageError(f"{'--same-seed' if same_seed else '--until-fail'} needs --repeat N")
         spec, schedule = prepare(experiment, seed, replay, spark_master)
+        if junit is not None:
+            _writable_file(junit, "--junit")
         _writable_dir(out)
+        if repeat is not None and replay is None:
+            from .repeat import check_schedules, seeds
+
+            check_schedules(spec, experiment, seeds(spec.seed if seed is None else seed, repeat, same_seed))
     except Exception as e:
         _fail(e)
     signals.install()
+    for note in getattr(spec, "notes", []):  # e.g. matrix combinations librdkafka refuses
+        say(f"note: {note}", "yellow")
+    if repeat is not None:
+        _run_series(spec, schedule if replay else None, experiment, out, spec.seed if seed is None else seed,
+                    replay, spark_master, junit, repeat, same_seed, until_fail)
+        return
+    folder, summary, failure, code = _run_once(spec, schedule, out, spec.seed if seed is None else seed, replay,
+                                               spark_master, junit)
+    if failure is not None:
+        say(f"partial results kept in {folder.path}", err=True)
+        _fail(failure)
+    _exit(code)
+
+
+def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_master: str | None,
+              junit: Path | None, heading: str = "", brief: bool = False):
+    """One run in a new run folder: progress, summary, report and runs index.
+    -> (folder, summary, what ended it early or None, exit status)."""
+    from .run import Run
+    from .runfolder import RunFolder
+
     listener = ProgressListener(spec.workload.messages)
     folder = RunFolder.create(out, spec.name)
-    the_run = Run(spec, folder, spec.seed if seed is None else seed, listener, spark_master, schedule)
+    the_run = Run(spec, folder, seed, listener, spark_master, schedule)
     origin = f"replayed from {replay}" if replay else f"seed {the_run.seed}"
-    say(f"{spec.name}: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
+    say(f"{heading}{spec.name}: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
         f"{len(the_run.schedule)} planned fault(s), {origin}", "bold")
     for warning in the_run.warnings:
         listener.warning(warning)
@@ -201,32 +267,124 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
             from .junit import write
 
             write(junit, summary, time.monotonic() - started)
-        if failure is None:
+        if failure is None and not brief:
             print_summary(summary, folder.path)
         code = _publish(folder, out, code)
-    if failure is not None:
-        say(f"partial results kept in {folder.path}", err=True)
-        _fail(failure)
+    return folder, summary, failure, code
+
+
+def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, replay: Path | None,
+                spark_master: str | None, junit: Path | None, count: int, same_seed: bool, until_fail: bool) -> None:
+    """--repeat: the runs one after another, then the aggregate, its report, JUnit and the runs index."""
+    from .exits import Exit
+    from .repeat import Series
+
+    series = Series(spec, out, count, first_seed, same_seed, until_fail, replay)
+    summaries_seconds: list[float] = []
+
+    def run_one(index: int, seed: int):
+        t = time.monotonic()
+        folder, summary, failure, _ = _run_once(spec, schedule, out, seed, replay, spark_master, None,
+                                                heading=f"run {index + 1}/{count}: ", brief=True)
+        summary = folder.read_summary() or summary  # the report's rendering may have marked it interrupted
+        summaries_seconds.append(time.monotonic() - t)
+        if summary is not None:
+            line = f"run {index + 1}/{count} (seed {seed}): {summary.get('verdict')}"
+            if failure is not None:
+                line += f" ({exit_for_exception(failure)[1]})"
+            say(f"{line} · {folder.path / 'index.html'}", "green" if summary.get("verdict") == "pass" else "yellow")
+        return folder, summary, failure
+
+    doc = series.execute(run_one)
+    if junit is not None:
+        from .junit import write_series
+
+        write_series(junit, series.summaries, summaries_seconds)
+    print_aggregate(doc)
+    if series.failed_run is not None:
+        say(f"failed run: {series.failed_run.path}; replay it with: kafka-chaos run {experiment} "
+            f"--replay {series.failed_run.faults_path}", "bold")
+    code = series.exit_code
+    try:
+        from . import signals
+        from .report import write_aggregate_report, write_index
+
+        with signals.deferred():
+            write_aggregate_report(series.folder)
+            write_index(out)
+    except Exception as e:  # an interrupt here keeps the series' exit status
+        if not isinstance(e, signals.Interrupted):
+            say(f"warning: the aggregate report could not be rendered ({type(e).__name__}: {e}); retry with: "
+                f"kafka-chaos report {series.folder.path}", "yellow", err=True)
+        elif code == Exit.OK:
+            code = Exit(e.code)
+    say(f"aggregate: {series.folder.aggregate_path}")
+    say(f"report: {series.folder.report}")
+    if series.interrupted is not None:
+        complete = sum(1 for x in series.summaries if x.get("status") == "complete")
+        say(f"interrupted after {len(series.summaries)} of {count} runs; the aggregate covers the {complete} "
+            "complete one(s)", "yellow", err=True)
     _exit(code)
+
+
+def print_aggregate(doc: dict) -> None:
+    """Per variant: the anomalies any run had, as mean per run and as rate per 100,000 acked, each with its
+    95% interval, and how many runs had them; then the price (throughput, unavailability, p99 latency)."""
+    from .analysis.metrics import BY_KEY
+
+    def n(x: float) -> str:
+        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+    def ci(x):
+        return f" [{n(x[0])}, {n(x[1])}]" if x else ""
+
+    variants = doc.get("variants", {})
+    ran = len(doc.get("runs", []))
+    verdicts = ", ".join(f"{k} {v}" for v, k in doc.get("verdicts", {}).items())
+    table = Table(title=Text(f"{doc.get('experiment')} · {ran} of {doc.get('requested')} runs ({verdicts}) · "
+                             "mean per run [95% interval]"), title_justify="left")
+    table.add_column("")
+    for name in variants:
+        table.add_column(Text(name), justify="right")
+    metrics = next(iter(variants.values()), {}).get("metrics", {})
+    keys = [k for k in metrics if k in ("duplicates", "jump_back_runs", "max_jump_back", "lost") or
+            k not in ("received", "unique", "missing") and any(v["metrics"][k]["max"] for v in variants.values())]
+    for key in keys:
+        table.add_row(BY_KEY[key].label, *[f"{n(v['metrics'][key]['mean'])}{ci(v['metrics'][key]['mean_ci95'])}"
+                                           for v in variants.values()])
+        if BY_KEY[key].combine != "max":
+            table.add_row(Text("  per 100k acked", style="dim"),
+                          *[Text(f"{n(v['metrics'][key]['rate_per_100k'])}{ci(v['metrics'][key]['ci95'])}",
+                                 style="dim") for v in variants.values()])
+        table.add_row(Text("  runs with any", style="dim"),
+                      *[Text(f"{v['metrics'][key]['runs_with']}/{v['runs']}", style="dim") for v in variants.values()])
+    table.add_row("duplicates per jump-back run", *[n(v["duplicates_per_jump_back_run"])
+                                                    if v.get("duplicates_per_jump_back_run") else "-"
+                                                    for v in variants.values()])
+    for label, key in (("acked / s", "acked_per_s"), ("unavailable (s)", "unavailable_s"),
+                       ("latency p99 (ms)", "latency_p99_ms")):
+        table.add_row(label, *[n(v[key]["mean"]) if v.get(key) else "-" for v in variants.values()])
+    console.print(table)
 
 
 def _publish(folder, out: Path, code: Exit) -> Exit:
     """Render the run's report and the runs index after the exit status is decided: a rendering failure
-    is a warning, never a changed verdict; a Ctrl-C here marks the summary interrupted."""
+    is a warning, never a changed verdict. A Ctrl-C here stops the rendering at once (the page is
+    written whole or not at all) and marks the summary interrupted; `kafka-chaos report` renders it."""
     from . import signals
     from .report import write_index, write_report
 
     try:
-        with signals.deferred():
-            write_report(folder)
-            write_index(out)
+        write_report(folder)
+        write_index(out)
     except signals.Interrupted as e:
-        summary = folder.read_summary() or {}
-        if summary.get("status") == "complete":
-            from .summary import with_status
+        with signals.deferred():  # the summary is rewritten whole, whatever signal comes next
+            summary = folder.read_summary() or {}
+            if summary.get("status") == "complete":
+                from .summary import with_status
 
-            folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
-                                             f"`kafka-chaos report {folder.path}` renders it"))
+                folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
+                                                 f"`kafka-chaos report {folder.path}` renders it"))
         say(f"interrupted while rendering the report; render it with: kafka-chaos report {folder.path}",
             "yellow", err=True)
         return Exit(e.code)
@@ -249,10 +407,12 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
     <variant>/log.parquet; rewrites summary.json, index.html and anomalies/.
     Exit as for `run`; a damaged file exits 3 naming it, a missing one exits 2.
     """
+    from . import signals
     from .preflight import stored_spec
     from .run import reanalyze
     from .runfolder import RunFolder
 
+    signals.install()  # a Ctrl-C is exit 130 in one line; during rendering it marks the summary interrupted
     folder = RunFolder(run_dir)
     try:
         spec = stored_spec(folder, partial)
@@ -269,15 +429,26 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
 @click.option("--index", "index_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Rebuild DIR/index.html, the list of every run in DIR with the trend across runs.")
 def report(run_dir: Path | None, index_dir: Path | None) -> None:
-    """Re-render RUN_DIR/index.html from its summary.json, faults.jsonl and anomalies (no Spark needed)."""
-    from .report import write_index, write_report
-    from .runfolder import RunFolder
+    """Re-render RUN_DIR/index.html from its summary.json, faults.jsonl and anomalies (no Spark needed).
 
+    A series folder of --repeat (it holds aggregate.json) gets its aggregate computed again from its
+    runs' summaries (when they are all still there) and its page re-rendered."""
+    from . import signals
+    from .report import write_aggregate_report, write_index, write_report
+    from .runfolder import AGGREGATE, RunFolder, SeriesFolder
+
+    signals.install()
     try:
         if (run_dir is None) == (index_dir is None):
             raise UsageError("give a RUN_DIR, or --index DIR")
         if index_dir is not None:
             say(f"index: {write_index(index_dir)}")
+            return
+        if (run_dir / AGGREGATE).exists():
+            from .repeat import reaggregate
+
+            reaggregate(SeriesFolder(run_dir))
+            say(f"report: {write_aggregate_report(SeriesFolder(run_dir))}")
             return
         say(f"report: {write_report(RunFolder(run_dir))}")
     except Exception as e:

@@ -4,7 +4,8 @@ The layout is the Ant JUnit format that Jenkins, GitHub Actions reporters and Gi
 testsuites > testsuite > testcase (> failure | error | skipped). A check that failed is a
 failure whose message carries the rule and the variant's anomaly counts; an allowed anomaly
 is `skipped` with "allowed by the experiment" (never a plain pass); a run that ended in error,
-was interrupted or could not analyse a variant is an error on the `run` test case.
+was interrupted or could not analyse a variant is an error on the `run` test case. A series of
+repeated runs (--repeat) is one testsuite per run, named `<experiment> #i (seed s)`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,30 @@ def _counts(variant: dict) -> str:
 
 
 def to_xml(summary: dict, seconds: float = 0.0) -> bytes:
+    return _document([_suite(summary, seconds)])
+
+
+def series_xml(summaries: list[dict], seconds: list[float]) -> bytes:
+    """Repeated runs: one testsuite per run, each named after its place in the series and its seed."""
+    suites = []
+    for i, (summary, t) in enumerate(zip(summaries, seconds), 1):
+        suites.append(_suite(summary, t, f"{summary.get('experiment', 'experiment')} #{i} (seed {summary.get('seed')})"))
+    return _document(suites)
+
+
+def _document(suites: list[ET.Element]) -> bytes:
+    root = ET.Element("testsuites", name="kafka-chaos")
+    for name in ("tests", "failures", "errors"):
+        root.set(name, str(sum(int(s.get(name)) for s in suites)))
+    root.set("time", f"{sum(float(s.get('time')) for s in suites):.3f}")
+    root.extend(suites)
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def _suite(summary: dict, seconds: float, name: str | None = None) -> ET.Element:
     experiment = summary.get("experiment", "experiment")
-    suite = ET.Element("testsuite", name=experiment,
+    suite = ET.Element("testsuite", name=name or experiment,
                        timestamp=(summary.get("started_at") or "")[:19] or "1970-01-01T00:00:00",
                        hostname=socket.gethostname(), time=f"{seconds:.3f}")
     props = ET.SubElement(suite, "properties")
@@ -57,13 +80,14 @@ def to_xml(summary: dict, seconds: float = 0.0) -> bytes:
                               message=f"allowed by the experiment: {c['metric']} = {c['actual']}")
     for name, count in (("tests", tests), ("failures", failures), ("errors", errors), ("skipped", skipped)):
         suite.set(name, str(count))
-    root = ET.Element("testsuites", name="kafka-chaos", tests=str(tests), failures=str(failures),
-                      errors=str(errors), time=f"{seconds:.3f}")
-    root.append(suite)
-    ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return suite
 
 
 def write(path: Path, summary: dict, seconds: float = 0.0) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(to_xml(summary, seconds))
+
+
+def write_series(path: Path, summaries: list[dict], seconds: list[float]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(series_xml(summaries, seconds))

@@ -32,7 +32,7 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
     kinds = {f.kind for f in (schedule if replay is not None else spec.faults)}
     cannot = unsupported_faults(spec.cluster, kinds)
     if cannot:
-        raise SpecError(f"{experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} "
+        raise SpecError(f"{replay or experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} "
                         f"cannot inject {', '.join(cannot)}")
     problems = input_problems(spec.cluster)
     if problems:
@@ -62,14 +62,21 @@ def stored_spec(folder: RunFolder, partial: bool) -> ExperimentSpec | None:
 
 
 def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
-    """Let librdkafka itself judge each variant's settings, without connecting anywhere."""
+    """Let librdkafka itself judge each variant's settings, without connecting anywhere.
+
+    A variant written out in `variants` that it refuses is bad input; a combination of the `matrix`
+    that it refuses (idempotence with acks=1, ...) is left out, with a note that says so."""
     import logging
 
     from confluent_kafka import KafkaException, Producer
 
+    from .spec import matrix_variants
+
     quiet = logging.getLogger("kafka-chaos.config-check")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
+    from_matrix = {v["name"] for v in matrix_variants(spec.matrix)}
+    kept = []
     for i, variant in enumerate(spec.variants):
         conf = {**spec.producer_config(variant), **spec.cluster.client_settings(),
                 "bootstrap.servers": "127.0.0.1:9", "logger": quiet}
@@ -77,7 +84,14 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
             Producer(conf)
         except (KafkaException, ValueError, TypeError) as e:
             detail = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            if variant.name in from_matrix:
+                spec.notes.append(f"matrix: {variant.name} skipped: librdkafka refuses it: {detail}")
+                continue
             raise SpecError(f"{path}: variants.{i}.producer ({variant.name}): librdkafka rejects it: {detail}") from None
+        kept.append(variant)
+    if not kept:
+        raise SpecError(f"{path}: matrix: librdkafka refuses every combination")
+    spec.variants = kept
 
 
 def check_consumer_configs(spec: ExperimentSpec, path: Path) -> None:

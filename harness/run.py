@@ -18,7 +18,7 @@ import traceback
 from datetime import datetime, timezone
 
 from . import procs, signals, summary as summary_mod
-from .analysis.folder import analyze_folder
+from .analysis.folder import analyze_folder, check_inputs
 from .analysis.metrics import accounting_holds
 from .cluster import Cluster, InfraError, make_cluster
 from .cluster.watchdog import Watchdog
@@ -105,7 +105,7 @@ class Run:
             for variant in self.spec.variants:
                 self._run_variant(session, variant)
             names = [v.name for v in self.spec.variants]
-            self.analysed = analyze_folder(session, self.folder, names,
+            self.analysed = analyze_folder(session, self.folder, names, partitions=self.spec.topic.partitions,
                                            on_variant=lambda v: self.listener.phase(v, "analysing"))
         except BaseException as e:
             failure = e
@@ -121,7 +121,8 @@ class Run:
                 self.cluster.down()
             if spark is not None:
                 spark.stop()
-            self.summary = self._write_summary(status, reason)
+            self.summary, disk_full = self._write_summary(status, reason)
+        failure = failure or disk_full
         if failure is not None:
             raise failure
         return self.summary
@@ -255,7 +256,8 @@ class Run:
             raise InfraError(f"{name}: {group.error}")
         group.finish(ends)
 
-    def _write_summary(self, status: str, reason: str) -> dict:
+    def _write_summary(self, status: str, reason: str) -> tuple[dict, OSError | None]:
+        """(the summary written, the full disk that left only a minimal one or None)."""
         facts = {"seed": self.seed, "warnings": self.warnings,
                  "cluster": self.cluster.description if self.cluster else "", "started_at": self.started_at,
                  "ended_at": _now(), "reason": reason, "faults_planned": len(self.schedule)}
@@ -273,11 +275,13 @@ class Run:
         except OSError as e:
             if e.errno != errno.ENOSPC:
                 raise
-            # A full disk: keep whatever fits, the status and the reason first.
+            # A full disk: keep whatever fits, the status and the reason first; the run ends in exit 3.
+            full = OSError(errno.ENOSPC, "No space left on device", str(self.folder.path))
             s = summary_mod.build(self.folder.run_id, self.spec.name, "error", {},
                                   {"reason": f"no space left on the device holding {self.folder.path}"})
             self.folder.write_summary(s)
-        return s
+            return s, full
+        return s, None
 
 
 def _spark(master: str | None):
@@ -295,17 +299,20 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
               partial: bool = False, listener: Listener | None = None, spark=None) -> dict:
     """The summary of a stored run from its Parquet files alone (what `kafka-chaos analyze` writes).
 
-    Without a spec (only with partial) no expectation applies and nothing is allowed. A Spark
-    session is started and stopped here unless one is given.
+    Without a spec (only with partial) no expectation applies and nothing is allowed. Every file is
+    checked before Spark starts (RunFolderError naming the first problem); a Spark session is
+    started and stopped here unless one is given.
     """
     listener = listener or Listener()
+    folder.refuse_links_outside()
     old = folder.read_summary() or {}
     names = [v.name for v in spec.variants] if spec else folder.variants()
+    inputs = check_inputs(folder, names, partial, spec.topic.partitions if spec else None)
     from .analysis.spark import spark_session
 
     session = spark or spark_session(spark_master)
     try:
-        analysed = analyze_folder(session, folder, names, partial=partial,
+        analysed = analyze_folder(session, folder, names, partial=partial, inputs=inputs,
                                   on_variant=lambda v: listener.phase(v, "analysing"))
     finally:
         if spark is None:

@@ -16,6 +16,8 @@
                    <variant>/anomalies/<table>.parquet   one table per anomaly (analysis/anomalies.TABLES,
                                                and consumption.TABLES for a consumer group)
                    <variant>/sink.sqlite       consumer variants: the group's sink (workload/sink.py)
+    <out>/<series-id>/aggregate.json  a series of repeated runs (--repeat), summarised (aggregate.py)
+                      index.html      its report (the runs themselves are ordinary run folders in <out>)
 
 It is also the Python API for exploring runs in a notebook, as pandas DataFrames:
 
@@ -29,17 +31,21 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
 
+from . import yamlfile
+
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
 LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
 TRANSACTIONS, LOG_UNCOMMITTED = "transactions.parquet", "log_read_uncommitted.parquet"
 SINK = "sink.sqlite"
+AGGREGATE = "aggregate.json"
 
 
 class RunFolderError(Exception):
@@ -48,6 +54,46 @@ class RunFolderError(Exception):
     def __init__(self, message: str, damaged: bool = False):
         super().__init__(message)
         self.damaged = damaged  # True: a file is there but unreadable (exit 3); False: absent (exit 2)
+
+
+def json_object(line: str) -> dict:
+    """One JSON line that must be an object: NaN, Infinity and a key given twice are refused (ValueError)."""
+    def no_constant(name):
+        raise ValueError(f"{name} is not a number JSON allows")
+
+    def no_repeats(pairs):
+        keys = [k for k, _ in pairs]
+        for k in keys:
+            if keys.count(k) > 1:
+                raise ValueError(f"key {k!r} given twice")
+        return dict(pairs)
+
+    try:
+        row = json.loads(line, parse_constant=no_constant, object_pairs_hook=no_repeats)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    if not isinstance(row, dict):
+        raise ValueError("not a JSON object")
+    return row
+
+
+def _fault_row_problem(row: dict) -> str:
+    """What is wrong with a faults.jsonl row for the analysis and the report ("" when nothing)."""
+    if not isinstance(row.get("id"), int) or isinstance(row.get("id"), bool):
+        return "id: not a whole number"
+    for key in ("variant", "kind"):
+        if key in row and not isinstance(row[key], str):
+            return f"{key}: not a string"
+    for key in ("planned_at", "planned_duration"):
+        if key in row and (not isinstance(row[key], (int, float)) or isinstance(row[key], bool)):
+            return f"{key}: not a number"
+    for key in ("applied_at", "healed_at"):
+        if row.get(key) is not None:
+            try:
+                datetime.fromisoformat(row[key])
+            except (TypeError, ValueError):
+                return f"{key}: {json.dumps(row[key])[:60]} is not a time (ISO 8601)"
+    return ""
 
 
 def parquet_files(path: Path) -> list[str]:
@@ -124,15 +170,15 @@ class RunFolder:
 
     # -- spec, summary, faults, report ---------------------------------------------------
     def write_spec(self, doc: dict) -> None:
-        (self.path / SPEC).write_text(yaml.safe_dump(doc, sort_keys=False))
+        _write_atomic(self.path / SPEC, yaml.safe_dump(doc, sort_keys=False))
 
     def read_spec(self) -> dict | None:
         path = self.spec_path
         if not path.exists():
             return None
         try:
-            doc = yaml.safe_load(path.read_text())
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            doc = yamlfile.load(path)
+        except (OSError, ValueError) as e:  # YamlError, UnicodeDecodeError
             raise RunFolderError(f"{path}: unreadable ({_first_line(e)})", damaged=True) from None
         if not isinstance(doc, dict):
             raise RunFolderError(f"{path}: not an experiment (a YAML mapping)", damaged=True)
@@ -150,8 +196,10 @@ class RunFolder:
             doc = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise RunFolderError(f"{path}: unreadable ({_first_line(e)})", damaged=True) from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict):
-            raise RunFolderError(f"{path}: not a kafka-chaos summary", damaged=True)
+        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict) or \
+                not all(isinstance(v, dict) for v in doc.get("variants", {}).values()):
+            raise RunFolderError(f"{path}: not a kafka-chaos summary (an object with an object per variant)",
+                                 damaged=True)
         return doc
 
     def append_faults(self, records: list[dict]) -> None:
@@ -162,16 +210,44 @@ class RunFolder:
         if not self.faults_path.exists():
             return []
         rows = []
-        for n, line in enumerate(self.faults_path.read_text().splitlines(), 1):
+        try:
+            lines = self.faults_path.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise RunFolderError(f"{self.faults_path}: unreadable ({_first_line(e)})", damaged=True) from None
+        for n, line in enumerate(lines, 1):
             if line.strip():
                 try:
-                    row = json.loads(line)
-                except ValueError:
-                    raise RunFolderError(f"{self.faults_path}:{n}: not a JSON line", damaged=True) from None
-                if isinstance(row, dict):
-                    rows.append(row)
+                    row = json_object(line)
+                except ValueError as e:
+                    raise RunFolderError(f"{self.faults_path}:{n}: not a JSON object line ({_first_line(e)})",
+                                         damaged=True) from None
+                problem = _fault_row_problem(row)
+                if problem:
+                    raise RunFolderError(f"{self.faults_path}:{n}: {problem}", damaged=True)
+                rows.append(row)
         return sorted(rows, key=lambda r: (str(r.get("variant", "")), _number(r.get("planned_at")),
                                            _number(r.get("id"))))
+
+    def refuse_links_outside(self) -> None:
+        """RunFolderError (damaged) naming the first symbolic link that leads out of the folder or nowhere:
+        a folder that `analyze` rewrites must not let it write, or delete, anything elsewhere."""
+        links = self.links_outside()
+        if links:
+            raise RunFolderError(f"{links[0]}: a symbolic link leading out of the run folder; analyze rewrites the "
+                                 "folder and will not write or delete through it", damaged=True)
+
+    def links_outside(self) -> list[str]:
+        """Symbolic links in the folder that lead outside it (or nowhere), as "link -> target" texts."""
+        root = self.path.resolve()
+        found = []
+        for base, dirs, files in os.walk(self.path):  # does not follow links into folders
+            for name in dirs + files:
+                path = Path(base) / name
+                if path.is_symlink():
+                    target = path.resolve()
+                    if not target.is_relative_to(root) or not target.exists():
+                        found.append(f"{path} -> {os.readlink(path)}")
+        return found
 
     def write_report(self, html: str) -> Path:
         _write_atomic(self.report, html)
@@ -269,7 +345,9 @@ class RunFolder:
         import pyarrow.parquet as pq
 
         folder = self.path / variant / ANOMALIES
-        if folder.exists():
+        if folder.is_symlink():  # never delete what a link points at
+            folder.unlink()
+        elif folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         for name, table in tables.items():
@@ -288,6 +366,64 @@ class RunFolder:
             raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
 
 
+class SeriesFolder:
+    """<out>/<stamp>-<experiment>-repeat-<id>/: the aggregate of repeated runs and its report."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, out: Path, experiment: str) -> "SeriesFolder":
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        folder = cls(out / f"{stamp}-{experiment}-repeat-{uuid.uuid4().hex[:6]}")
+        folder.path.mkdir(parents=True)
+        return folder
+
+    @property
+    def series_id(self) -> str:
+        return self.path.name
+
+    @property
+    def aggregate_path(self) -> Path:
+        return self.path / AGGREGATE
+
+    @property
+    def report(self) -> Path:
+        return self.path / REPORT
+
+    def write_aggregate(self, doc: dict) -> None:
+        _write_atomic(self.aggregate_path, json.dumps(doc, indent=2) + "\n")
+
+    def read_aggregate(self) -> dict:
+        try:
+            doc = json.loads(self.aggregate_path.read_text())
+        except FileNotFoundError:
+            raise RunFolderError(f"{self.aggregate_path} is missing") from None
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise RunFolderError(f"{self.aggregate_path}: unreadable ({_first_line(e)})", damaged=True) from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict):
+            raise RunFolderError(f"{self.aggregate_path}: not a kafka-chaos aggregate", damaged=True)
+        return doc
+
+    def write_report(self, html: str) -> Path:
+        _write_atomic(self.report, html)
+        return self.report
+
+    def run_summaries(self, doc: dict) -> list[dict]:
+        """The summaries of the series' runs, read from their folders beside this one (for re-aggregating)."""
+        out = []
+        for run in doc.get("runs", []):
+            summary = RunFolder(self.path.parent / str(run.get("run_id"))).read_summary()
+            if summary is not None:
+                out.append(summary)
+        return out
+
+
+def series_in(out: Path) -> list[SeriesFolder]:
+    """The series of repeated runs in an --out folder (those with an aggregate.json)."""
+    return [SeriesFolder(p.parent) for p in sorted(out.glob(f"*/{AGGREGATE}"))]
+
+
 def runs_in(out: Path) -> list[RunFolder]:
     """The run folders of an --out folder (those with a summary.json)."""
     return [RunFolder(p.parent) for p in sorted(out.glob(f"*/{SUMMARY}"))]
@@ -297,10 +433,24 @@ def index_path(out: Path) -> Path:
     return out / REPORT
 
 
+def write_runs_index(out: Path, html: str) -> Path:
+    """<out>/index.html, the list of runs."""
+    _write_atomic(index_path(out), html)
+    return index_path(out)
+
+
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    """Write a new file beside the old one, then swap it in: a reader never sees half a file, and a link
+    planted at the file's or a fixed temporary name is replaced, never written through."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _first_line(e: BaseException) -> str:

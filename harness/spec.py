@@ -8,19 +8,22 @@ is checked in preflight.py, so a stored run's spec.yaml loads anywhere.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-import yaml
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainSerializer,
-                      Tag, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator)
+                      PrivateAttr, Tag, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator)
 
+from . import yamlfile
 from .analysis.metrics import BY_KEY, FATAL, KEYS
 from .verdict import Rule, parse_rule
 
-FIELD_FIRST = re.compile(r"^[\w.-]+: ")
+# A model check's message that names its field first: "expectations.a.dupes: unknown metric ..."
+FIELD_FIRST = re.compile(r"^(expectations|faults|fault_window|topic|variants|cluster|workload)(\.[^:]*)?: ")
 # An expectation rule, parsed once when the file loads; written back as its text ("== 0").
 RuleField = Annotated[Rule, BeforeValidator(parse_rule), PlainSerializer(str)]
 
@@ -29,15 +32,33 @@ class SpecError(Exception):
     """A bad experiment file; str() is the full message for the user."""
 
 
+# Bounds: what no experiment needs, refused before anything starts (README, "Bounds").
+MAX_VARIANTS = 20
+MAX_PARTITIONS = 1000
+MAX_MESSAGES = 1_000_000_000  # per variant
+MAX_SECONDS = 86_400.0  # any time in the file: at, every, start, duration, downtime, fault_window, the workload
+MAX_FAULTS = 10_000  # planned faults per variant
+MAX_FAULTS_PER_SECOND = 50  # faults that start within any one second (each runs on its own thread)
+MAX_MS = 3_600_000  # any *_ms setting of a fault
+Seconds = Annotated[float, Field(le=MAX_SECONDS)]
+Millis = Annotated[int, Field(le=MAX_MS)]
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 ClientValue = Union[str, int, float, bool]
 SHIPPED_COMPOSE_FILE = Path(__file__).resolve().parent / "compose" / "docker-compose.yml"  # package data
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
-SECRET_KEY = re.compile(r"password|secret|token|key\.pem|credentials", re.I)
+# librdkafka settings whose value may be a secret: those librdkafka itself redacts in its logs (its
+# _RK_SENSITIVE flag: sasl.username, sasl.password, sasl.oauthbearer.config, ssl.key.*, ssl_key,
+# ssl.keystore.password, ssl.ca.pem), the OIDC client secret and assertion keys, and any name that
+# says password, passphrase, secret, token, credential, private or jaas (Java's sasl.jaas.config).
+SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|private|jaas|\.pem$|^ssl[._]key|"
+                        r"^sasl\.username$|^sasl\.oauthbearer\.config$", re.I)
+MASK = "***"
 BACKENDS = ("local", "compose", "external")
 
 
@@ -47,7 +68,15 @@ def _client_key(key: str) -> str:
     return key
 
 
-def _client_value(value: ClientValue) -> ClientValue:
+def _stored(info: ValidationInfo) -> bool:
+    """Validating a run folder's spec.yaml: what this machine has (its environment) does not matter,
+    and what the live run checked before it started (faults that would never fire) is history."""
+    return bool(info.context and info.context.get("stored"))
+
+
+def _client_value(value: ClientValue, info: ValidationInfo) -> ClientValue:
+    if _stored(info):
+        return value
     for var in ENV_REF.findall(str(value)):
         if var not in os.environ:
             raise ValueError(f"environment variable {var} is not set")
@@ -193,22 +222,32 @@ def cluster_spec(**fields) -> LocalClusterSpec | ComposeClusterSpec | ExternalCl
 
 
 class TopicSpec(Strict):
-    partitions: Annotated[int, Field(ge=1, le=1000)] = 3
+    partitions: Annotated[int, Field(ge=1, le=MAX_PARTITIONS)] = 3
     replication_factor: Annotated[int, Field(ge=1)] = 1
     config: dict[str, Union[str, int, float, bool]] = Field(
         default_factory=dict, description="topic configs at creation, e.g. unclean.leader.election.enable: true")
 
 
 class WorkloadSpec(Strict):
-    messages: Annotated[int, Field(ge=1)] = Field(description="messages per variant, spread over the partitions")
+    messages: Annotated[int, Field(ge=1, le=MAX_MESSAGES)] = Field(
+        description="messages per variant, spread over the partitions")
     rate: Annotated[float, Field(gt=0)] | None = Field(None, description="messages per second; null = as fast as possible")
-    flush_timeout: Annotated[float, Field(gt=0)] = 60.0
+    flush_timeout: Annotated[Seconds, Field(gt=0)] = 60.0
     # Harness settings of the variants whose producer sets transactional.id (librdkafka refuses unknown keys,
     # so they live here, not in the producer settings).
     transaction_size: Annotated[int, Field(ge=1, alias="transaction.size")] = Field(
         100, description="transactional variants: records per transaction")
     abort_ratio: Annotated[float, Field(ge=0, le=1)] = Field(
         0.0, description="transactional variants: fraction of transactions aborted on purpose (seeded)")
+
+    @field_validator("rate")
+    @classmethod
+    def _finishes(cls, rate: float | None, info: ValidationInfo) -> float | None:
+        messages = info.data.get("messages")
+        if rate is not None and messages and messages / rate > MAX_SECONDS:
+            raise ValueError(f"{messages:,} messages at {rate:g}/s would take {messages / rate:,.0f} s; "
+                             f"a workload may last at most {MAX_SECONDS:,.0f} s")
+        return rate
 
     @property
     def expected_duration(self) -> float | None:
@@ -236,11 +275,12 @@ WORKLOAD_TARGET = "workload"  # the target of the faults that act on the produce
 
 
 class FaultBase(Strict):
-    at: Annotated[float, Field(ge=0)] | None = Field(None, description="seconds after the variant's workload starts")
-    every: Annotated[float, Field(gt=0)] | None = Field(None, description="repeat period in seconds")
-    jitter: Annotated[float, Field(ge=0)] = 0.0
-    start: Annotated[float, Field(ge=0)] = Field(0.5, description="with every: first fault not before this")
-    duration: Annotated[float, Field(gt=0)] = 0.3
+    at: Annotated[Seconds, Field(ge=0)] | None = Field(None, description="seconds after the variant's workload starts")
+    every: Annotated[Seconds, Field(ge=1 / MAX_FAULTS_PER_SECOND)] | None = Field(
+        None, description="repeat period in seconds")
+    jitter: Annotated[Seconds, Field(ge=0)] = 0.0
+    start: Annotated[Seconds, Field(ge=0)] = Field(0.5, description="with every: first fault not before this")
+    duration: Annotated[Seconds, Field(gt=0)] = 0.3
     target: Target = "all"
 
     @model_validator(mode="after")
@@ -256,36 +296,36 @@ class LostAcks(FaultBase):
     """Responses are dropped and the connection cut: requests reach the broker, acks never return."""
 
     kind: Literal["lost-acks"]
-    cut_after_ms: Annotated[int, Field(ge=1)] = 100
+    cut_after_ms: Annotated[Millis, Field(ge=1)] = 100
 
 
 class ResetConnections(FaultBase):
     """Every client connection to the target is reset (TCP RST), and new ones while the fault lasts."""
 
     kind: Literal["reset-connections"]
-    duration: Annotated[float, Field(gt=0)] = 0.05
+    duration: Annotated[Seconds, Field(gt=0)] = 0.05
 
 
 class Latency(FaultBase):
     """Broker responses delayed by latency_ms +/- jitter_ms."""
 
     kind: Literal["latency"]
-    latency_ms: Annotated[int, Field(ge=1)] = 100
-    jitter_ms: Annotated[int, Field(ge=0)] = 0
+    latency_ms: Annotated[Millis, Field(ge=1)] = 100
+    jitter_ms: Annotated[Millis, Field(ge=0)] = 0
 
 
 class Bandwidth(FaultBase):
     """Broker responses throttled to rate_kbps kilobytes per second."""
 
     kind: Literal["bandwidth"]
-    rate_kbps: Annotated[int, Field(ge=1)] = 100
+    rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 100
 
 
 class SlowClose(FaultBase):
     """Closing connections linger delay_ms before they close."""
 
     kind: Literal["slow-close"]
-    delay_ms: Annotated[int, Field(ge=1)] = 1000
+    delay_ms: Annotated[Millis, Field(ge=1)] = 1000
 
 
 class Partition(FaultBase):
@@ -308,7 +348,7 @@ class BrokerPause(FaultBase):
 
 
 class _Downtime(FaultBase):
-    downtime: Annotated[float, Field(gt=0)] = 2.0
+    downtime: Annotated[Seconds, Field(gt=0)] = 2.0
 
     @model_validator(mode="after")
     def _downtime_is_duration(self):
@@ -328,7 +368,7 @@ class BrokerRestart(_Downtime):
     """Stop the broker gracefully (SIGTERM), start it again after downtime seconds."""
 
     kind: Literal["broker-restart"]
-    downtime: Annotated[float, Field(gt=0)] = 0.5
+    downtime: Annotated[Seconds, Field(gt=0)] = 0.5
 
 
 class _WorkloadFault(FaultBase):
@@ -340,7 +380,7 @@ class ProducerRestart(_WorkloadFault):
     created; the application sends again what was not acknowledged (its open transaction, if any)."""
 
     kind: Literal["producer-restart"]
-    duration: Annotated[float, Field(gt=0)] = 0.05
+    duration: Annotated[Seconds, Field(gt=0)] = 0.05
 
 
 class ProducerPause(_WorkloadFault):
@@ -349,7 +389,7 @@ class ProducerPause(_WorkloadFault):
     it sends the rest of its transaction and commits (a plain producer flushes)."""
 
     kind: Literal["producer-pause"]
-    duration: Annotated[float, Field(gt=0)] = 2.0
+    duration: Annotated[Seconds, Field(gt=0)] = 2.0
 
 
 class ConsumerKill(_WorkloadFault):
@@ -357,7 +397,7 @@ class ConsumerKill(_WorkloadFault):
     new member of the group, in the same slot) starts when the fault heals, after `duration` seconds."""
 
     kind: Literal["consumer-kill"]
-    duration: Annotated[float, Field(gt=0)] = 1.0
+    duration: Annotated[Seconds, Field(gt=0)] = 1.0
 
 
 class ConsumerPause(_WorkloadFault):
@@ -365,7 +405,7 @@ class ConsumerPause(_WorkloadFault):
     session timeout, the group rebalances without it and it resumes as a zombie of an older generation."""
 
     kind: Literal["consumer-pause"]
-    duration: Annotated[float, Field(gt=0)] = 10.0
+    duration: Annotated[Seconds, Field(gt=0)] = 10.0
 
 
 class RebalanceStorm(_WorkloadFault):
@@ -373,8 +413,8 @@ class RebalanceStorm(_WorkloadFault):
     last one that joined leaves it (a graceful close), alternately; those still in when it heals leave."""
 
     kind: Literal["rebalance-storm"]
-    duration: Annotated[float, Field(gt=0)] = 10.0
-    interval: Annotated[float, Field(gt=0)] = 2.0
+    duration: Annotated[Seconds, Field(gt=0)] = 10.0
+    interval: Annotated[Seconds, Field(gt=0)] = 2.0
 
 
 Fault = Annotated[
@@ -412,9 +452,48 @@ class ConsumerSpec(Strict):
                                                                             "committed together")
     processing_ms: Annotated[float, Field(ge=0, le=10000)] = Field(0.0, description="time each record takes to "
                                                                                   "process (slept)")
-    drain_timeout: Annotated[float, Field(gt=0)] = Field(120.0, description="seconds the group may take, once "
+    drain_timeout: Annotated[Seconds, Field(gt=0)] = Field(120.0, description="seconds the group may take, once "
                                                                              "faults are healed, to reach the end")
     config: dict[str, ClientValue] = Field(default_factory=dict, description="librdkafka settings of every member")
+
+
+# Short names of the settings a matrix most often varies, for its variants' names.
+MATRIX_SHORT = {"enable.idempotence": "idem", "max.in.flight.requests.per.connection": "inflight",
+                "linger.ms": "linger", "batch.size": "batch", "batch.num.messages": "batchmsgs",
+                "compression.type": "compression", "delivery.timeout.ms": "delivery",
+                "request.timeout.ms": "reqtimeout", "retry.backoff.ms": "backoff"}
+
+
+def setting_text(value) -> str:
+    """A setting's value as matrix names and selectors spell it: true/false, 1, all, 100."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).lower()
+
+
+def matrix_variants(matrix: dict[str, list]) -> list[dict]:
+    """matrix: {setting: [values]} -> one variant per combination, in the order given, each named after its
+    settings: {acks: [1, all], linger.ms: [0, 100]} -> acks-1_linger-0, acks-1_linger-100, acks-all_linger-0, ..."""
+    keys = list(matrix)
+    out = []
+    for combo in itertools.product(*(matrix[k] for k in keys)):
+        name = "_".join(f"{MATRIX_SHORT.get(k, k.replace('.', '-'))}-{setting_text(v)}" for k, v in zip(keys, combo))
+        out.append({"name": name, "producer": dict(zip(keys, combo))})
+    return out
+
+
+def parse_selector(key: str) -> dict[str, str] | None:
+    """An expectations/allow key that selects variants by setting: "enable.idempotence=true,acks=all"
+    -> {"enable.idempotence": "true", "acks": "all"}; a variant name (no '=') -> None."""
+    if "=" not in key:
+        return None
+    out = {}
+    for part in key.split(","):
+        setting, eq, value = part.partition("=")
+        if not eq or not setting.strip() or not value.strip():
+            raise ValueError(f"{key!r}: a selector is SETTING=VALUE[,SETTING=VALUE...]")
+        out[setting.strip()] = value.strip().lower()
+    return out
 
 
 class VariantSpec(Strict):
@@ -439,38 +518,98 @@ class VariantSpec(Strict):
 class ExperimentSpec(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
     description: str = ""
-    seed: int = 1
+    seed: Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] = 1
     cluster: ClusterSpec = Field(default_factory=LocalClusterSpec)
     topic: TopicSpec = Field(default_factory=TopicSpec)
     workload: WorkloadSpec
     producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
-    variants: Annotated[list[VariantSpec], Field(min_length=1)]
-    faults: list[Fault] = Field(default_factory=list)
+    variants: Annotated[list[VariantSpec], Field(max_length=MAX_VARIANTS)] = Field(default_factory=list)
+    matrix: dict[str, Annotated[list[Union[str, int, float, bool]], Field(min_length=1)]] = Field(
+        default_factory=dict, description="producer settings to combine: every combination becomes a variant "
+                                          "named after its settings (acks-1_idem-false_...), after `variants`")
+    allow: dict[str, list[str]] = Field(
+        default_factory=dict, description="fatal anomalies allowed, by variant name or by selector "
+                                          "(SETTING=VALUE[,...]: every variant whose settings match)")
+    faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = Field(default_factory=list)
     consumer: ConsumerSpec | None = Field(None, description="a consumer group in every variant (workload/consumers.py)")
-    fault_window: Annotated[float, Field(gt=0)] | None = Field(
+    fault_window: Annotated[Seconds, Field(gt=0)] | None = Field(
         None, description="seconds over which repeated faults are planned; default messages / rate")
     expectations: dict[str, dict[str, RuleField]] = Field(default_factory=dict)
+
+    # Said before the run starts (preflight): e.g. matrix combinations librdkafka refuses, skipped.
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        return self._notes
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_matrix(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("matrix"), dict) and data["matrix"]:
+            matrix = data["matrix"]
+            if all(isinstance(v, list) and v and all(isinstance(x, (str, int, float, bool)) for x in v)
+                   for v in matrix.values()):  # otherwise the field's own validation says what is wrong
+                combinations = math.prod(len(v) for v in matrix.values())
+                if combinations + len(data.get("variants") or []) > MAX_VARIANTS:  # before expanding them
+                    raise ValueError(f"matrix: {combinations:,} combinations; at most {MAX_VARIANTS} variants "
+                                     "in all (variants and the matrix's)")
+                data = {**data, "variants": [*(data.get("variants") or []), *matrix_variants(matrix)]}
+        return data
 
     @field_validator("variants")
     @classmethod
     def _unique_variants(cls, variants):
+        if not variants:
+            raise ValueError("give at least 1 variant (in variants, or a matrix of settings)")
         names = [v.name for v in variants]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"variant names must be unique; repeated: {', '.join(dupes)}")
         return variants
 
+    @field_validator("allow")
+    @classmethod
+    def _allow_fatal_only(cls, allow):
+        for key, names in allow.items():
+            VariantSpec._fatal_only(names)
+        return allow
+
+    def selected(self, key: str) -> list[str]:
+        """The variants an expectations/allow key names: itself, or every variant a selector matches."""
+        selector = parse_selector(key)
+        if selector is None:
+            return [key] if any(v.name == key for v in self.variants) else []
+        return [v.name for v in self.variants
+                if all(setting_text(self.producer_config(v).get(k, "")) == x for k, x in selector.items())]
+
     @model_validator(mode="after")
-    def _cross_checks(self):
+    def _cross_checks(self, info: ValidationInfo):
+        if not self.variants:  # the field's own check does not run on its default
+            raise ValueError("variants: give at least 1 variant (in variants, or a matrix of settings)")
         names = {v.name: v for v in self.variants}
-        for variant, rules in self.expectations.items():
-            if variant not in names:
-                raise ValueError(f"expectations.{variant}: unknown variant {variant!r}; variants: {', '.join(sorted(names))}")
-            for metric, rule in rules.items():
+        for field in ("expectations", "allow"):
+            for key in getattr(self, field):
+                try:
+                    found = self.selected(key)
+                except ValueError as e:
+                    raise ValueError(f"{field}.{key}: {e}") from None
+                if not found:
+                    what = "selects no variant" if "=" in key else f"unknown variant {key!r}"
+                    raise ValueError(f"{field}.{key}: {what}; variants: {', '.join(sorted(names))}")
+        for key, allowed in self.allow.items():  # selectors' allow lists join each variant's own
+            for name in self.selected(key):
+                names[name].allow = sorted(set(names[name].allow) | set(allowed))
+        for key, rules in self.expectations.items():
+            for metric in rules:
                 if metric not in BY_KEY:
-                    raise ValueError(f"expectations.{variant}.{metric}: unknown metric {metric!r}; allowed: {', '.join(KEYS)}")
+                    raise ValueError(f"expectations.{key}.{metric}: unknown metric {metric!r}; allowed: {', '.join(KEYS)}")
+        for variant in names:
+            for metric, rule in self.rules(variant).items():
                 if metric in FATAL and metric not in names[variant].allow and not rule.holds(0):
-                    raise ValueError(f"expectations.{variant}.{metric}: '{rule}' cannot hold while {metric} is fatal "
+                    where = next(k for k in self.expectations if variant in self.selected(k) and metric in
+                                 self.expectations[k])
+                    raise ValueError(f"expectations.{where}.{metric}: '{rule}' cannot hold while {metric} is fatal "
                                      f"(it must be 0); add {metric} to variant {variant}'s allow list")
         for i, fault in enumerate(self.faults):
             if isinstance(fault.target, BrokerTarget) and fault.target.broker >= self.cluster.brokers:
@@ -499,14 +638,43 @@ class ExperimentSpec(Strict):
                                  "timeline when consumer.when is after")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
+        if not _stored(info):
+            self._faults_fire()
         return self
+
+    def _faults_fire(self) -> None:
+        """Every fault entry is applied at least once, and the plan stays within MAX_FAULTS (checked
+        before planning: `every: 1e-9` would otherwise plan a billion faults)."""
+        window = self.planning_window
+        if window is None:
+            return  # no rate and no fault_window: how long the workload runs is not known
+        what = "fault_window" if self.fault_window else f"the workload's expected duration ({self.workload.messages:,} " \
+                                                        f"messages at {self.workload.rate:g}/s)"
+        total = 0
+        for i, f in enumerate(self.faults):
+            if f.at is not None:
+                if f.at >= window:
+                    raise ValueError(f"faults.{i}.at: {f.at:g} s is not before the end of {what}, {window:g} s: "
+                                     "the fault would never be applied")
+                total += 1
+                continue
+            if f.start >= window:
+                default = "" if "start" in f.model_fields_set else " (the default)"
+                raise ValueError(f"faults.{i}.start: {f.start:g} s{default} is not before the end of {what}, "
+                                 f"{window:g} s: no fault would be applied")
+            count = math.ceil((window - f.start) / f.every)
+            total += count
+            if total > MAX_FAULTS:
+                raise ValueError(f"faults.{i}.every: {f.every:g} s plans {count:,} faults over {window:g} s; "
+                                 f"at most {MAX_FAULTS:,} faults per variant")
 
     @property
     def planning_window(self) -> float | None:
         return self.fault_window or self.workload.expected_duration
 
     def public_dict(self) -> dict:
-        """The spec as a run folder keeps it: literal secrets in cluster.client hidden (${NAME} kept)."""
+        """The spec as a run folder keeps it: every literal secret hidden (a ${NAME} reference is kept),
+        in cluster.client, producer, each variant's producer and every consumer group's config."""
         doc = self.model_dump(mode="json", exclude_none=True)
         if not any(self.transactional(v) for v in self.variants):  # settings that mean nothing here
             for key in ("transaction_size", "abort_ratio"):
@@ -514,8 +682,14 @@ class ExperimentSpec(Strict):
         for entry, variant in zip(doc["variants"], self.variants):  # only what the variant sets, over the experiment's
             if variant.consumer is not None:
                 entry["consumer"] = variant.consumer.model_dump(mode="json", exclude_unset=True)
-        doc["cluster"]["client"] = {k: "***" if SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
-                                    for k, v in doc["cluster"]["client"].items()}
+        doc.pop("matrix", None)  # expanded into variants (less those librdkafka refused)
+        doc["cluster"]["client"] = masked(doc["cluster"]["client"])
+        doc["producer"] = masked(doc["producer"])
+        for variant in doc["variants"]:
+            variant["producer"] = masked(variant["producer"])
+        for section in [doc.get("consumer")] + [v.get("consumer") for v in doc["variants"]]:
+            if section and "config" in section:  # the members' librdkafka settings
+                section["config"] = masked(section["config"])
         return doc
 
     def producer_config(self, variant: VariantSpec) -> dict:
@@ -539,15 +713,44 @@ class ExperimentSpec(Strict):
         return base.model_copy(update=update)
 
     def rules(self, variant: str) -> dict[str, Rule]:
-        return dict(self.expectations.get(variant, {}))
+        """The variant's expectations: those of every selector that matches it, in the file's order, then
+        those under its own name (a later rule on the same metric replaces an earlier one)."""
+        out: dict[str, Rule] = {}
+        for key in sorted(self.expectations, key=lambda k: "=" not in k):
+            if variant in self.selected(key):
+                out.update(self.expectations[key])
+        return out
 
 
-def _where(loc: tuple) -> str:
-    # The cluster section's loc carries the backend tag (cluster.local.brokers): the file says cluster.brokers.
-    parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union"))]
+SETTING_HINT = "must be a string, a whole or finite number, or true/false"
+TARGET_HINT = "use all, random, {broker: N}, {leader-of: P} or {follower-of: P} (N, P whole numbers from 0)"
+# A value that fits none of a union's members gets one error per member, each named by the member:
+# said once, in the words of the file.
+UNION_MEMBERS = {"str": SETTING_HINT, "int": SETTING_HINT, "float": SETTING_HINT, "bool": SETTING_HINT,
+                 "literal['all','random']": TARGET_HINT, "BrokerTarget": TARGET_HINT, "LeaderTarget": TARGET_HINT,
+                 "FollowerTarget": TARGET_HINT}
+
+
+def masked(settings: dict) -> dict:
+    """librdkafka settings with the value of every secret one (SECRET_KEY) replaced by MASK, unless it only
+    names an environment variable (${NAME}, resolved when the run starts and never written)."""
+    return {k: MASK if isinstance(k, str) and SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
+            for k, v in settings.items()}
+
+
+def _where(loc: tuple) -> tuple[str, str | None]:
+    """(field path as the file writes it, the hint when the error is one member of a union's)."""
+    parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union")) and p != "[key]"]
+    # The cluster section's loc carries the backend tag (cluster.local.brokers), a fault's its kind
+    # (faults.0.lost-acks.at): the file says cluster.brokers and faults.0.at.
     if parts[:1] == ["cluster"] and parts[1:2] and parts[1] in BACKENDS:
         del parts[1]
-    return ".".join(p for p in parts if p != "[key]")
+    if parts[:1] == ["faults"] and parts[2:3] and parts[2] in FAULT_KINDS:
+        del parts[2]
+    for i in range(len(parts) - 1, max(len(parts) - 3, 0), -1):  # the member is last, or before its field
+        if parts[i] in UNION_MEMBERS:
+            return ".".join(parts[:i]), UNION_MEMBERS[parts[i]]
+    return ".".join(parts), None
 
 
 def validation_message(e: Exception, path: Path) -> str:
@@ -556,32 +759,37 @@ def validation_message(e: Exception, path: Path) -> str:
         return f"{path}: {e}"
     lines = []
     for err in e.errors():
-        where = _where(err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        where, hint = _where(err["loc"])
+        msg = hint or err["msg"].removeprefix("Value error, ")
         if FIELD_FIRST.match(msg) and msg.startswith(where):  # model checks name their field first
             where, _, msg = msg.partition(": ")
         where = where or "(top level)"
-        if err["type"] == "extra_forbidden":
+        if err["type"] == "extra_forbidden" and not hint:
             msg = "unknown field"
             if err["loc"][:1] == ("cluster",) and err["loc"][1:2] and err["loc"][1] in BACKENDS:
                 backend = err["loc"][1]  # a field of another backend, or a typo
                 msg = f"not used by backend {backend} (it reads: {', '.join(CLUSTER_MODELS[backend].model_fields)})"
         if err["type"] == "unknown_backend":
-            where, msg = f"{where}.backend", f"{err['input'].get('backend')!r} is not a backend (use {', '.join(BACKENDS)})"
-        lines.append(f"{path}: {where}: {msg}")
+            if isinstance(err["input"], dict):
+                where, msg = f"{where}.backend", f"{err['input'].get('backend')!r} is not a backend (use {', '.join(BACKENDS)})"
+            else:
+                msg = f"{err['input']!r} is not a mapping (backend, broker, brokers, ...)"
+        line = f"{path}: {where}: {msg}"
+        if line not in lines:
+            lines.append(line)
     return "\n".join(lines)
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlfile.load(path)
     except FileNotFoundError:
         raise SpecError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read: {e}") from None
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from None
+    except (OSError, ValueError) as e:  # ValueError: also a NUL in the path, UnicodeDecodeError
+        if isinstance(e, yamlfile.YamlError):
+            raise SpecError(f"{path}: not valid YAML: {e}") from None
+        raise SpecError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the experiment must be a YAML mapping with keys name, workload, variants, ...")
     try:

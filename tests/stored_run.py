@@ -72,3 +72,83 @@ def make_run(out: Path, name="fixture", producer_value="harness", n_runs=3, seco
 
 def rewrite_summary(folder: RunFolder, summary: dict) -> None:
     (folder.path / "summary.json").write_text(json.dumps(summary))
+
+
+# -- a run folder `kafka-chaos analyze` can analyse (the damaged-folder corpus starts from it) ------------
+
+LOG_SCHEMA = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.int64()),
+                        ("timestamp", pa.timestamp("ms", tz="UTC"))])
+
+
+def acks_rows(partitions=3, per_partition=20):
+    """Every send acked at the offset equal to its value: a run without faults."""
+    return [{"partition": p, "value": v, "outcome": "acked", "offset": v, "error": None,
+             "sent_at": datetime.fromtimestamp(T0 + v / 100, timezone.utc), "latency_ms": 2.5,
+             "session": 0, "txn": None}
+            for v in range(per_partition) for p in range(partitions)]
+
+
+def log_rows(partition, per_partition=20):
+    return [{"partition": partition, "offset": v, "value": v,
+             "timestamp": datetime.fromtimestamp(T0 + v / 100, timezone.utc)} for v in range(per_partition)]
+
+
+def acks_table(partitions=3, per_partition=20) -> pa.Table:
+    """acks_rows() as a table, built column by column (fast for large runs)."""
+    import numpy as np
+
+    from harness.workload.producer import ACKS_SCHEMA
+
+    value = np.repeat(np.arange(per_partition, dtype=np.int64), partitions)
+    n = len(value)
+    return pa.table({"partition": pa.array(np.tile(np.arange(partitions, dtype=np.int32), per_partition)),
+                     "value": value, "outcome": pa.array(["acked"] * n), "offset": value,
+                     "error": pa.nulls(n, pa.string()), "sent_at": pa.array(T0 * 1000 + value * 10, pa.int64()),
+                     "latency_ms": pa.array(np.full(n, 2.5)), "session": pa.array(np.zeros(n, np.int32)),
+                     "txn": pa.nulls(n, pa.int64())},
+                    schema=ACKS_SCHEMA.set(5, pa.field("sent_at", pa.int64()))).cast(ACKS_SCHEMA)
+
+
+def log_table(partition, per_partition=20) -> pa.Table:
+    """log_rows() as a table."""
+    import numpy as np
+
+    offset = np.arange(per_partition, dtype=np.int64)
+    return pa.table({"partition": pa.array(np.full(per_partition, partition, dtype=np.int32)), "offset": offset,
+                     "value": offset, "timestamp": pa.array(T0 * 1000 + offset * 10, pa.int64())},
+                    schema=LOG_SCHEMA.set(3, pa.field("timestamp", pa.int64()))).cast(LOG_SCHEMA)
+
+
+def make_analysable_run(out: Path, run_id="20260101T000000Z-stored-bbbbbb", partitions=3, per_partition=20):
+    """Two variants (off, on), `partitions` partitions of `per_partition` values each, nothing lost:
+    analysed, it passes. Written as the harness writes it (acks.parquet, log.parquet/ with _SUCCESS,
+    spec.yaml, summary.json, faults.jsonl)."""
+    import pyarrow.parquet as pq
+
+    folder = RunFolder(out / run_id)
+    folder.logs.mkdir(parents=True)
+    variants = {}
+    for variant in ("off", "on"):
+        folder.variant_dir(variant).mkdir()
+        pq.write_table(acks_table(partitions, per_partition), folder.acks_path(variant))
+        log = folder.log_path(variant)
+        log.mkdir()
+        for p in range(partitions):
+            pq.write_table(log_table(p, per_partition), log / f"part-{p:05d}.parquet")
+        (log / "_SUCCESS").write_text("")
+        n = partitions * per_partition
+        variants[variant] = variant_entry({**{k: 0 for k in metrics.KEYS}, "sent": n, "acked": n, "received": n,
+                                           "unique": n, "produce_seconds": 1.0}, {}, [])
+    folder.write_spec({"name": "stored", "seed": 3, "topic": {"partitions": partitions},
+                       "workload": {"messages": partitions * per_partition, "rate": 1000},
+                       "variants": [{"name": "off", "producer": {"enable.idempotence": False}},
+                                    {"name": "on", "producer": {"enable.idempotence": True}}],
+                       "faults": [{"kind": "lost-acks", "at": 0.01, "duration": 0.02}],
+                       "expectations": {"on": {"duplicates": "== 0"}}})
+    folder.append_faults([{"variant": v, "id": 0, "kind": "lost-acks", "target": "all", "planned_at": 0.01,
+                           "planned_duration": 0.02, "params": {"cut_after_ms": 100}, "outcome": "healed",
+                           "applied_at": iso(T0 + 0.01), "healed_at": iso(T0 + 0.03)} for v in ("off", "on")])
+    folder.write_summary(build(run_id, "stored", "complete", variants,
+                               {"seed": 3, "cluster": "local · tansu", "started_at": iso(T0), "ended_at": iso(T0 + 2),
+                                "reason": ""}))
+    return folder

@@ -180,8 +180,10 @@ class Outcomes:
     """One partition's delivery log, indexed by value: the value's outcome code (its best send's), an acked
     offset, error name, and its transaction; plus every acked send (value, offset, session)."""
 
-    def __init__(self, partition: int, periods: list[tuple[int, int, int]] = (), book: TransactionBook | None = None):
+    def __init__(self, partition: int, periods: list[tuple[int, int, int]] = (), book: TransactionBook | None = None,
+                 sends: int | None = None):
         self.partition = partition
+        self.sends = sends  # rows of the whole delivery log: no value reaches it (None: not known)
         self.code = np.zeros(0, dtype=np.int8)
         self.offset = np.full(0, NO_OFFSET, dtype=np.int64)
         self.first_session = np.full(0, -1, dtype=np.int32)  # the first session seen to send each value
@@ -207,6 +209,9 @@ class Outcomes:
             raise DeliveryLogError(f"partition {self.partition}: a row without a known outcome")
         sessions = np.zeros(len(values), np.int32) if sessions is None else sessions
         top = int(values.max()) + 1
+        if self.sends is not None and top > self.sends:  # before the arrays grow to it
+            raise DeliveryLogError(f"partition {self.partition}: value {top - 1:,} but only {self.sends:,} sends "
+                                   "recorded (values are 0, 1, 2, ... per partition)")
         self.code = _grow(self.code, top, 0)
         self.offset = _grow(self.offset, top, NO_OFFSET)
         self.first_session = _grow(self.first_session, top, -1)
@@ -664,12 +669,13 @@ def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
 
 
 def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = (),
-                    transactions: pa.Table | None = None) -> Findings:
+                    transactions: pa.Table | None = None, sends: int | None = None) -> Findings:
     """Every definition over one partition: acks batches first (the whole delivery log of this
     partition), then log batches. Raises OutOfOrder when the log is not in offset order.
     periods: (fault id, start ms, end ms) of the variant's faults, for latency per fault period;
-    transactions: the transactions log (transactional variants)."""
-    outcomes = Outcomes(partition, periods, TransactionBook(transactions))
+    transactions: the transactions log (transactional variants);
+    sends: rows of the variant's whole delivery log; a value at or beyond it is a DeliveryLogError."""
+    outcomes = Outcomes(partition, periods, TransactionBook(transactions), sends)
     for batch in acks:
         feed_acks(outcomes, batch)
     check = PartitionCheck(outcomes.trimmed())

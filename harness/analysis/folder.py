@@ -1,8 +1,13 @@
 """Analyse a run folder: each variant's Parquet files -> metrics, and its anomaly tables written back.
 
 Used by `kafka-chaos run` after the final reads, by `kafka-chaos analyze` and by the Spark
-application (job.py). Every file is checked before Spark starts working on it (footer, columns,
-types), and a damaged file is named in a RunFolderError, never a Java or Python traceback.
+application (job.py). Everything that can be checked without reading the data is checked before
+Spark starts (check_inputs): missing files, each file's footer, columns and types, and from the
+Parquet statistics nulls where a value is required, partitions out of range, negative offsets,
+and delivery-log values beyond its length (values are 0, 1, 2, ... per partition, so a stray
+10^12 would otherwise size the analysis' arrays). What only the data tells (a value recorded
+twice, an unknown outcome) is found in the Spark tasks. Either way the damaged file is named in
+a RunFolderError, never a Java or Python traceback.
 """
 
 from __future__ import annotations
@@ -11,10 +16,18 @@ import re
 from collections.abc import Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..runfolder import RunFolder, RunFolderError
+from ..spec import MAX_PARTITIONS  # the bound for a folder analysed without its spec
 from . import consumption, spark as spark_analysis
+
+_WHAT = {"acks": "a delivery log", "log": "a log file", "transactions": "a transactions log"}
+# Columns that may hold no null: the delivery log's every column but those of a send not acked, and
+# the log's position (a null value is a record that is not the workload's).
+_NOT_NULL = {"acks": ("partition", "value", "outcome"), "log": ("partition", "offset"),
+             "transactions": ("txn", "outcome")}
 
 # Column -> types it may have (older releases, other writers), for the two inputs.
 _REQUIRED = {
@@ -32,46 +45,107 @@ _KINDS = {"integer": pa.types.is_integer, "string": lambda t: pa.types.is_string
           "timestamp": pa.types.is_timestamp, "number": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t)}
 
 
-def check_files(files: list[str], what: str) -> None:
-    """Footer and schema of every file; RunFolderError(damaged) naming the first bad one."""
+def _facts(pf: pq.ParquetFile, path: str, column: str) -> tuple[int, object, object]:
+    """(nulls, min, max) of a column, from the row groups' statistics, or read when a group has none."""
+    meta, nulls, lo, hi = pf.metadata, 0, None, None
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        chunk = next((rg.column(j) for j in range(rg.num_columns) if rg.column(j).path_in_schema == column), None)
+        st = chunk.statistics if chunk is not None else None
+        if st is None or not st.has_null_count or (not st.has_min_max and st.null_count < rg.num_rows):
+            try:
+                values = pf.read(columns=[column]).column(0)
+            except Exception as e:
+                raise RunFolderError(f"{path}: not a readable Parquet file ({_first_line(e)})", damaged=True) from None
+            found = pc.min_max(values).as_py()
+            return values.null_count, found["min"], found["max"]
+        nulls += st.null_count
+        if st.has_min_max:
+            lo = st.min if lo is None else min(lo, st.min)
+            hi = st.max if hi is None else max(hi, st.max)
+    return nulls, lo, hi
+
+
+def check_files(files: list[str], what: str, partitions: int | None = None) -> dict[str, int]:
+    """Footer, schema and statistics of every file; RunFolderError(damaged) naming the first bad one.
+    Returns {"rows", "value_max"} over the files."""
+    limit = partitions or MAX_PARTITIONS
+    rows, value_max = 0, -1
     for path in files:
         try:
-            schema = pq.ParquetFile(path).schema_arrow
+            pf = pq.ParquetFile(path)
+            schema = pf.schema_arrow
         except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ... for truncated or foreign files
             raise RunFolderError(f"{path}: not a readable Parquet file ({_first_line(e)})", damaged=True) from None
         for columns, required in ((_REQUIRED[what], True), (_OPTIONAL[what], False)):
             for name, kind in columns.items():
                 if name not in schema.names:
                     if required:
-                        raise RunFolderError(f"{path}: no column {name!r} (a {what} file has "
+                        raise RunFolderError(f"{path}: no column {name!r} ({_WHAT[what]} has "
                                              f"{', '.join(_REQUIRED[what])})", damaged=True)
                     continue
                 dtype = schema.field(name).type
                 if not _KINDS[kind](dtype):
                     raise RunFolderError(f"{path}: column {name!r} is {dtype}, expected {kind}", damaged=True)
+        rows += pf.metadata.num_rows
+        for name in _NOT_NULL[what]:
+            nulls, _, _ = _facts(pf, path, name)
+            if nulls:
+                raise RunFolderError(f"{path}: column {name!r} has {nulls:,} null(s); every row needs one", damaged=True)
+        if what == "transactions":  # a row per transaction: no partition, no position
+            continue
+        _, lo, hi = _facts(pf, path, "partition")
+        for p in (lo, hi):
+            if p is not None and not 0 <= p < limit:
+                raise RunFolderError(f"{path}: partition {p} is not one of the topic's (0..{limit - 1})", damaged=True)
+        position = "value" if what == "acks" else "offset"
+        _, lo, hi = _facts(pf, path, position)
+        if lo is not None and lo < 0:
+            raise RunFolderError(f"{path}: negative {position} {lo}", damaged=True)
+        if what == "acks" and hi is not None:
+            value_max = max(value_max, hi)
+    if what == "acks" and value_max >= rows:
+        raise RunFolderError(f"{files[0] if len(files) == 1 else ', '.join(files)}: value {value_max:,} but only "
+                             f"{rows:,} sends recorded (each partition's values are 0, 1, 2, ...): not a delivery log "
+                             "this harness wrote", damaged=True)
+    return {"rows": rows, "value_max": value_max}
 
 
-def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool = False,
-                   on_variant: Callable[[str], None] | None = None) -> dict[str, dict]:
-    """variant -> metrics, anomaly tables written to the folder.
-
-    A variant whose files are missing raises RunFolderError, or with partial=True comes back as
-    {"incomplete": why}. Everything is checked before the first variant is analysed.
-    """
-    inputs: dict[str, tuple[list[str], list[str], list[str]] | str] = {}
+def check_inputs(folder: RunFolder, variants: list[str], partial: bool = False,
+                 partitions: int | None = None) -> dict[str, tuple | str]:
+    """variant -> (log files, delivery-log files, fault periods, transactions-log files, sends recorded), or why
+    it cannot be analysed (only with partial). Reads no data, starts no Spark; RunFolderError naming the first
+    problem."""
+    inputs: dict[str, tuple | str] = {}
     for v in variants:
         why = folder.missing(v)
         if not why:
             logs, acks = folder.analysis_input(v)
             txns = folder.transactions_input(v)
-            check_files(acks, "acks")
-            check_files(logs, "log")
-            check_files(txns, "transactions")
+            if not acks:
+                raise RunFolderError(f"{folder.acks_path(v)}: holds no Parquet file", damaged=True)
+            sends = check_files(acks, "acks", partitions)["rows"]
+            check_files(logs, "log", partitions)
+            check_files(txns, "transactions", partitions)
             if not txns and _has_transactions(acks):
                 why = f"{folder.transactions_path(v)} is missing (the delivery log names transactions)"
         if why and not partial:
             raise RunFolderError(f"{why}; analyse what is complete with --partial")
-        inputs[v] = why or (logs, acks, txns)
+        inputs[v] = why or (logs, acks, fault_periods(folder, v), txns, sends)
+    return inputs
+
+
+def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool = False,
+                   on_variant: Callable[[str], None] | None = None, partitions: int | None = None,
+                   inputs: dict | None = None) -> dict[str, dict]:
+    """variant -> metrics, anomaly tables written to the folder.
+
+    A variant whose files are missing raises RunFolderError, or with partial=True comes back as
+    {"incomplete": why}. Everything is checked before the first variant is analysed (check_inputs,
+    or the `inputs` it returned).
+    """
+    if inputs is None:
+        inputs = check_inputs(folder, variants, partial, partitions)
     out: dict[str, dict] = {}
     for v, given in inputs.items():
         if isinstance(given, str):
@@ -79,9 +153,8 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
             continue
         if on_variant:
             on_variant(v)
-        logs, acks, txns = given
         try:
-            metrics, tables, timing = spark_analysis.analyze_variant(spark, logs, acks, fault_periods(folder, v), txns)
+            metrics, tables, timing = spark_analysis.analyze_variant(spark, *given)
         except Exception as e:
             found = re.search(re.escape(spark_analysis.DATA_ERROR) + r"(.*)", str(e))
             if found:
@@ -90,7 +163,7 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
         figures = {}
         sink = folder.read_sink(v)
         if sink is not None:  # a consumer group ran: its sink against the log (consumption.py)
-            figures = _consumption(sink, logs, metrics, tables)
+            figures = _consumption(sink, given[0], metrics, tables)
         folder.write_tables(v, tables)
         out[v] = {**metrics, **timing, **figures}
     return out
@@ -140,13 +213,12 @@ def fault_periods(folder: RunFolder, variant: str) -> list[dict]:
     from datetime import datetime
 
     out = []
-    for f in folder.read_faults():
-        try:
-            start = datetime.fromisoformat(f["applied_at"]).timestamp()
-            end = datetime.fromisoformat(f["healed_at"]).timestamp() if f.get("healed_at") else \
-                start + float(f.get("planned_duration") or 0)
-        except (KeyError, TypeError, ValueError):
+    for f in folder.read_faults():  # checked there: ids are numbers, times are ISO 8601
+        if not f.get("applied_at"):
             continue  # not applied (not reached, failed before applying)
+        start = datetime.fromisoformat(f["applied_at"]).timestamp()
+        end = datetime.fromisoformat(f["healed_at"]).timestamp() if f.get("healed_at") else \
+            start + float(f.get("planned_duration") or 0)
         if f.get("variant") == variant:
             out.append({"id": int(f["id"]), "kind": str(f.get("kind")), "start_ms": int(start * 1000),
                         "end_ms": int(end * 1000)})

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import metrics
@@ -27,8 +28,9 @@ from .timing import TIMING_TABLES, variant_timing
 
 ALL_TABLES = {**TABLES, **TIMING_TABLES, **TXN_TABLES}
 
-# A worker's error about the data (not about the harness) starts with this, so the driver can
-# name the damaged file instead of showing Spark's traceback.
+# A worker's finding that the data is damaged (not a harness failure) starts with this. It comes back
+# as a findings row, not as an exception: a failed Spark task would print a Python traceback through
+# the JVM's log before the driver could name the damaged file in one line.
 DATA_ERROR = "kafka-chaos data error: "
 
 
@@ -161,8 +163,6 @@ def _pieces(files: list[str], partition: int) -> list[tuple[tuple, str, int, boo
 
 def read_partition(files: list[str], partition: int, wanted: tuple[str, ...]):
     """The rows of one topic partition from Parquet files, batch by batch, in file (offset) order."""
-    import pyarrow.compute as pc
-
     for _, path, group, alone in _pieces(files, partition):
         try:
             pf = pq.ParquetFile(path)
@@ -186,8 +186,9 @@ def read_transactions(files: list[str]) -> pa.Table | None:
 
 
 def check_files(partition: int, log_files: list[str], acks_files: list[str], periods: list = (),
-                txn_files: list[str] = ()):
-    """anomalies.check_partition over files; a log out of offset order is sorted first."""
+                txn_files: list[str] = (), sends: int | None = None):
+    """anomalies.check_partition over files; a log out of offset order is sorted first.
+    sends: rows of the whole delivery log, an upper bound of any value it may hold."""
     def acks():
         return read_partition(acks_files, partition, ACKS_COLUMNS)
 
@@ -195,10 +196,14 @@ def check_files(partition: int, log_files: list[str], acks_files: list[str], per
     try:
         try:
             return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS), periods,
-                                   transactions)
+                                   transactions, sends)
         except OutOfOrder:
             table = pa.Table.from_batches(list(read_partition(log_files, partition, LOG_COLUMNS))).sort_by("offset")
-            return check_partition(partition, acks(), [table], periods, transactions)
+            try:
+                return check_partition(partition, acks(), [table], periods, transactions, sends)
+            except OutOfOrder:  # sorted and still not increasing: an offset is there twice
+                raise DataError(", ".join(log_files), f"partition {partition}: an offset appears more than once "
+                                                       "(a topic partition's offsets are unique)") from None
     except DeliveryLogError as e:
         raise DataError(", ".join(acks_files + list(txn_files)), f"contradictory delivery log: {e}") from None
 
@@ -218,18 +223,23 @@ def findings_batches(findings) -> list[pa.RecordBatch]:
 
 
 def _task(batches):
-    """mapInArrow body: rows (partition, log_files, acks_files, periods, txn_files) -> findings rows."""
-    names = ("partition", "log_files", "acks_files", "periods", "txn_files")
+    """mapInArrow body: rows (partition, log_files, acks_files, periods, txn_files, sends) -> findings rows, or
+    one row whose table_name is the DataError's message."""
+    names = ("partition", "log_files", "acks_files", "periods", "txn_files", "sends")
     for batch in batches:
-        for p, logs, acks, periods, txns in zip(*(batch.column(c).to_pylist() for c in names)):
-            yield from findings_batches(check_files(p, json.loads(logs), json.loads(acks), json.loads(periods),
-                                                    json.loads(txns)))
+        for p, logs, acks, periods, txns, sends in zip(*(batch.column(c).to_pylist() for c in names)):
+            try:
+                found = check_files(p, json.loads(logs), json.loads(acks), json.loads(periods), json.loads(txns),
+                                    sends)
+            except DataError as e:
+                yield pa.RecordBatch.from_arrays([pa.array([str(e)], pa.string())] + [
+                    pa.nulls(1, f.type) for f in FINDINGS if f.name != "table_name"], schema=FINDINGS)
+                continue
+            yield from findings_batches(found)
 
 
 def split(findings: pa.Table) -> dict[str, pa.Table]:
     """Findings rows of every partition -> one table per anomaly; the series summed over partitions."""
-    import pyarrow.compute as pc
-
     out = {}
     for name, columns in ALL_TABLES.items():
         rows = findings.filter(pc.equal(findings.column("table_name"), name)).select([c for c, _ in columns])
@@ -243,11 +253,12 @@ def split(findings: pa.Table) -> dict[str, pa.Table]:
 
 
 def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods: list[dict] = (),
-                    txn_files: list[str] = ()) -> tuple:
+                    txn_files: list[str] = (), sends: int | None = None) -> tuple:
     """(metrics, anomaly tables, timing) of one variant, one Spark task per topic partition.
 
     periods: the variant's applied faults as {id, kind, start_ms, end_ms}, for figures per fault period;
-    txn_files: its transactions log (transactional variants)."""
+    txn_files: its transactions log (transactional variants);
+    sends: rows of the delivery log (no value it holds may reach it); None: not checked."""
     found = partitions_in(log_files + acks_files)
     if found is None:  # files without statistics: read them all once to learn
         found = set()
@@ -255,12 +266,15 @@ def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods:
             found.update(pq.read_table(path, columns=["partition"]).column("partition").unique().to_pylist())
     windows = json.dumps([(p["id"], p["start_ms"], p["end_ms"]) for p in periods])
     txns = json.dumps(list(txn_files))
-    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows, txns) for p in sorted(found)]
+    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows, txns, sends) for p in sorted(found)]
     schema = FINDINGS.empty_table()
     if tasks:
         rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF(
-            "partition int, log_files string, acks_files string, periods string, txn_files string")
+            "partition int, log_files string, acks_files string, periods string, txn_files string, sends long")
         schema = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
+        damaged = schema.filter(pc.starts_with(schema.column("table_name"), DATA_ERROR))
+        if damaged.num_rows:
+            raise RuntimeError(damaged.column("table_name")[0].as_py())
     tables = split(schema)
     timing = variant_timing(tables, list(periods))
     series = tables["series"]

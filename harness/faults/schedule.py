@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from ..spec import (BROKER_FAULTS, FAULT_KINDS, WORKLOAD_FAULTS, WORKLOAD_TARGET, BrokerTarget, ExperimentSpec, FollowerTarget,
-                    LeaderTarget)
+from pydantic import TypeAdapter, ValidationError
+
+from ..spec import (BROKER_FAULTS, FAULT_KINDS, MAX_FAULTS, MAX_FAULTS_PER_SECOND, WORKLOAD_FAULTS, WORKLOAD_TARGET,
+                    BrokerTarget, ExperimentSpec, Fault, FollowerTarget, LeaderTarget)
 
 _TIMING = {"kind", "at", "every", "jitter", "start", "duration", "downtime", "target"}
 # Seconds a killed or restarted broker may take to run again, for the overlap rule (measured: a
@@ -164,8 +166,21 @@ def plan(spec: ExperimentSpec, seed: int) -> list[PlannedFault]:
     out.sort(key=lambda f: (f[0], f[1]))
     schedule = [PlannedFault(i, kind, target, at, dur, params)
                 for i, (at, _, kind, target, dur, params) in enumerate(out)]
+    check_rate(schedule, "faults")
     check_overlaps(schedule, START_ALLOWANCE[spec.cluster.broker], f"seed {seed}")
     return schedule
+
+
+def check_rate(schedule: list[PlannedFault], origin: str) -> None:
+    """At most MAX_FAULTS_PER_SECOND faults start within any one second (each runs on its own thread)."""
+    times = sorted(f.at for f in schedule)
+    first = 0
+    for last, t in enumerate(times):
+        while t - times[first] >= 1.0:
+            first += 1
+        if last - first + 1 > MAX_FAULTS_PER_SECOND:
+            raise ScheduleError(f"{origin}: {last - first + 1} faults start between {times[first]:g} s and {t:g} s; "
+                                f"at most {MAX_FAULTS_PER_SECOND} may start within one second")
 
 
 def _target(target, brokers: int, rng: random.Random) -> Target:
@@ -227,36 +242,97 @@ def dumps(schedule: list[PlannedFault]) -> str:
     return "".join(json.dumps(f.to_json(), sort_keys=True) + "\n" for f in schedule)
 
 
-def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
-    """The planned schedule recorded in a run's faults.jsonl (each fault once, whatever the variants)."""
-    faults: dict[int, PlannedFault] = {}
+MAX_REPLAY_BYTES = 64 << 20
+PLAN_FIELDS = ("id", "kind", "target", "planned_at", "planned_duration", "params")
+_FAULT = TypeAdapter(Fault)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _no_repeats(pairs):
+    keys = [k for k, _ in pairs]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise ValueError(f"key {repeated[0]!r} given twice")
+    return dict(pairs)
+
+
+def _replayed(r, spec: ExperimentSpec) -> PlannedFault:
+    """One faults.jsonl line as a planned fault, checked as the experiment file's fault would be;
+    ValueError naming the field."""
+    if not isinstance(r, dict):
+        raise ValueError("not a JSON object")
+    missing = [k for k in PLAN_FIELDS if k not in r]
+    if missing:
+        raise ValueError(f"{missing[0]}: missing (a planned fault has {', '.join(PLAN_FIELDS)})")
+    fid, kind, params = r["id"], r["kind"], r["params"]
+    if not isinstance(fid, int) or isinstance(fid, bool) or not 0 <= fid < MAX_FAULTS:
+        raise ValueError(f"id: {json.dumps(fid)} is not a fault id (a whole number 0..{MAX_FAULTS - 1})")
+    if kind not in FAULT_KINDS:
+        raise ValueError(f"kind: unknown fault kind {kind!r} (kinds: {', '.join(FAULT_KINDS)})")
+    for key in ("planned_at", "planned_duration"):
+        if not isinstance(r[key], (int, float)) or isinstance(r[key], bool):
+            raise ValueError(f"{key}: {json.dumps(r[key])} is not a number of seconds")
+    if not isinstance(params, dict):
+        raise ValueError(f"params: {json.dumps(params)} is not an object of the fault's settings")
+    # The same checks as the experiment file's fault (types, ranges, finite), fields named as in the line.
+    timing = {"at": r["planned_at"], ("downtime" if kind in STOPS_BROKER else "duration"): r["planned_duration"]}
+    names = {"at": "planned_at", "duration": "planned_duration", "downtime": "planned_duration"}
     try:
+        fault = _FAULT.validate_python({**params, "kind": kind, **timing})
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][-1]) if len(err["loc"]) > 1 else ""
+        where = names.get(field) or (f"params.{field}" if field else "params")
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{where}: {msg}") from None
+    settings = fault.model_dump(exclude=_TIMING)
+    has = f"({kind} has {', '.join(settings) or 'no settings'})"
+    for key in sorted(set(params) - set(settings)):  # a timing field (downtime, at, ...) given as a setting
+        raise ValueError(f"params.{key}: not a setting of {kind} {has}")
+    for key in sorted(set(settings) - set(params)):
+        raise ValueError(f"params.{key}: missing {has}")
+    # No check against this experiment's window: a jittered plan may start its last fault up to a jitter
+    # after it, and such a fault is journaled not-reached when the workload ends first.
+    target = target_from_json(r["target"], spec.cluster.brokers, spec.topic.partitions)
+    return PlannedFault(fid, kind, target, fault.at, fault.duration, settings)
+
+
+def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
+    """The planned schedule recorded in a run's faults.jsonl (each fault once, whatever the variants),
+    every line checked as the experiment file's faults are: ScheduleError naming FILE:LINE: field."""
+    try:
+        if path.stat().st_size > MAX_REPLAY_BYTES:
+            raise ScheduleError(f"{path}: larger than {MAX_REPLAY_BYTES >> 20} MiB; not a faults.jsonl")
         lines = path.read_text().splitlines()
-    except OSError as e:
-        raise ScheduleError(f"{path}: cannot read: {e.strerror or e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScheduleError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    faults: dict[int, tuple[int, PlannedFault]] = {}
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            r = json.loads(line)
-            kind, target = r["kind"], r["target"]
-            fault = PlannedFault(int(r["id"]), kind, AllBrokers(), float(r["planned_at"]),
-                                 float(r["planned_duration"]), dict(r.get("params") or {}))
-        except (ValueError, KeyError, TypeError) as e:
-            raise ScheduleError(f"{path}:{n}: not a faults.jsonl line ({type(e).__name__}: {e})") from None
-        if kind not in FAULT_KINDS:
-            raise ScheduleError(f"{path}:{n}: unknown fault kind {kind!r}")
+            r = json.loads(line, parse_constant=_no_constant, object_pairs_hook=_no_repeats)
+        except (ValueError, RecursionError) as e:
+            raise ScheduleError(f"{path}:{n}: not a JSON line ({' '.join(str(e).split())[:200]})") from None
         try:
-            fault = PlannedFault(fault.id, kind, target_from_json(target, spec.cluster.brokers, spec.topic.partitions),
-                                 fault.at, fault.duration, fault.params)
+            fault = _replayed(r, spec)
         except ValueError as e:
             raise ScheduleError(f"{path}:{n}: {e}") from None
-        if (kind in WORKLOAD_FAULTS) != isinstance(fault.target, Workload):
-            raise ScheduleError(f"{path}:{n}: {kind} cannot target {fault.target} "
+        if (fault.kind in WORKLOAD_FAULTS) != isinstance(fault.target, Workload):
+            raise ScheduleError(f"{path}:{n}: {fault.kind} cannot target {fault.target} "
                                 f"({', '.join(WORKLOAD_FAULTS)} target the workload, every other kind a broker)")
-        faults.setdefault(fault.id, fault)
+        first = faults.setdefault(fault.id, (n, fault))
+        if first[1] != fault:
+            raise ScheduleError(f"{path}:{n}: fault {fault.id} was planned differently on line {first[0]} "
+                                "(every variant gets the same plan)")
     if not faults:
         raise ScheduleError(f"{path}: no faults recorded")
-    schedule = sorted(faults.values(), key=lambda f: (f.at, f.id))
+    if len(faults) > MAX_FAULTS:
+        raise ScheduleError(f"{path}: {len(faults):,} faults; at most {MAX_FAULTS:,} per variant")
+    schedule = sorted((f for _, f in faults.values()), key=lambda f: (f.at, f.id))
+    check_rate(schedule, str(path))
     check_overlaps(schedule, START_ALLOWANCE[spec.cluster.broker], str(path))
     return schedule

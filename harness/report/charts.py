@@ -56,13 +56,21 @@ def fault_color(kind: str) -> str:
 
 
 def timeline(title: str, t0: float, t1: float, lines: dict[str, list[tuple[float, float]]],
-             faults: list[dict]) -> Markup:
+             faults: list[dict], stretch: dict | None = None) -> Markup:
     """Lines over time (seconds since t0) with each fault ({start, end, kind, label}) shaded over its
-    active period in its kind's colour, and a legend of the kinds shown."""
+    active period in its kind's colour, and a legend of the kinds shown. `stretch` ({start, end, label}):
+    a span marked under the plot with its label (the longest unavailability)."""
     x = _scale(0, max(t1 - t0, 1e-9), PAD_L, W - PAD_R)
     y_max = max([v for pts in lines.values() for _, v in pts] + [1])
     y = _scale(0, y_max, H - PAD_B, PAD_T)
     body = []
+    if stretch is not None:
+        x0, x1 = x(max(0.0, stretch["start"] - t0)), x(min(t1 - t0, stretch["end"] - t0))
+        base = H - PAD_B - 4
+        body.append(f'<g class="stretch"><line x1="{x0:.1f}" y1="{base}" x2="{x1:.1f}" y2="{base}" stroke="#111" '
+                    f'stroke-width="4"/><text x="{(x0 + x1) / 2:.1f}" y="{base - 6}" class="legend" '
+                    f'text-anchor="middle">{escape(stretch["label"])}</text>'
+                    f'<title>{escape(stretch["label"])}</title></g>')
     for f in faults:
         x0, x1 = x(max(0.0, f["start"] - t0)), x(min(t1 - t0, max(f["start"], f["end"]) - t0))
         body.append(f'<rect class="fault" data-kind="{escape(f["kind"])}" fill="{fault_color(f["kind"])}" '

@@ -13,7 +13,9 @@ from pathlib import Path
 from ..analysis.anomalies import TABLES
 from ..analysis.consumption import TABLES as CONSUMER_TABLES
 from ..analysis.metrics import BY_KEY
-from ..runfolder import RunFolder, RunFolderError, runs_in
+from ..aggregate import ranking
+from ..runfolder import RunFolder, RunFolderError, SeriesFolder, runs_in, series_in
+from ..spec import masked
 from ..verdict import run_verdict, status_of
 
 LISTING_CAP = 200  # jump-back runs and anomaly rows shown in the page; all of them are in the Parquet
@@ -30,10 +32,12 @@ def _epoch(iso) -> float | None:
 
 
 def _differing_settings(spec: dict) -> tuple[list[str], dict[str, dict]]:
-    """Producer settings that differ between variants: (keys, {variant: {key: value}})."""
-    common = spec.get("producer") or {}
-    per = {v["name"]: {**common, **(v.get("producer") or {})} for v in spec.get("variants", [])
-           if isinstance(v, dict) and "name" in v}
+    """Producer settings that differ between variants: (keys, {variant: {key: value}}), secrets masked
+    (spec.yaml holds them masked; a folder written by an older release may not)."""
+    common = spec.get("producer") if isinstance(spec.get("producer"), dict) else {}
+    variants = spec.get("variants") if isinstance(spec.get("variants"), list) else []
+    per = {v["name"]: masked({**common, **(v.get("producer") if isinstance(v.get("producer"), dict) else {})})
+           for v in variants if isinstance(v, dict) and "name" in v}
     keys = sorted({k for conf in per.values() for k in conf
                    if len({json.dumps(c.get(k), sort_keys=True, default=str) for c in per.values()}) > 1})
     return keys, per
@@ -131,7 +135,25 @@ def load(folder: RunFolder) -> dict:
         var.setdefault("allowed", [])
     return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary),
             "setting_keys": keys, "settings": settings, "faults": faults, "variants": variants,
-            "tables": list(TABLES) + [t for t in CONSUMER_TABLES if any(v["consumer"] for v in variants.values())]}
+            "tables": list(TABLES) + [t for t in CONSUMER_TABLES if any(v["consumer"] for v in variants.values())],
+            "ranking": ranking(summary.get("variants", {}))}
+
+
+def load_aggregate(folder: SeriesFolder) -> dict:
+    """The view of a series of repeated runs: its aggregate, the settings of its variants, the ranking."""
+    doc = folder.read_aggregate()
+    spec = {}
+    for run in doc.get("runs", []):  # the settings as the runs were made (every run has the same spec)
+        try:
+            spec = RunFolder(folder.path.parent / str(run.get("run_id"))).read_spec() or {}
+        except RunFolderError:
+            continue
+        if spec:
+            break
+    keys, settings = _differing_settings(spec)
+    allowed = {v["name"]: v["allow"] for v in spec.get("variants", []) if isinstance(v, dict) and v.get("allow")}
+    return {"aggregate": doc, "setting_keys": keys, "settings": settings, "allowed": allowed,
+            "ranking": ranking(doc.get("variants", {}), aggregated=True)}
 
 
 def _capped(rows: list[dict]) -> dict:
@@ -150,3 +172,15 @@ def load_index(out: Path) -> list[dict]:
             runs.append({"folder": folder.path.name, "summary": s, "verdict": s.get("verdict") or run_verdict(s)})
     runs.sort(key=lambda r: (str(r["summary"].get("started_at") or ""), r["folder"]), reverse=True)
     return runs
+
+
+def load_series(out: Path) -> list[dict]:
+    """Every series of repeated runs of a folder, newest first: its folder name and aggregate."""
+    found = []
+    for folder in series_in(out):
+        try:
+            found.append({"folder": folder.path.name, "aggregate": folder.read_aggregate()})
+        except RunFolderError:
+            continue
+    found.sort(key=lambda r: (str(r["aggregate"].get("started_at") or ""), r["folder"]), reverse=True)
+    return found

@@ -1,7 +1,9 @@
 """The HTML reports, pure: a view (load.py) in, one self-contained HTML page out.
 
     render_run(view) -> str       <run>/index.html
-    render_index(runs) -> str     <out>/index.html, every run with its verdict and the trend across runs
+    render_index(runs, series) -> str   <out>/index.html, every run with its verdict and the trend across
+                                  runs, and every series of repeated runs with its rates
+    render_aggregate(view) -> str <series>/index.html, the aggregate of repeated runs
 
 Pages are jinja2 templates with autoescaping (every value from data or experiment files is
 escaped), inline CSS and SVG, no script and no network request. Links are built only from names
@@ -15,6 +17,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ..aggregate import RANKED
 from ..analysis.metrics import BY_KEY, FIGURES, METRICS
 from .. import verdict as v
 from . import charts
@@ -24,10 +27,18 @@ from .load import DETAIL_TABLES, LISTING_CAP
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("harness.report", "templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env.filters["fig"] = fig
     env.filters["path"] = lambda *parts: "/".join(quote(str(p), safe="") for p in parts)
     env.filters["num"] = lambda x: f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else ("-" if x is None
                                                                                                    else x)
     return env
+
+
+def fig(x) -> str:
+    """A measured figure: 12,345 / 123.4 / 0.1234; "-" when absent."""
+    if not isinstance(x, (int, float)):  # absent (None, or missing from an older file)
+        return "-"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
 def listing_line(run: dict) -> str:
@@ -77,8 +88,15 @@ def _dense(rows: list[dict]) -> list[dict]:
     return [by_second.get(t, {"second": t, **zero}) for t in range(lo, hi + 1)]
 
 
-def _charts(name: str, var: dict) -> list:
+def _charts(name: str, var: dict, figures: dict | None = None) -> list:
+    """figures: the variant's entry in summary.json (its longest unavailability is marked on the acks chart)."""
     series = _dense(var["series"])
+    figures = figures or {}
+    stretch = None
+    if figures.get("unavailable_from_ms") is not None and figures.get("unavailable_s"):
+        start = figures["unavailable_from_ms"] / 1000
+        stretch = {"start": start, "end": start + figures["unavailable_s"],
+                   "label": f"longest unavailable: {figures['unavailable_s']} s"}
     out = []
     if series:
         t0, t1 = series[0]["second"], series[-1]["second"] + 1
@@ -86,7 +104,8 @@ def _charts(name: str, var: dict) -> list:
         if any(r.get("acks") for r in series):
             lines["acks (by acknowledgement time)"] = [(r["second"], r.get("acks") or 0) for r in series]
         out.append(charts.timeline(f"{name}: records and acknowledgements per second (faults shaded by kind)",
-                                   t0, t1, lines, var["faults"]))
+                                   t0, t1, lines, var["faults"], stretch if "acks (by acknowledgement time)" in lines
+                                   else None))
         out.append(charts.timeline(f"{name}: duplicates and jump-backs per second", t0, t1,
                                    {"duplicates": [(r["second"], r["duplicates"]) for r in series],
                                     "jump-backs": [(r["second"], r["jump_backs"]) for r in series]}, var["faults"]))
@@ -95,7 +114,7 @@ def _charts(name: str, var: dict) -> list:
             out.append(charts.timeline(f"{name}: latency of the sends of each second, ms (faults shaded by kind)",
                                        t0, t1, {"p99": [(r["second"], r["latency_p99_ms"]) for r in timed],
                                                 "p50": [(r["second"], r["latency_p50_ms"]) for r in timed]},
-                                       var["faults"]))
+                                       var["faults"], stretch))
     out.append(charts.histogram(f"{name}: jump-back sizes ({var['runs_total']} runs)", var["sizes"]))
     return out
 
@@ -124,7 +143,8 @@ def window_text(window) -> str:
 def render_run(view: dict) -> str:
     s = view["summary"]
     css, line = headline(s, view["verdict"])
-    variants = {name: {**var, "charts": _charts(name, var), "listing": [listing_line(r) for r in var["runs"]],
+    variants = {name: {**var, "charts": _charts(name, var, s.get("variants", {}).get(name)),
+                       "listing": [listing_line(r) for r in var["runs"]],
                        "window_charts": _window_charts(name, var, s["variants"].get(name, {}))}
                 for name, var in view["variants"].items()}
     has_consumer = any(var.get("consumer") for var in view["variants"].values()) or any(
@@ -133,7 +153,9 @@ def render_run(view: dict) -> str:
         s=s, verdict=view["verdict"], headline=line, headline_class=css, metrics=METRICS, figures=FIGURES,
         latency_text=latency_text, window_text=window_text, has_consumer=has_consumer,
         setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"], variants=variants,
-        detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s))
+        detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s),
+        ranking=view.get("ranking", []), ranked=RANKED, ci=interval_text,
+        allowed_fatal={name: 1 for name, x in s.get("variants", {}).items() if x.get("allowed")})
 
 
 def latency_text(latency) -> str:
@@ -151,7 +173,36 @@ def _duration(s: dict) -> str:
     return f"{end - start:.0f} s" if start and end else ""
 
 
-def render_index(runs: list[dict]) -> str:
+def interval_text(ci) -> str:
+    return f"[{fig(ci[0])}, {fig(ci[1])}]" if ci else ""
+
+
+def render_aggregate(view: dict) -> str:
+    doc = view["aggregate"]
+    variants = doc.get("variants", {})
+    shown = [m for m in METRICS if not m.accounting and m.key != "acked"]
+    ran = len(doc.get("runs", []))
+    if doc.get("status") == "interrupted":
+        css, line = "fail", f"INTERRUPTED: {ran} of {doc.get('requested')} runs; the aggregate covers those"
+    elif doc.get("failed_run"):
+        css, line = "fail", f"FAIL: run {doc['failed_run']} failed; replay it with --replay {doc.get('failed_faults')}"
+    else:
+        failed = {name: v["failed_runs"] for name, v in variants.items() if v.get("failed_runs")}
+        bad = ran - sum(doc.get("verdicts", {}).get(x, 0) for x in (v.PASS, v.FAIL))
+        if failed:
+            css, line = "fail", "FAIL: " + "; ".join(f"{n}: {k} of {variants[n]['runs']} runs failed"
+                                                       for n, k in failed.items())
+        elif bad:
+            css, line = "fail", f"{bad} of {ran} runs did not complete"
+        else:
+            css, line = "pass", f"PASS: every check held in all {ran} runs"
+    return _env().get_template("aggregate.html.j2").render(
+        a=doc, headline=line, headline_class=css, metrics=shown, variants=variants, ranking=view["ranking"],
+        setting_keys=view["setting_keys"], settings=view["settings"], ci=interval_text, ranked=RANKED,
+        allowed_fatal=view.get("allowed", {}))
+
+
+def render_index(runs: list[dict], series: list[dict] = ()) -> str:
     oldest_first = list(reversed(runs))
     names = sorted({(r["summary"].get("experiment"), name) for r in runs for name in r["summary"].get("variants", {})},
                    key=str)
@@ -162,4 +213,4 @@ def render_index(runs: list[dict]) -> str:
                                    if r["summary"].get("experiment") == exp else None for r in oldest_first]
                  for exp, name in names}
         trend.append(charts.trend(f"{metric} per variant, oldest run left", [r["folder"] for r in oldest_first], lines))
-    return _env().get_template("index.html.j2").render(runs=runs, trend=trend)
+    return _env().get_template("index.html.j2").render(runs=runs, trend=trend, series=series, ci=interval_text)

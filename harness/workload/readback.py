@@ -12,7 +12,11 @@ A record whose value is not a decimal number in the workload's format (another p
 foreign format, a tombstone) is kept with a null value: the analysis counts it as unexpected,
 it never stops the read.
 
-One Spark input partition per topic partition; records come out as Arrow batches.
+One Spark input partition per topic partition, or per offset range of one: a topic partition
+longer than `split` records (option, default SPLIT) is read as ranges [start, start + split) and
+a last open range, so a long soak's partition is several Spark tasks. Each task writes its own
+Parquet file, in offset order; the analysis orders a partition's files by their offset statistics
+(analysis/spark.py), so the split changes nothing it finds. Records come out as Arrow batches.
 
     spark.dataSource.register(KafkaLogSource)
     df = (spark.read.format("kafka_chaos_log")
@@ -22,6 +26,7 @@ One Spark input partition per topic partition; records come out as Arrow batches
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
 from pathlib import Path
@@ -32,6 +37,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 SCHEMA = "partition int, offset long, value long, timestamp timestamp"
 BATCH = 50_000
+SPLIT = 4_000_000  # records per Spark task at most, when the listed end says a partition is longer
 # The workload writes values as "%d": canonical decimal only ("007" or " 5" are someone else's).
 DECIMAL = r"^(0|-?[1-9][0-9]{0,17})$"
 
@@ -63,15 +69,31 @@ class KafkaLogReader(DataSourceReader):
         self.timeout = float(options.get("timeout", "120"))
         self.isolation = options.get("isolation", "read_committed")
         self.client_config = json.loads(options.get("client_config", "{}"))
+        self.split = options.get("split", str(SPLIT))
 
     def partitions(self) -> list[InputPartition]:
-        return [InputPartition(p) for p in range(self.partitions_count)]
+        split = int(self.split)
+        if split <= 0:
+            return [InputPartition((p, 0, None)) for p in range(self.partitions_count)]
+        ends = self._listed_ends()
+        return [InputPartition((p, start, end)) for p in range(self.partitions_count)
+                for start, end in offset_ranges(ends[p], split)]
 
-    def read(self, partition: InputPartition):
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
+    def _listed_ends(self) -> list[int]:
+        """Each partition's end as the broker lists it (a lower bound on Tansu: see the module's text)."""
+        from confluent_kafka import TopicPartition
 
-        p = partition.value
-        consumer = Consumer({
+        consumer = self._consumer()
+        try:
+            return [consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)[1]
+                    for p in range(self.partitions_count)]
+        finally:
+            consumer.close()
+
+    def _consumer(self):
+        from confluent_kafka import Consumer
+
+        return Consumer({
             **self.client_config,  # bootstrap.servers and any security settings
             "group.id": "kafka-chaos-final-read",
             "enable.auto.commit": False,
@@ -79,47 +101,79 @@ class KafkaLogReader(DataSourceReader):
             "isolation.level": self.isolation,
             "fetch.max.bytes": 52428800,
         })
+
+    def read(self, partition: InputPartition):
+        """One offset range of a topic partition: [start, end), or from start to the partition's end."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        p, start, end = partition.value
+        consumer = self._consumer()
         schema = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.int64()),
                             ("timestamp", pa.timestamp("us", tz="UTC"))])
         try:
-            _, listed_end = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
-            consumer.assign([TopicPartition(self.topic, p, 0)])
+            listed_end = end
+            if end is None:
+                _, listed_end = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
+            consumer.assign([TopicPartition(self.topic, p, start)])
             deadline = time.monotonic() + self.timeout
-            while True:
-                offsets, values, stamps, eof = [], [], [], None
-                for msg in consumer.consume(BATCH, timeout=0.1):
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            eof = msg.offset()
-                            continue
-                        raise RuntimeError(f"reading {self.topic}[{p}]: {err.str()}")
-                    offsets.append(msg.offset())
-                    values.append(msg.value())
-                    stamps.append(msg.timestamp()[1] * 1000)
+            done = False
+            stop_at = end if end is not None else 1 << 62
+            while not done:
+                # Whole-batch list comprehensions: the per-record cost of this loop is the read's speed.
+                msgs = consumer.consume(BATCH, timeout=0.1)
+                eof = None
+                events = [m for m in msgs if m.error() is not None]  # rare: the end, or an error
+                if events:
+                    for m in events:
+                        if m.error().code() != KafkaError._PARTITION_EOF:
+                            raise RuntimeError(f"reading {self.topic}[{p}]: {m.error().str()}")
+                        eof = m.offset()
+                    msgs = [m for m in msgs if m.error() is None]
+                offsets = [m.offset() for m in msgs]
+                if offsets and offsets[-1] >= stop_at:  # the next range's records
+                    cut = bisect.bisect_left(offsets, stop_at)
+                    msgs, offsets, done = msgs[:cut], offsets[:cut], True
                 if offsets:
+                    deadline = time.monotonic() + self.timeout  # the timeout is for a read that makes no progress
+                    stamps = pa.array([m.timestamp()[1] for m in msgs], pa.int64())
                     yield pa.record_batch([
-                        pa.array([p] * len(offsets), pa.int32()), pa.array(offsets, pa.int64()), parse_values(values),
-                        pa.array(stamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+                        pa.repeat(pa.scalar(p, pa.int32()), len(offsets)), pa.array(offsets, pa.int64()),
+                        parse_values([m.value() for m in msgs]),
+                        pc.multiply(stamps, 1000).cast(pa.timestamp("us", tz="UTC")),
                     ], schema=schema)
                 if eof is not None and eof >= listed_end:
                     return
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"reading {self.topic}[{p}]: no end of partition after {self.timeout:.0f}s")
+                if not done and time.monotonic() > deadline:
+                    raise TimeoutError(f"reading {self.topic}[{p}] from offset {start}: no record and no end of "
+                                       f"partition for {self.timeout:.0f}s")
         finally:
             consumer.close()
 
 
-def read_topic(spark, client: dict, topic: str, partitions: int, isolation: str = "read_committed"):
-    """The topic as a DataFrame. client: librdkafka connection settings (bootstrap.servers, security)."""
+def offset_ranges(listed_end: int, split: int) -> list[tuple[int, int | None]]:
+    """Equal [start, end) ranges of at most `split` records covering offsets 0..listed_end, the last one
+    open (it reads on to the partition's true end): offset_ranges(10, 4) -> [(0, 4), (4, 8), (8, None)],
+    offset_ranges(9, 8) -> [(0, 5), (5, None)]."""
+    count = max(1, -(-listed_end // split))
+    size = -(-listed_end // count)
+    starts = [k * size for k in range(count)]
+    return [(s, s + size) for s in starts[:-1]] + [(starts[-1], None)]
+
+
+def read_topic(spark, client: dict, topic: str, partitions: int, isolation: str = "read_committed",
+               split: int = SPLIT):
+    """The topic as a DataFrame. client: librdkafka connection settings (bootstrap.servers, security).
+    split: records per Spark task at most (0: one task per topic partition)."""
     return (spark.read.format(KafkaLogSource.name())
             .option("client_config", json.dumps(client)).option("topic", topic).option("partitions", str(partitions))
-            .option("isolation", isolation).load())
+            .option("isolation", isolation).option("split", str(split)).load())
 
 
-def save_log(spark, client: dict, topic: str, partitions: int, path: Path, isolation: str = "read_committed") -> None:
-    """The final read: every record of the topic, one Parquet file per topic partition in offset order.
-    Spark writes _SUCCESS last, so a folder without it is a read that did not finish. With read_committed
-    (the default) a partition ends at its last stable offset: records of aborted transactions are left out,
-    and so is everything after a transaction that never ended (a broker bug that then shows as lost)."""
-    read_topic(spark, client, topic, partitions, isolation).write.mode("overwrite").parquet(str(path))
+def save_log(spark, client: dict, topic: str, partitions: int, path: Path, isolation: str = "read_committed",
+             split: int = SPLIT) -> None:
+    """The final read: every record of the topic, one Parquet file per topic partition (or per offset
+    range of one, see SPLIT) in offset order. Spark writes _SUCCESS last, so a folder without it is a
+    read that did not finish. With read_committed (the default) a partition ends at its last stable
+    offset: records of aborted transactions are left out, and so is everything after a transaction that
+    never ended (a broker bug that then shows as lost)."""
+    read_topic(spark, client, topic, partitions, isolation, split).write.mode("overwrite").parquet(str(path))

@@ -4,7 +4,6 @@ processes under kills, each commit strategy's signature in the sink, and no memb
 import os
 import signal
 import sqlite3
-import time
 
 import pytest
 

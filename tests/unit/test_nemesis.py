@@ -248,12 +248,12 @@ def test_same_seed_same_journal_but_actual_times_and_replay_reproduces_it(tmp_pa
 
 def test_replay_refuses_what_this_experiment_cannot_do(tmp_path):
     s = spec([])
-    good = {"id": 0, "kind": "lost-acks", "target": {"broker": 0}, "planned_at": 1.0, "planned_duration": 0.2,
+    good = {"id": 0, "kind": "lost-acks", "target": {"broker": 0}, "planned_at": 0.5, "planned_duration": 0.2,
             "params": {"cut_after_ms": 100}}
     path = tmp_path / "f.jsonl"
     for bad, says in [({"target": {"broker": 4}}, "does not exist"), ({"target": {"leader-of": 3}}, "does not exist"),
                       ({"target": "broker-x"}, "does not exist"), ({"kind": "meteor"}, "unknown fault kind"),
-                      ({"planned_at": "soon"}, "not a faults.jsonl line")]:
+                      ({"planned_at": "soon"}, "planned_at: \"soon\" is not a number of seconds")]:
         path.write_text(json.dumps({**good, **bad}) + "\n")
         with pytest.raises(ScheduleError, match=says):
             load(path, s)
@@ -264,9 +264,11 @@ def test_replay_refuses_what_this_experiment_cannot_do(tmp_path):
 
 
 def test_replay_refuses_overlapping_broker_faults(tmp_path):
-    s = spec([], cluster={"backend": "local", "broker": "kafka", "brokers": 3})
-    kill = {"id": 0, "kind": "broker-kill", "target": {"broker": 1}, "planned_at": 1.0, "planned_duration": 2.0}
-    pause = {"id": 1, "kind": "broker-pause", "target": "all", "planned_at": 2.0, "planned_duration": 1.0}
+    s = spec([], cluster={"backend": "local", "broker": "kafka", "brokers": 3}, workload={"messages": 1000, "rate": 100})
+    kill = {"id": 0, "kind": "broker-kill", "target": {"broker": 1}, "planned_at": 1.0, "planned_duration": 2.0,
+            "params": {}}
+    pause = {"id": 1, "kind": "broker-pause", "target": "all", "planned_at": 2.0, "planned_duration": 1.0,
+             "params": {}}
     path = tmp_path / "f.jsonl"
     path.write_text(json.dumps(kill) + "\n" + json.dumps(pause) + "\n")
     with pytest.raises(ScheduleError, match=r"fault 1 \(broker-pause of all brokers, 2-3 s\) may hit"):

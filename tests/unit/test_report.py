@@ -170,3 +170,21 @@ def test_a_transactional_variant_gets_a_transactions_section_with_its_anomalies(
     assert "restart" in listed and "_TIMED_OUT" in listed and "planned" not in listed  # planned aborts aside
     assert 'id="aborted_reads-on"' in on and "<h3>aborted reads (1)</h3>" in on
     assert 'id="transactions-off"' not in html  # a plain variant has no such section
+
+
+def test_longest_unavailability_is_marked_on_the_acks_chart_and_variants_are_ranked(tmp_path):
+    folder, summary, _ = make_run(tmp_path)
+    summary["variants"]["on"].update(unavailable_s=1.5, unavailable_from_ms=(T0 + 103) * 1000,
+                                     latency_ms={"p50": 3.0, "p95": 9.0, "p99": 1234.5, "max": 1500.0},
+                                     produce_seconds=2.0)
+    rewrite_summary(folder, summary)
+    html = html_of(folder)
+    on = html[html.index("<h2>on</h2>"):]
+    acks_chart = on[:on.index("</svg>")]
+    assert acks_chart.count('class="stretch"') == 1 and "longest unavailable: 1.5 s" in acks_chart
+    off = html[html.index("<h2>off</h2>"):html.index("<h2>on</h2>")]
+    assert 'class="stretch"' not in off  # no figure, no mark
+    ranking = html[html.index('id="ranking"'):html.index("</table>", html.index('id="ranking"'))]
+    rows = re.findall(r"<td>(\d)</td><td class=\"l nw\">(\w+)</td>", ranking)
+    assert rows == [("1", "on"), ("2", "off")]  # off: 37 duplicates per 1,000 acked = 3,700 per 100k
+    assert ">3,700<" in ranking and ">500<" in ranking and ">1,234<" in ranking  # on: 1,000 acked in 2 s

@@ -54,5 +54,5 @@ def test_damaged_summary_and_faults_are_named(tmp_path):
         folder.read_summary()
     assert e.value.damaged
     (tmp_path / "faults.jsonl").write_text('{"id": 1}\nnope\n')
-    with pytest.raises(RunFolderError, match=r"faults.jsonl:2: not a JSON line"):
+    with pytest.raises(RunFolderError, match=r"faults.jsonl:2: not a JSON object line"):
         folder.read_faults()

@@ -65,6 +65,7 @@ KAFKA = {"backend": "local", "broker": "kafka", "brokers": 3}
 
 
 def kafka_spec(faults, **over):
+    over.setdefault("workload", {"messages": 6000, "rate": 100})  # a 60 s window
     return spec(cluster=KAFKA, topic={"partitions": 3, "replication_factor": 3}, faults=faults, **over)
 
 

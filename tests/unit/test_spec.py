@@ -204,3 +204,44 @@ def test_the_compose_file_ships_inside_the_package():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["harness"]
     for name in ("docker-compose.yml", "toxiproxy.json"):  # what `pip install .` (not editable) copies
         assert any(fnmatch.fnmatch(f"compose/{name}", pattern) for pattern in data), name
+
+
+MATRIX = {"name": "m", "workload": {"messages": 10}, "producer": {"acks": "all"},
+          "matrix": {"acks": [1, "all"], "enable.idempotence": [False, True], "linger.ms": [0, 100]},
+          "allow": {"enable.idempotence=true": ["inconsistent_offsets"]},
+          "expectations": {"enable.idempotence=true": {"duplicates": 0},
+                           "acks-all_idem-true_linger-100": {"duplicates": "<= 3", "jump_back_runs": 0}}}
+
+
+def test_matrix_expands_into_named_variants_and_selectors_address_them(tmp_path):
+    from harness.preflight import check_producer_configs
+    from harness.spec import ExperimentSpec
+
+    spec = load_spec(write(tmp_path, MATRIX))
+    assert [v.name for v in spec.variants] == [
+        "acks-1_idem-false_linger-0", "acks-1_idem-false_linger-100", "acks-1_idem-true_linger-0",
+        "acks-1_idem-true_linger-100", "acks-all_idem-false_linger-0", "acks-all_idem-false_linger-100",
+        "acks-all_idem-true_linger-0", "acks-all_idem-true_linger-100"]
+    assert spec.producer_config(spec.variants[1]) == {"acks": 1, "enable.idempotence": False, "linger.ms": 100}
+    check_producer_configs(spec, Path("m.yaml"))  # librdkafka refuses idempotence with acks=1: left out, said
+    assert len(spec.variants) == 6 and len(spec.notes) == 2
+    assert spec.notes[0].startswith("matrix: acks-1_idem-true_linger-0 skipped: librdkafka refuses it:")
+    allowed = {v.name: v.allow for v in spec.variants}
+    assert allowed["acks-all_idem-true_linger-0"] == ["inconsistent_offsets"] and allowed["acks-1_idem-false_linger-0"] == []
+    assert spec.rules("acks-all_idem-true_linger-0") == {"duplicates": Rule("==", 0)}
+    assert spec.rules("acks-all_idem-true_linger-100") == {"duplicates": Rule("<=", 3), "jump_back_runs": Rule("==", 0)}
+    assert spec.rules("acks-1_idem-false_linger-0") == {}
+    stored = ExperimentSpec.model_validate(spec.public_dict())  # the run folder's spec.yaml: variants, no matrix
+    assert [v.name for v in stored.variants] == [v.name for v in spec.variants]
+    assert stored.rules("acks-all_idem-true_linger-0") == {"duplicates": Rule("==", 0)}
+
+
+@pytest.mark.parametrize("change, where, what", [
+    ({"expectations": {"linger.ms=5": {"duplicates": 0}}}, "expectations.linger.ms=5", "selects no variant"),
+    ({"allow": {"acks=1": ["duplicates"]}}, "allow", "not a fatal anomaly"),
+    ({"expectations": {"acks=1": {"lost": "> 0"}}}, "expectations.acks=1.lost", "add lost to variant acks-1_"),
+    ({"matrix": {"linger.ms": []}}, "matrix.linger.ms", "at least 1"),
+])
+def test_matrix_errors_name_the_field(tmp_path, change, where, what):
+    message = error_of(tmp_path, {**MATRIX, **change})
+    assert f"{where}" in message and what in message, message

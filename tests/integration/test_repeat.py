@@ -1,0 +1,65 @@
+"""--repeat 2 end to end on the embedded default: two ordinary run folders, one series folder with
+aggregate.json (intervals), its page, one JUnit suite per run, and the runs index listing the series."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import yaml
+
+from tests.integration.test_quickstart import SMALL, kafka_chaos
+
+TINY = {**SMALL, "name": "tiny-repeat", "workload": {"messages": 8000, "rate": 8000},
+        "faults": [{"kind": "lost-acks", "every": 0.4, "jitter": 0.1, "duration": 0.25, "start": 0.2}]}
+
+
+def test_repeat_two_runs_writes_an_aggregate(tmp_path):
+    exp = tmp_path / "tiny.yaml"
+    exp.write_text(yaml.safe_dump(TINY))
+    out = tmp_path / "reports"
+    r = kafka_chaos("run", str(exp), "--out", str(out), "--repeat", "2", "--junit", str(tmp_path / "junit.xml"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    series = [p for p in out.iterdir() if (p / "aggregate.json").exists()]
+    runs = [p for p in out.iterdir() if (p / "summary.json").exists()]
+    assert len(series) == 1 and len(runs) == 2
+    assert f"aggregate: {series[0] / 'aggregate.json'}" in r.stdout
+    doc = json.loads((series[0] / "aggregate.json").read_text())
+    assert doc["status"] == "complete" and doc["seeds"] == [11, 12] and doc["verdicts"] == {"pass": 2}
+    assert {x["run_id"] for x in doc["runs"]} == {p.name for p in runs}
+    off = doc["variants"]["idempotence-off"]
+    assert off["runs"] == 2 and off["acked"] == sum(json.loads((p / "summary.json").read_text())
+                                                    ["variants"]["idempotence-off"]["acked"] for p in runs)
+    dup = off["metrics"]["duplicates"]
+    assert dup["runs_with"] == 2 and len(dup["ci95"]) == 2 and dup["ci95"][0] <= dup["rate_per_100k"] <= dup["ci95"][1]
+    assert doc["variants"]["idempotence-on"]["metrics"]["duplicates"]["max"] == 0
+    assert 'id="aggregate"' in (series[0] / "index.html").read_text()
+    assert series[0].name in (out / "index.html").read_text()
+    suites = ET.parse(tmp_path / "junit.xml").getroot().findall("testsuite")
+    assert [s.get("name") for s in suites] == ["tiny-repeat #1 (seed 11)", "tiny-repeat #2 (seed 12)"]
+
+
+def test_ctrl_c_stops_the_series_and_keeps_the_aggregate_of_what_ran(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.integration.test_interrupts import wait_for
+    from tests.integration.test_quickstart import ROOT, processes_of
+
+    exp = tmp_path / "tiny.yaml"
+    exp.write_text(yaml.safe_dump({**TINY, "workload": {"messages": 16000, "rate": 8000}}))
+    out = tmp_path / "reports"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(exp), "--out", str(out), "--repeat", "3"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    second = wait_for(lambda: out.exists() and len([p for p in out.iterdir() if (p / "logs").exists()]) == 2 and
+                      [p for p in out.iterdir() if (p / "faults.jsonl").exists() and
+                       not (p / "summary.json").exists()], timeout=180, what="the second run producing")[0]
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    series = [p for p in out.iterdir() if (p / "aggregate.json").exists()]
+    doc = json.loads((series[0] / "aggregate.json").read_text())
+    assert doc["status"] == "interrupted" and doc["complete"] is False and doc["requested"] == 3
+    assert [r["status"] for r in doc["runs"]] == ["complete", "interrupted"] and doc["variants"]["idempotence-off"]["runs"] == 1
+    assert json.loads((second / "summary.json").read_text())["status"] == "interrupted"
+    assert "interrupted after 2 of 3 runs; the aggregate covers the 1 complete one(s)" in output
+    assert processes_of(second) == []

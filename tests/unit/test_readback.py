@@ -1,0 +1,99 @@
+"""The final read's reader without a broker: a fake consumer hands it records in batches."""
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import KafkaError
+from pyspark.sql.datasource import InputPartition
+
+from harness.workload import readback
+
+
+class Err:
+    def __init__(self, code):
+        self._code = code
+
+    def code(self):
+        return self._code
+
+    def str(self):
+        return f"error {self._code}"
+
+
+class Msg:
+    def __init__(self, offset, value=None, error=None):
+        self._offset, self._value, self._error = offset, value, error
+
+    def error(self):
+        return self._error
+
+    def offset(self):
+        return self._offset
+
+    def value(self):
+        return self._value
+
+    def timestamp(self):
+        return (1, 1_790_000_000_000 + self._offset)
+
+
+class FakeConsumer:
+    """A partition of `length` records ("0", "1", ...) from the assigned offset, `per_batch` at a time,
+    then partition EOF at the end; or an error instead of the first record."""
+
+    def __init__(self, length, per_batch, error=None):
+        self.length, self.per_batch, self.error, self.position = length, per_batch, error, None
+
+    def get_watermark_offsets(self, tp, timeout):
+        return 0, self.length
+
+    def assign(self, tps):
+        self.position = tps[0].offset
+
+    def consume(self, n, timeout):
+        if self.error is not None:
+            return [Msg(-1, error=Err(self.error))]
+        out = [Msg(o, str(o).encode()) for o in range(self.position, min(self.position + self.per_batch, self.length))]
+        self.position += len(out)
+        if self.position >= self.length:
+            out.append(Msg(self.length, error=Err(KafkaError._PARTITION_EOF)))
+        return out
+
+    def close(self):
+        pass
+
+
+def read(monkeypatch, consumer, value):
+    reader = readback.KafkaLogReader({"topic": "t", "partitions": "1", "timeout": "5"})
+    monkeypatch.setattr(reader, "_consumer", lambda: consumer)
+    return pa.Table.from_batches(list(reader.read(InputPartition(value))))
+
+
+def test_a_range_stops_at_its_end_and_the_last_range_at_the_partitions_end(monkeypatch):
+    first = read(monkeypatch, FakeConsumer(12, per_batch=4), (0, 0, 5))
+    assert first.column("offset").to_pylist() == [0, 1, 2, 3, 4] == first.column("value").to_pylist()
+    assert first.column("partition").to_pylist() == [0] * 5
+    assert first.column("timestamp").cast(pa.int64()).to_pylist() == [(1_790_000_000_000 + o) * 1000 for o in range(5)]
+    middle = read(monkeypatch, FakeConsumer(12, per_batch=4), (0, 5, 10))
+    assert middle.column("offset").to_pylist() == [5, 6, 7, 8, 9]
+    last = read(monkeypatch, FakeConsumer(12, per_batch=5), (0, 10, None))
+    assert last.column("offset").to_pylist() == [10, 11]
+
+
+def test_a_read_error_is_raised_naming_the_partition(monkeypatch):
+    with pytest.raises(RuntimeError, match=r"reading t\[0\]: error 3"):
+        read(monkeypatch, FakeConsumer(12, per_batch=4, error=3), (0, 0, None))
+
+
+def test_partitions_are_offset_ranges_of_the_listed_ends(monkeypatch):
+    reader = readback.KafkaLogReader({"topic": "t", "partitions": "2", "split": "4"})
+    monkeypatch.setattr(reader, "_listed_ends", lambda: [10, 3])
+    assert [p.value for p in reader.partitions()] == [(0, 0, 4), (0, 4, 8), (0, 8, None), (1, 0, None)]
+    unsplit = readback.KafkaLogReader({"topic": "t", "partitions": "2", "split": "0"})
+    assert [p.value for p in unsplit.partitions()] == [(0, 0, None), (1, 0, None)]
+
+
+def test_offset_ranges():
+    assert readback.offset_ranges(10, 4) == [(0, 4), (4, 8), (8, None)]
+    assert readback.offset_ranges(8, 4) == [(0, 4), (4, None)]
+    assert readback.offset_ranges(0, 4) == [(0, None)] and readback.offset_ranges(3, 4) == [(0, None)]
+    assert readback.offset_ranges(9, 8) == [(0, 5), (5, None)]  # equal halves, not 8 + 1

@@ -1,0 +1,97 @@
+"""--repeat without brokers: the series loop, its exit status, aggregate.json, its page, JUnit and the index."""
+
+from pathlib import Path
+
+import xmlschema
+
+from harness import junit, repeat, signals
+from harness.exits import Exit
+from harness.report import write_aggregate_report, write_index
+from harness.runfolder import RunFolder, SeriesFolder, series_in
+from harness.spec import ExperimentSpec
+from tests.unit.test_aggregate import run
+
+SCHEMA = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[1] / "junit.xsd"))
+SPEC = ExperimentSpec.model_validate({"name": "exp", "workload": {"messages": 10}, "variants": [{"name": "off"}]})
+
+
+def fake_runs(out: Path, outcomes: dict[int, dict | BaseException]):
+    """run_one for Series.execute: run i writes the summary outcomes[i] (or is interrupted)."""
+    def run_one(index, seed):
+        folder = RunFolder.create(out, "exp")
+        what = outcomes[index]
+        if isinstance(what, BaseException):
+            return folder, None, what
+        summary = {**what, "run_id": folder.run_id, "seed": seed}
+        folder.write_summary(summary)
+        return folder, summary, None
+    return run_one
+
+
+def test_seeds_and_exit_status():
+    assert repeat.seeds(42, 3) == [42, 43, 44] and repeat.seeds(42, 3, same=True) == [42, 42, 42]
+    ok, bad, err = run("a1", 0), run("a2", 0, lost=1), run("a3", 0, status="error")
+    assert repeat.exit_code([ok, ok]) == Exit.OK
+    assert repeat.exit_code([ok, err]) == Exit.INFRA
+    assert repeat.exit_code([ok, err, bad]) == Exit.FAILED  # a broken guarantee is the finding
+    assert repeat.exit_code([ok], interrupted=130) == Exit.SIGINT
+    assert repeat.exit_code([]) == Exit.INFRA
+
+
+def test_series_writes_the_aggregate_and_its_pages(tmp_path):
+    series = repeat.Series(SPEC, tmp_path, 3, first_seed=7)
+    doc = series.execute(fake_runs(tmp_path, {0: run("x0", 0), 1: run("x0", 10), 2: run("x0", 20)}))
+    assert series.exit_code == Exit.OK
+    stored = SeriesFolder(series.folder.path).read_aggregate()
+    assert stored == doc and doc["status"] == "complete" and doc["complete"] is True
+    assert doc["seeds"] == [7, 8, 9] and doc["requested"] == 3 and len(doc["runs"]) == 3
+    assert doc["variants"]["off"]["metrics"]["duplicates"]["rate_per_100k"] == 10.0
+    page = write_aggregate_report(series.folder).read_text()
+    assert 'id="aggregate"' in page and "PASS: every check held in all 3 runs" in page
+    assert f'href="../{doc["runs"][0]["run_id"]}/index.html"' in page
+    index = write_index(tmp_path).read_text()
+    assert 'id="series"' in index and series.folder.series_id in index and "10 [" in index
+    assert [s.series_id for s in series_in(tmp_path)] == [series.folder.series_id]
+    stale = {**doc, "variants": {}}  # an aggregate written by an older release: computed again from the runs
+    series.folder.write_aggregate(stale)
+    assert repeat.reaggregate(series.folder) == doc and series.folder.read_aggregate() == doc
+
+
+def test_until_fail_stops_at_the_first_failed_run(tmp_path):
+    series = repeat.Series(SPEC, tmp_path, 5, first_seed=1, until_fail=True)
+    doc = series.execute(fake_runs(tmp_path, {0: run("x0", 0), 1: run("x0", 0, lost=3), 2: run("x0", 0)}))
+    assert series.exit_code == Exit.FAILED and len(doc["runs"]) == 2
+    assert doc["status"] == "stopped at the first failure" and doc["failed_run"] == series.failed_run.run_id
+    assert doc["failed_faults"].endswith(f"{series.failed_run.run_id}/faults.jsonl")
+    assert "replay it with --replay" in write_aggregate_report(series.folder).read_text()
+
+
+def test_an_interrupt_stops_the_series_and_keeps_the_aggregate_of_what_ran(tmp_path):
+    series = repeat.Series(SPEC, tmp_path, 4, first_seed=1)
+    doc = series.execute(fake_runs(tmp_path, {0: run("x0", 5), 1: signals.Interrupted(130)}))
+    assert series.exit_code == Exit.SIGINT
+    assert doc["status"] == "interrupted" and doc["complete"] is False and doc["seeds"] == [1]
+    assert doc["variants"]["off"]["runs"] == 1
+    assert "INTERRUPTED: 1 of 4 runs" in write_aggregate_report(series.folder).read_text()
+
+
+def test_series_junit_has_one_suite_per_run(tmp_path):
+    path = tmp_path / "junit.xml"
+    junit.write_series(path, [run("r1", 0), run("r2", 0, lost=1)], [1.0, 2.0])
+    SCHEMA.validate(str(path))
+    text = path.read_text()
+    assert 'name="exp #1 (seed 1)"' in text and 'name="exp #2 (seed 2)"' in text
+    assert 'failures="1"' in text.split("\n")[1]
+
+
+def test_series_options_without_repeat_are_bad_input(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("name: m\nworkload: {messages: 10}\nvariants: [{name: a}]\n")
+    for option in ("--same-seed", "--until-fail"):
+        result = CliRunner().invoke(main, ["run", str(exp), "--out", str(tmp_path / "out"), option])
+        assert result.exit_code == 2 and f"{option} needs --repeat N" in result.output
+    assert not (tmp_path / "out").exists()
