@@ -85,14 +85,17 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     table.add_column("")
     for name in variants:
         table.add_column(Text(name), justify="right")
-    for m in sorted(METRICS, key=lambda m: m.accounting):
+    consumers = any(x.get("consumer") for x in variants.values())  # consumer metrics only where a group ran
+    for m in sorted((m for m in METRICS if consumers or not m.consumer), key=lambda m: m.accounting):
         cells = [f"{x[m.key]:,}" if isinstance(x.get(m.key), int) else "-" for x in variants.values()]
         table.add_row(m.label + (" *" if m.fatal else ""), *cells, style="dim" if m.accounting else None)
-    from .report.render import latency_text
+    from .report.render import latency_text, window_text
 
     for f in FIGURES:
-        cells = [latency_text(x.get(f.key)) if f.key == "latency_ms" else str(x.get(f.key, "-"))
-                 for x in variants.values()]
+        if f.key.startswith("dedup_window") and not consumers:
+            continue
+        cells = [latency_text(x.get(f.key)) if f.key == "latency_ms" else window_text(x.get(f.key))
+                 if f.key.startswith("dedup_window") else str(x.get(f.key, "-")) for x in variants.values()]
         table.add_row(f.label, *cells)
     console.print(table)
     for name, x in variants.items():

@@ -21,6 +21,7 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
 
     spec = load_spec(experiment)
     check_producer_configs(spec, experiment)
+    check_consumer_configs(spec, experiment)
     try:  # planned here, so a schedule the cluster cannot take (overlapping broker faults) is bad input
         schedule = load(replay, spec) if replay is not None else plan(spec, spec.seed if seed is None else seed)
     except ScheduleError as e:
@@ -91,3 +92,28 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
     if not kept:
         raise SpecError(f"{path}: matrix: librdkafka refuses every combination")
     spec.variants = kept
+
+
+def check_consumer_configs(spec: ExperimentSpec, path: Path) -> None:
+    """librdkafka's judgement of each consumer group's member settings (workload/member.py builds them)."""
+    import logging
+
+    from confluent_kafka import Consumer, KafkaException
+
+    from .workload.member import consumer_config
+
+    quiet = logging.getLogger("kafka-chaos.config-check")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    for i, variant in enumerate(spec.variants):
+        group = spec.consumer_spec(variant)
+        if group is None:
+            continue
+        conf = consumer_config({**spec.cluster.client_settings(), "bootstrap.servers": "127.0.0.1:9"}, "check",
+                               "check", group.strategy, group.group_protocol, group.config)
+        try:
+            Consumer({**conf, "logger": quiet}).close()
+        except (KafkaException, ValueError, TypeError, RuntimeError) as e:
+            detail = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            raise SpecError(f"{path}: variants.{i}.consumer ({variant.name}): librdkafka rejects its member "
+                            f"settings: {detail}") from None

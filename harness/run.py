@@ -27,6 +27,7 @@ from .faults.nemesis import Nemesis
 from .faults.schedule import PlannedFault, plan
 from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
+from .workload.consumers import ConsumerGroup
 from .workload.producer import DeliveryLog, produce
 from .workload.readback import save_log
 from .workload.topic import create_topic
@@ -127,6 +128,14 @@ class Run:
         return self.summary
 
     def _run_variant(self, spark, variant) -> None:
+        self.group = None  # the variant's consumer group, stopped whatever happens
+        try:
+            self._variant(spark, variant)
+        finally:
+            if self.group is not None:
+                self.group.stop()
+
+    def _variant(self, spark, variant) -> None:
         spec, cluster, name = self.spec, self.cluster, variant.name
         self.folder.variant_dir(name).mkdir()
         topic = f"kc-{name}-{self.folder.run_id[-6:]}"
@@ -134,8 +143,14 @@ class Run:
         create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor,
                      config=spec.topic.config)
         nemesis = Nemesis(cluster, self.schedule, name, self.folder.append_faults, topic)
+        group = self.group = self._consumer_group(variant, topic)
+        after = group is not None and group.spec.when == "after"  # the faults then hit the group, not the producer
+        if group is not None and not after:
+            group.start()
+            group.serve(nemesis.workload)
         self.listener.phase(name, "producing")
-        nemesis.start()
+        if not after:
+            nemesis.start()
         watchdog = Watchdog(cluster, self.stop)
         config = spec.producer_config(variant)
         log = DeliveryLog(self.folder.acks_path(name), spec.topic.partitions,
@@ -146,16 +161,20 @@ class Run:
         txlog = TransactionsLog(self.folder.transactions_path(name)) if transactional else None
         settings = dict(rate=spec.workload.rate, flush_timeout=spec.workload.flush_timeout, stop=self.stop,
                         on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
-                        logger=client_logger(self.folder.client_log(name)), faults=nemesis.workload)
+                        logger=client_logger(self.folder.client_log(name)),
+                        faults=None if after else nemesis.workload)
+        before_flush = None if after else nemesis.stop
         try:
             if transactional:
                 result = TransactionalWorkload(
                     cluster.client, topic, spec.topic.partitions, spec.workload.messages, config, log, txlog,
                     spec.workload.transaction_size, spec.workload.abort_ratio, self.seed, **settings,
-                ).run(before_flush=nemesis.stop)
+                ).run(before_flush=before_flush)
             else:
                 result = produce(cluster.client, topic, spec.topic.partitions, spec.workload.messages, config, log,
-                                 before_flush=nemesis.stop, **settings)
+                                 before_flush=before_flush, **settings)
+            if after and not self.stop.is_set():
+                self._faults_on_group(group, nemesis, name)
         except TransactionsUnavailable as e:
             raise InfraError(f"{name}: the broker refuses transactions ({e})") from None
         finally:  # whatever happened, keep what was recorded
@@ -175,6 +194,8 @@ class Run:
             self.listener.warning(warning)
         if watchdog.error:
             raise InfraError(f"{name}: {watchdog.error}")
+        if group is not None and group.error:
+            raise InfraError(f"{name}: {group.error}")
         if not accounting_holds(self.produced[name]):
             raise InfraError(f"{name}: delivery accounting broken: {self.produced[name]}")
         if nemesis.errors:
@@ -187,7 +208,53 @@ class Run:
         if transactional:  # what the broker kept of aborted and fenced transactions, for the report
             save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.uncommitted_log_path(name),
                      isolation="read_uncommitted")
+        if group is not None:
+            self._finish_group(group, name)
         self.listener.phase(name, "done")
+
+    # -- the consumer workload (workload/consumers.py) ----------------------------------------------
+    def _consumer_group(self, variant, topic: str) -> ConsumerGroup | None:
+        """The variant's consumer group (not started), and its output topic when it writes one."""
+        group_spec = self.spec.consumer_spec(variant)
+        if group_spec is None:
+            return None
+        output = None
+        if group_spec.strategy == "transactional":
+            output = f"{topic}-out"
+            create_topic(self.cluster.client, output, self.spec.topic.partitions, self.spec.topic.replication_factor,
+                         config=self.spec.topic.config)
+        self.produced[variant.name]["consumer"] = {
+            "strategy": group_spec.strategy, "members": group_spec.members,
+            "group.protocol": group_spec.group_protocol, "when": group_spec.when, "output": output}
+        return ConsumerGroup(self.cluster.client, topic, self.spec.topic.partitions, group_spec,
+                             self.folder.sink_path(variant.name), lambda m: self.folder.member_log(variant.name, m),
+                             f"{topic}-group", self.stop, output=output)
+
+    def _faults_on_group(self, group: ConsumerGroup, nemesis: Nemesis, name: str) -> None:
+        """consumer.when after: the producer has sent everything; the group starts and the fault timeline
+        runs on it to its end (the planning window, or the last fault's end if later)."""
+        self.listener.phase(name, "consuming")
+        group.start()
+        group.serve(nemesis.workload)
+        nemesis.start()
+        ends = [f.at + f.duration for f in self.schedule] + [self.spec.planning_window or 0.0]
+        self.stop.wait(max(ends))
+        nemesis.stop()
+
+    def _finish_group(self, group: ConsumerGroup, name: str) -> None:
+        """The group consumes to the end of the log as read back, stops, and its positions (and a
+        transactional group's output) go into its sink."""
+        self.listener.phase(name, "draining the consumer group")
+        ends = self.folder.log_ends(name)
+        if not group.drain(ends, group.spec.drain_timeout):
+            warning = (f"{name}: the consumer group did not reach the end of the log within "
+                       f"{group.spec.drain_timeout:g} s of the faults' end; what it did not process is unconsumed")
+            self.warnings.append(warning)
+            self.listener.warning(warning)
+        group.stop()
+        if group.error:
+            raise InfraError(f"{name}: {group.error}")
+        group.finish(ends)
 
     def _write_summary(self, status: str, reason: str) -> tuple[dict, OSError | None]:
         """(the summary written, the full disk that left only a minimal one or None)."""
@@ -225,7 +292,7 @@ def _spark(master: str | None):
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "started_at", "ended_at", "faults_planned", "warnings", "reason")
-KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "producer_error", "transactions")
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "producer_error", "transactions", "consumer")
 
 
 def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,

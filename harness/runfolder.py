@@ -13,7 +13,9 @@
                                                _SUCCESS last
                    <variant>/log_read_uncommitted.parquet/  transactional variants: the same read with
                                                read_uncommitted (for the report)
-                   <variant>/anomalies/<table>.parquet   one table per anomaly (analysis/anomalies.TABLES)
+                   <variant>/anomalies/<table>.parquet   one table per anomaly (analysis/anomalies.TABLES,
+                                               and consumption.TABLES for a consumer group)
+                   <variant>/sink.sqlite       consumer variants: the group's sink (workload/sink.py)
     <out>/<series-id>/aggregate.json  a series of repeated runs (--repeat), summarised (aggregate.py)
                       index.html      its report (the runs themselves are ordinary run folders in <out>)
 
@@ -42,6 +44,7 @@ SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
 LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
 TRANSACTIONS, LOG_UNCOMMITTED = "transactions.parquet", "log_read_uncommitted.parquet"
+SINK = "sink.sqlite"
 AGGREGATE = "aggregate.json"
 
 
@@ -128,6 +131,10 @@ class RunFolder:
         """librdkafka's log lines of a variant's producer."""
         return self.path / LOGS / f"producer-{variant}.log"
 
+    def member_log(self, variant: str, member: str) -> Path:
+        """A consumer group member's output (librdkafka's log lines, a failure's traceback)."""
+        return self.path / LOGS / f"consumer-{variant}-{member}.log"
+
     @property
     def report(self) -> Path:
         return self.path / REPORT
@@ -154,6 +161,9 @@ class RunFolder:
 
     def uncommitted_log_path(self, variant: str) -> Path:
         return self.path / variant / LOG_UNCOMMITTED
+
+    def sink_path(self, variant: str) -> Path:
+        return self.path / variant / SINK
 
     def table_path(self, variant: str, table: str) -> Path:
         return self.path / variant / ANOMALIES / f"{table}.parquet"
@@ -297,6 +307,36 @@ class RunFolder:
             return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(path))
         except (OSError, ValueError) as e:
             raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
+
+    def log_ends(self, variant: str) -> dict[int, int]:
+        """{partition: last offset read + 1} of the final read (0 for a partition with no record)."""
+        import pyarrow.parquet as pq
+
+        ends: dict[int, int] = {}
+        for path in parquet_files(self.log_path(variant)):
+            last = pq.read_table(path, columns=["partition", "offset"]).group_by("partition").aggregate(
+                [("offset", "max")])
+            for p, o in zip(last.column("partition").to_pylist(), last.column("offset_max").to_pylist()):
+                ends[p] = max(ends.get(p, 0), o + 1)
+        return ends
+
+    def read_sink(self, variant: str) -> dict | None:
+        """A consumer variant's sink as pandas DataFrames (processed, events, positions), or None without one."""
+        import sqlite3
+
+        import pandas as pd
+
+        path = self.sink_path(variant)
+        if not path.exists():
+            return None
+        try:
+            db = sqlite3.connect(path)
+            try:
+                return {t: pd.read_sql_query(f"SELECT * FROM {t}", db) for t in ("processed", "events", "positions")}
+            finally:
+                db.close()
+        except (sqlite3.Error, pd.errors.DatabaseError) as e:
+            raise RunFolderError(f"{path}: unreadable SQLite ({_first_line(e)})", damaged=True) from None
 
     def write_tables(self, variant: str, tables: dict) -> None:
         """Anomaly tables (name -> pyarrow Table), one Parquet file each, replacing any earlier ones."""

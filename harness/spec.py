@@ -392,17 +392,69 @@ class ProducerPause(_WorkloadFault):
     duration: Annotated[Seconds, Field(gt=0)] = 2.0
 
 
+class ConsumerKill(_WorkloadFault):
+    """SIGKILL of one member of the consumer group (the members in turn); its replacement (a new process, a
+    new member of the group, in the same slot) starts when the fault heals, after `duration` seconds."""
+
+    kind: Literal["consumer-kill"]
+    duration: Annotated[Seconds, Field(gt=0)] = 1.0
+
+
+class ConsumerPause(_WorkloadFault):
+    """SIGSTOP of one member (the members in turn) for `duration`, then SIGCONT. Longer than the group's
+    session timeout, the group rebalances without it and it resumes as a zombie of an older generation."""
+
+    kind: Literal["consumer-pause"]
+    duration: Annotated[Seconds, Field(gt=0)] = 10.0
+
+
+class RebalanceStorm(_WorkloadFault):
+    """For `duration` seconds, every `interval` seconds a member joins the group (a new process) or the
+    last one that joined leaves it (a graceful close), alternately; those still in when it heals leave."""
+
+    kind: Literal["rebalance-storm"]
+    duration: Annotated[Seconds, Field(gt=0)] = 10.0
+    interval: Annotated[Seconds, Field(gt=0)] = 2.0
+
+
 Fault = Annotated[
     Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
-          BrokerRestart, ProducerRestart, ProducerPause],
+          BrokerRestart, ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
     Field(discriminator="kind"),
 ]
 CLIENT_PROXY_FAULTS = ("lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition")
 PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
 BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")  # act on the broker process or container
-WORKLOAD_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)
+PRODUCER_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)
+CONSUMER_FAULTS = ("consumer-kill", "consumer-pause", "rebalance-storm")  # act on the consumer group (target: workload)
+WORKLOAD_FAULTS = PRODUCER_FAULTS + CONSUMER_FAULTS
 FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + BROKER_FAULTS + WORKLOAD_FAULTS
 LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
+
+
+STRATEGIES = ("commit-after", "commit-before", "auto-commit", "transactional", "idempotent-sink")
+
+
+class ConsumerSpec(Strict):
+    """The consumer workload (workload/consumers.py): a group of member processes processing the topic
+    into the variant's sink (an SQLite database), committing as `strategy` says."""
+
+    strategy: Literal[STRATEGIES] = Field(  # type: ignore[valid-type]
+        "commit-after", description="commit-after (at-least-once), commit-before (at-most-once), auto-commit, "
+                                    "transactional (consume-transform-produce), idempotent-sink (offsets in the sink)")
+    members: Annotated[int, Field(ge=1, le=32)] = 3
+    group_protocol: Literal["classic", "consumer"] = Field(
+        "classic", alias="group.protocol", description="classic, or consumer (KIP-848) where the broker supports it")
+    when: Literal["during", "after"] = Field(
+        "during", description="during: the group consumes while the producer sends (the faults hit both); after: "
+                              "the producer sends first without faults, then the fault timeline runs on the group")
+    batch: Annotated[int, Field(ge=1, le=100000)] = Field(100, description="records per poll, processed and "
+                                                                            "committed together")
+    processing_ms: Annotated[float, Field(ge=0, le=10000)] = Field(0.0, description="time each record takes to "
+                                                                                  "process (slept)")
+    drain_timeout: Annotated[Seconds, Field(gt=0)] = Field(120.0, description="seconds the group may take, once "
+                                                                             "faults are healed, to reach the end")
+    config: dict[str, ClientValue] = Field(default_factory=dict, description="librdkafka settings of every member")
 
 
 # Short names of the settings a matrix most often varies, for its variants' names.
@@ -449,6 +501,8 @@ class VariantSpec(Strict):
     producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
     allow: list[str] = Field(default_factory=list, description="fatal anomalies this variant may show "
                                                                "(e.g. lost with acks=1); the report shows them as allowed")
+    consumer: ConsumerSpec | None = Field(None, description="this variant's consumer settings, over the "
+                                                           "experiment's consumer section")
 
     @field_validator("allow")
     @classmethod
@@ -477,6 +531,7 @@ class ExperimentSpec(Strict):
         default_factory=dict, description="fatal anomalies allowed, by variant name or by selector "
                                           "(SETTING=VALUE[,...]: every variant whose settings match)")
     faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = Field(default_factory=list)
+    consumer: ConsumerSpec | None = Field(None, description="a consumer group in every variant (workload/consumers.py)")
     fault_window: Annotated[Seconds, Field(gt=0)] | None = Field(
         None, description="seconds over which repeated faults are planned; default messages / rate")
     expectations: dict[str, dict[str, RuleField]] = Field(default_factory=dict)
@@ -573,6 +628,14 @@ class ExperimentSpec(Strict):
         if self.workload.abort_ratio and not any(self.transactional(v) for v in self.variants):
             raise ValueError("workload.abort_ratio: only variants whose producer sets transactional.id send in "
                              "transactions, and none does")
+        for i, fault in enumerate(self.faults):
+            groups = [self.consumer_spec(v) for v in self.variants]
+            if fault.kind in CONSUMER_FAULTS and not all(groups):
+                raise ValueError(f"faults.{i}: {fault.kind} acts on the consumer group, and variant "
+                                 f"{self.variants[groups.index(None)].name} has none: add a consumer section")
+            if fault.kind in PRODUCER_FAULTS and any(g is not None and g.when == "after" for g in groups):
+                raise ValueError(f"faults.{i}: {fault.kind} acts on the producer, which runs before the fault "
+                                 "timeline when consumer.when is after")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         if not _stored(info):
@@ -611,16 +674,22 @@ class ExperimentSpec(Strict):
 
     def public_dict(self) -> dict:
         """The spec as a run folder keeps it: every literal secret hidden (a ${NAME} reference is kept),
-        in cluster.client, producer and each variant's producer."""
+        in cluster.client, producer, each variant's producer and every consumer group's config."""
         doc = self.model_dump(mode="json", exclude_none=True)
         if not any(self.transactional(v) for v in self.variants):  # settings that mean nothing here
             for key in ("transaction_size", "abort_ratio"):
                 doc["workload"].pop(key, None)
+        for entry, variant in zip(doc["variants"], self.variants):  # only what the variant sets, over the experiment's
+            if variant.consumer is not None:
+                entry["consumer"] = variant.consumer.model_dump(mode="json", exclude_unset=True)
         doc.pop("matrix", None)  # expanded into variants (less those librdkafka refused)
         doc["cluster"]["client"] = masked(doc["cluster"]["client"])
         doc["producer"] = masked(doc["producer"])
         for variant in doc["variants"]:
             variant["producer"] = masked(variant["producer"])
+        for section in [doc.get("consumer")] + [v.get("consumer") for v in doc["variants"]]:
+            if section and "config" in section:  # the members' librdkafka settings
+                section["config"] = masked(section["config"])
         return doc
 
     def producer_config(self, variant: VariantSpec) -> dict:
@@ -629,6 +698,19 @@ class ExperimentSpec(Strict):
     def transactional(self, variant: VariantSpec) -> bool:
         """The variant sends in transactions (its producer settings name a transactional.id)."""
         return bool(self.producer_config(variant).get("transactional.id"))
+
+    def consumer_spec(self, variant: VariantSpec) -> ConsumerSpec | None:
+        """The variant's consumer group: the experiment's section with the variant's fields over it (their
+        librdkafka settings merged), or None when neither has one."""
+        if self.consumer is None and variant.consumer is None:
+            return None
+        base = self.consumer or ConsumerSpec()
+        if variant.consumer is None:
+            return base
+        update = {k: getattr(variant.consumer, k) for k in variant.consumer.model_fields_set}
+        if "config" in update:
+            update["config"] = {**base.config, **update["config"]}
+        return base.model_copy(update=update)
 
     def rules(self, variant: str) -> dict[str, Rule]:
         """The variant's expectations: those of every selector that matches it, in the file's order, then

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from ..runfolder import RunFolder, RunFolderError
 from ..spec import MAX_PARTITIONS  # the bound for a folder analysed without its spec
-from . import spark as spark_analysis
+from . import consumption, spark as spark_analysis
 
 _WHAT = {"acks": "a delivery log", "log": "a log file", "transactions": "a transactions log"}
 # Columns that may hold no null: the delivery log's every column but those of a send not acked, and
@@ -160,9 +160,35 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
             if found:
                 raise RunFolderError(found.group(1).strip(), damaged=True) from None
             raise
+        figures = {}
+        sink = folder.read_sink(v)
+        if sink is not None:  # a consumer group ran: its sink against the log (consumption.py)
+            figures = _consumption(sink, given[0], metrics, tables)
         folder.write_tables(v, tables)
-        out[v] = {**metrics, **timing}
+        out[v] = {**metrics, **timing, **figures}
     return out
+
+
+def _consumption(sink: dict, logs: list[str], metrics: dict, tables: dict) -> dict:
+    """The consumer metrics into `metrics` (and each partition's into the partitions table), the consumer
+    tables into `tables`; returns the dedup-window figures."""
+    import pandas as pd
+
+    log = pa.concat_tables([pq.read_table(f, columns=["partition", "offset", "value"]) for f in logs]).to_pandas() \
+        if logs else pd.DataFrame({"partition": [], "offset": [], "value": []})
+    positions = {int(p): int(x) for p, x in zip(sink["positions"]["partition"], sink["positions"]["position"])
+                 if pd.notna(x)}
+    found = consumption.analyze(sink["processed"], log, positions, sink["events"])
+    metrics.update(found.metrics)
+    parts = tables["partitions"]
+    ids = parts.column("partition").to_pylist()
+    for key in consumption.PER_PARTITION:
+        column = pa.array([found.partitions.get(p, {}).get(key, 0) for p in ids], pa.int64())
+        parts = parts.set_column(parts.schema.get_field_index(key), key, column)
+    rebalances = parts.schema.get_field_index("rebalances")  # a group-wide count: no per-partition value
+    tables["partitions"] = parts.set_column(rebalances, "rebalances", pa.nulls(len(ids), pa.int64()))
+    tables.update({name: consumption.to_arrow(name, frame) for name, frame in found.tables.items()})
+    return found.figures
 
 
 def _has_transactions(acks: list[str]) -> bool:

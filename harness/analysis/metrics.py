@@ -20,6 +20,7 @@ class Metric:
     anomaly: bool = False  # something went wrong when it is above 0 (highlighted in the report)
     trend: bool = False  # drawn across runs in the runs index
     accounting: bool = False  # delivery counts, shown dimmed after the anomalies
+    consumer: bool = False  # measured on the consumer group's sink (0 in variants without one)
 
 
 METRICS: tuple[Metric, ...] = (
@@ -61,6 +62,21 @@ METRICS: tuple[Metric, ...] = (
     Metric("zombie_writes_visible", "zombie writes visible",
            "records of a fenced producer instance's transaction visible under read_committed",
            fatal=True, anomaly=True),
+    # Consumer variants (the group's sink against the log read back; analysis/consumption.py); 0 elsewhere.
+    Metric("reprocessed", "reprocessed", "records (partition, offset) the consumer group processed more than once",
+           anomaly=True, trend=True, consumer=True),
+    Metric("skipped", "skipped", "records in the log the group never processed though its final position is past "
+           "them (lost to the application)", fatal=True, anomaly=True, trend=True, consumer=True),
+    Metric("unconsumed", "unconsumed", "records in the log never processed at or beyond the group's final position "
+           "(it stopped before them)", anomaly=True, consumer=True),
+    Metric("poll_skips", "poll skips", "a member's next record of a partition, within one assignment, beyond the "
+           "successor of the one before (records jumped over)", anomaly=True, consumer=True),
+    Metric("nonmonotonic_polls", "nonmonotonic polls", "a member's next record of a partition, within one "
+           "assignment, at or before the one before (read again, or backwards)", anomaly=True, consumer=True),
+    Metric("rebalances", "rebalances", "assignments the members were given (each on_assign, every member counted)",
+           consumer=True),
+    Metric("processed", "processed", "rows in the consumer group's sink: records processed, repeats included",
+           accounting=True, consumer=True),
     # Delivery accounting: sent = acked + rejected + unknown.
     Metric("sent", "sent", "values handed to the producer", accounting=True),
     Metric("rejected", "rejected", "sends provably never written (refused definitely, or never transmitted)",
@@ -84,6 +100,11 @@ FIGURES: tuple[Figure, ...] = (
            "produce() to delivery report of acknowledged sends, to within 1 %"),
     Figure("unavailable_s", "unavailable (s)",
            "the longest stretch with a send pending and no acknowledgement, to 10 ms"),
+    # Consumer variants with reprocessed records (analysis/consumption.py).
+    Figure("dedup_window_ms", "dedup window p50 / p99 / p100 (ms)",
+           "the window, in time since a record's first processing, that catches 50 / 99 / 100 % of its repeats"),
+    Figure("dedup_window_records", "dedup window p50 / p99 / p100 (records)",
+           "the same in records processed by the group since the first processing"),
 )
 
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}

@@ -13,9 +13,10 @@ is, and a leader-of/follower-of target waits until a running broker holds that r
 The plan's overlap rule (schedule.py) makes that wait rare; when it happens the journal
 says so.
 
-Workload faults (producer-restart, producer-pause; target "workload") have no broker: the
-nemesis asks the produce loop through WorkloadFaults and waits until the loop has applied
-the fault between two sends, so applied_at is when it took effect. One the workload ended
+Workload faults (producer-restart, producer-pause, and the consumer group's consumer-kill,
+consumer-pause, rebalance-storm; target "workload") have no broker: the nemesis asks the workload
+through WorkloadFaults (the produce loop between two sends, the consumer group's supervisor on its
+thread) and waits until it has applied the fault, so applied_at is when it took effect. One the workload ended
 before is journaled not-reached.
 
 faults.jsonl, one line per fault and variant, sorted by id: the plan (id, kind, target,
@@ -77,7 +78,9 @@ FAULTS: dict[str, FaultAction] = {
 }
 
 
-WORKLOAD_HEALS = ("producer-pause",)  # a restart is over once applied; a paused producer resumes
+# A producer restart is over once applied; a paused producer resumes, a killed consumer is replaced, a paused
+# one resumes, a rebalance storm ends.
+WORKLOAD_HEALS = ("producer-pause", "consumer-kill", "consumer-pause", "rebalance-storm")
 
 
 def _now() -> str:
@@ -89,8 +92,8 @@ class NotReached(Exception):
 
 
 class _Ask:
-    def __init__(self, kind: str, step: str):
-        self.kind, self.step = kind, step  # step: "apply" or "heal"
+    def __init__(self, kind: str, step: str, params: dict | None = None):
+        self.kind, self.step, self.params = kind, step, params or {}  # step: "apply" or "heal"
         self.state = "asked"  # -> "applying" (the loop has it) or "withdrawn"
         self.done = threading.Event()
         self.error: BaseException | None = None
@@ -110,8 +113,8 @@ class WorkloadFaults:
         self._asks: list[_Ask] = []
         self.pending = False
 
-    def ask(self, kind: str, step: str) -> None:
-        ask = _Ask(kind, step)
+    def ask(self, kind: str, step: str, params: dict | None = None) -> None:
+        ask = _Ask(kind, step, params)
         with self._lock:
             self._asks.append(ask)
             self.pending = True
@@ -126,10 +129,10 @@ class WorkloadFaults:
         if ask.error is not None:
             raise ask.error
 
-    def serve(self, act: Callable[[str, str], None], kinds: tuple[str, ...] | None = None) -> None:
-        """The produce loop's side: act(kind, step) for every ask (of these kinds only, when given), in
-        order. An error of act() is the nemesis's (the fault failed) and is raised here too, after every
-        ask is answered."""
+    def serve(self, act: Callable[..., None], kinds: tuple[str, ...] | None = None, params: bool = False) -> None:
+        """The workload's side: act(kind, step) for every ask (of these kinds only, when given), in
+        order; act(kind, step, params) with params=True (the fault's settings). An error of act() is the
+        nemesis's (the fault failed) and is raised here too, after every ask is answered."""
         with self._lock:
             asks = [a for a in self._asks if kinds is None or a.kind in kinds]
             self._asks = [a for a in self._asks if a not in asks]
@@ -139,7 +142,7 @@ class WorkloadFaults:
         first: BaseException | None = None
         for ask in asks:
             try:
-                act(ask.kind, ask.step)
+                act(ask.kind, ask.step, ask.params) if params else act(ask.kind, ask.step)
             except BaseException as e:
                 ask.error = e
                 first = first or e
@@ -219,7 +222,7 @@ class Nemesis:
             rec["brokers"] = brokers
         try:
             if fault.kind in WORKLOAD_FAULTS:
-                self.workload.ask(fault.kind, "apply")
+                self.workload.ask(fault.kind, "apply", fault.params)
             for broker in brokers:
                 FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params)
         except NotReached as e:
@@ -238,7 +241,7 @@ class Nemesis:
         try:
             if fault.kind in WORKLOAD_HEALS:
                 try:
-                    self.workload.ask(fault.kind, "heal")
+                    self.workload.ask(fault.kind, "heal", fault.params)
                 except NotReached:
                     pass  # the workload ended: the produce loop healed it itself (a paused producer resumes)
             for broker in brokers:

@@ -93,13 +93,14 @@ class FollowerOf:
 
 @dataclass(frozen=True)
 class Workload:
-    """The variant's producer (producer-restart, producer-pause): applied by the produce loop."""
+    """The variant's workload: its producer (producer-restart, producer-pause), applied by the produce loop,
+    or its consumer group (consumer-kill, consumer-pause, rebalance-storm), applied by its supervisor."""
 
     def to_json(self):
         return WORKLOAD_TARGET
 
     def __str__(self) -> str:
-        return "the producer"
+        return "the workload"
 
 
 Target = Union[AllBrokers, Broker, LeaderOf, FollowerOf, Workload]

@@ -126,3 +126,30 @@ def trend(title: str, runs: list[str], lines: dict[str, list[float | None]]) -> 
                     f'fill="{color}">{escape(name)}</text>')
     labels = (runs[0], runs[-1]) if runs else ("", "")
     return _frame(title, y_max, labels, body)
+
+
+def window_cdf(title: str, distances: list[float], unit: str, marks: dict[str, float] | None = None) -> Markup:
+    """The share of repeats a dedup window of each size catches (the cumulative distribution of the
+    distances, a step line rising to 100 %), with each mark ({"p99": 120}) drawn as a dashed line."""
+    if not distances:
+        return _frame(title, 100, ("", ""), [f'<text x="{W / 2}" y="{H / 2}" class="tick" '
+                                             f'text-anchor="middle">no repeats</text>'])
+    d = sorted(distances)
+    n, top = len(d), max(d[-1], 1e-9)
+    x = _scale(0, top, PAD_L, W - PAD_R)
+    y = _scale(0, 100, H - PAD_B, PAD_T)
+    step = max(1, n // 400)  # at most ~400 steps: the page stays small with a million repeats
+    points = [(0.0, 0.0)]
+    for i in list(range(0, n, step)) + [n - 1]:
+        points += [(d[i], points[-1][1]), (d[i], 100.0 * (i + 1) / n)]
+    coords = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in points)
+    body = [f'<polyline class="series" fill="none" stroke="{COLORS[0]}" stroke-width="1.5" points="{coords}">'
+            f'<title>{escape(title)}</title></polyline>']
+    for i, (name, at) in enumerate((marks or {}).items()):
+        color = COLORS[(i + 1) % len(COLORS)]
+        body.append(f'<line class="mark" x1="{x(at):.1f}" y1="{PAD_T}" x2="{x(at):.1f}" y2="{H - PAD_B}" '
+                    f'stroke="{color}" stroke-dasharray="4,3"><title>{escape(name)}: {_num(at)} {escape(unit)}'
+                    f'</title></line>')
+        body.append(f'<text x="{W - PAD_R - 4}" y="{PAD_T + 12 + 12 * i}" class="legend" text-anchor="end" '
+                    f'fill="{color}">{escape(name)} {_num(at)} {escape(unit)}</text>')
+    return _frame(title + " (% of repeats caught)", 100, ("0", f"{_num(top)} {unit}"), body)

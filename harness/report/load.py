@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..analysis.anomalies import TABLES
+from ..analysis.consumption import TABLES as CONSUMER_TABLES
 from ..analysis.metrics import BY_KEY
 from ..aggregate import ranking
 from ..runfolder import RunFolder, RunFolderError, SeriesFolder, runs_in, series_in
@@ -92,6 +93,22 @@ def _transactions(folder: RunFolder, variant: str) -> dict | None:
             "not_committed": _capped(other)}
 
 
+def _consumer(folder: RunFolder, variant: str) -> dict | None:
+    """A consumer variant's group: what its members saw and did (events by kind), the dedup-window
+    distances, and the consumer tables (capped). None for a variant without a group."""
+    try:
+        sink = folder.read_sink(variant)
+    except RunFolderError:
+        return None
+    if sink is None:
+        return None
+    events = sink["events"]["event"].value_counts().to_dict() if len(sink["events"]) else {}
+    window = _rows(folder, variant, "dedup_window")
+    return {"events": {str(k): int(n) for k, n in sorted(events.items())},
+            "window_ms": [r["ms"] for r in window], "window_records": [r["records"] for r in window],
+            "tables": {t: _capped(_rows(folder, variant, t)) for t in CONSUMER_TABLES if t != "dedup_window"}}
+
+
 def load(folder: RunFolder) -> dict:
     """The view of one run: summary, settings, faults and, per variant, its tables."""
     summary = folder.read_summary()
@@ -111,13 +128,15 @@ def load(folder: RunFolder) -> dict:
             "faults": _fault_periods(faults, name),
             "has_tables": folder.table_path(name, "partitions").exists(),
             "transactions": _transactions(folder, name),
+            "consumer": _consumer(folder, name),
         }
     for var in summary.get("variants", {}).values():  # one status per check, whatever release wrote it
         var["expectations"] = [{**c, "status": status_of(c)} for c in var.get("expectations", [])]
         var.setdefault("allowed", [])
     return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary),
             "setting_keys": keys, "settings": settings, "faults": faults, "variants": variants,
-            "tables": list(TABLES), "ranking": ranking(summary.get("variants", {}))}
+            "tables": list(TABLES) + [t for t in CONSUMER_TABLES if any(v["consumer"] for v in variants.values())],
+            "ranking": ranking(summary.get("variants", {}))}
 
 
 def load_aggregate(folder: SeriesFolder) -> dict:

@@ -119,15 +119,39 @@ def _charts(name: str, var: dict, figures: dict | None = None) -> list:
     return out
 
 
+def _window_charts(name: str, var: dict, entry: dict) -> list:
+    """The dedup window a consumer variant needed: the share of repeats caught by each window size."""
+    group = var.get("consumer")
+    if not group:
+        return []
+    out = []
+    for key, unit, what in (("window_records", "records", "records processed since the first processing"),
+                            ("window_ms", "ms", "time since the first processing")):
+        figure = entry.get(f"dedup_{key}") or {}
+        marks = {q: figure[q] for q in ("p50", "p99", "p100") if q in figure}
+        out.append(charts.window_cdf(f"{name}: dedup window, {what}", group[key], unit, marks))
+    return out
+
+
+def window_text(window) -> str:
+    """{p50, p99, p100, count} -> "12 / 340 / 1,020"; "-" without repeats."""
+    if not window:
+        return "-"
+    return " / ".join(f"{window[k]:,}" for k in ("p50", "p99", "p100"))
+
+
 def render_run(view: dict) -> str:
     s = view["summary"]
     css, line = headline(s, view["verdict"])
     variants = {name: {**var, "charts": _charts(name, var, s.get("variants", {}).get(name)),
-                       "listing": [listing_line(r) for r in var["runs"]]}
+                       "listing": [listing_line(r) for r in var["runs"]],
+                       "window_charts": _window_charts(name, var, s["variants"].get(name, {}))}
                 for name, var in view["variants"].items()}
+    has_consumer = any(var.get("consumer") for var in view["variants"].values()) or any(
+        v.get("consumer") for v in s.get("variants", {}).values())
     return _env().get_template("run.html.j2").render(
         s=s, verdict=view["verdict"], headline=line, headline_class=css, metrics=METRICS, figures=FIGURES,
-        latency_text=latency_text,
+        latency_text=latency_text, window_text=window_text, has_consumer=has_consumer,
         setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"], variants=variants,
         detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s),
         ranking=view.get("ranking", []), ranked=RANKED, ci=interval_text,
@@ -183,7 +207,8 @@ def render_index(runs: list[dict], series: list[dict] = ()) -> str:
     names = sorted({(r["summary"].get("experiment"), name) for r in runs for name in r["summary"].get("variants", {})},
                    key=str)
     trend = []
-    for metric in (m.key for m in METRICS if m.trend):
+    consumers = any(v.get("consumer") for r in runs for v in r["summary"].get("variants", {}).values())
+    for metric in (m.key for m in METRICS if m.trend and (consumers or not m.consumer)):
         lines = {f"{exp}/{name}": [r["summary"]["variants"].get(name, {}).get(metric)
                                    if r["summary"].get("experiment") == exp else None for r in oldest_first]
                  for exp, name in names}

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaException, Producer
 
+from ..spec import PRODUCER_FAULTS
 from .outcomes import ACKED, REJECTED, UNKNOWN, outcome
 
 ACKS_SCHEMA = pa.schema([
@@ -388,7 +389,7 @@ def produce(
                         if ahead > 0:
                             time.sleep(ahead)
                     if faults is not None and faults.pending:
-                        faults.serve(act)
+                        faults.serve(act, kinds=PRODUCER_FAULTS)
                 log.mark_chunk()
                 produce_one, poll, on_delivery = producer.produce, producer.poll, log.on_delivery
                 for i in range(count, min(messages, count + CHUNK)):

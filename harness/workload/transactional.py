@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaException, Producer
 
+from ..spec import PRODUCER_FAULTS
 from .outcomes import ACKED, REJECTED, UNKNOWN
 from .producer import CHUNK, DeliveryLog, ProduceResult, _drain, client_conf, close_now
 
@@ -272,7 +273,7 @@ class TransactionalWorkload:
         while txn.handed < len(txn.indices):
             if txn.handed and self.faults is not None and self.faults.pending:  # mid-transaction, never before
                 # its first record: a restart or a pause then leaves records of an open transaction behind
-                self.faults.serve(self.act)
+                self.faults.serve(self.act, kinds=PRODUCER_FAULTS)
                 if self.open is not txn:
                     return False
             if self.stop.is_set():

@@ -136,7 +136,7 @@ def test_literal_secrets_are_hidden_from_the_run_folder(tmp_path):
 
 def test_faults_each_backend_can_inject_and_why_not():
     from harness.cluster import supported_faults, unsupported_faults
-    from harness.spec import FAULT_KINDS
+    from harness.spec import FAULT_KINDS, WORKLOAD_FAULTS
     from harness.spec import cluster_spec as ClusterSpec
 
     assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate"}
@@ -148,10 +148,9 @@ def test_faults_each_backend_can_inject_and_why_not():
     [why] = unsupported_faults(ClusterSpec(backend="local", broker="kafka", brokers=1), {"isolate"})
     assert "one broker" in why
     ext = dict(backend="external", broker="kafka", bootstrap_servers="h:1")
-    assert supported_faults(ClusterSpec(**ext)) == {"producer-restart", "producer-pause"}  # no proxy needed
+    assert supported_faults(ClusterSpec(**ext)) == set(WORKLOAD_FAULTS)  # the harness's own clients: no proxy needed
     assert supported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474")) == {
-        "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition", "producer-restart",
-        "producer-pause"}
+        "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition", *WORKLOAD_FAULTS}
     assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"isolate", "broker-kill"}) == [
         "broker-kill (the harness cannot act on brokers it did not start)",
         "isolate (only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum)"]

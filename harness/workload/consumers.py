@@ -1,0 +1,315 @@
+"""The consumer workload: a consumer group of member processes (workload/member.py) processing the
+variant's topic into its sink (workload/sink.py), and the consumer faults applied to it.
+
+    group = ConsumerGroup(client, topic, spec, sink_path, member_log, group_id, stop, output=...)
+    group.start()                 # the sink, then `members` processes (procs.spawn: tied to the run)
+    group.serve(nemesis.workload) # consumer-kill, consumer-pause, rebalance-storm from now on
+    ...                           # the producer runs, faults heal, the log is read back
+    group.drain(ends)             # until the group's position reaches the end of every partition
+    group.finish(ends)            # members stop (SIGTERM: graceful), final positions into the sink
+
+The consumer faults are workload faults (target "workload"): the nemesis asks through WorkloadFaults,
+this supervisor's thread applies them and answers, so applied_at is when the signal was sent.
+  consumer-kill    SIGKILL of a running member, the members in turn (slot 0, 1, 2, ...); when the
+                   fault heals a replacement (a new process and group member, same slot, the next
+                   incarnation: m1.0 -> m1.1) starts. The group is one short for the fault's duration,
+                   like an application whose orchestrator restarts a crashed instance.
+  consumer-pause   SIGSTOP of a running member (in turn) for the duration, then SIGCONT.
+  rebalance-storm  every `interval` s a member joins (a new process sN.0) or the last one that joined
+                   leaves (SIGTERM: a graceful close), alternately; at heal the remaining ones leave.
+A member that exits on its own is an infrastructure failure (the run stops, exit 3, naming its log):
+exit code 2 says the broker does not support the group protocol asked for (KIP-848 on Tansu).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import procs
+from ..spec import CONSUMER_FAULTS, ConsumerSpec
+from . import sink as sinks
+from .member import UNSUPPORTED
+
+TICK = 0.05  # seconds between two looks at the asks and the members
+MEMBER = [sys.executable, "-m", "harness.workload.member"]  # a member process (settings in its environment)
+
+
+@dataclass
+class Slot:
+    name: str  # m<slot>.<incarnation>, or s<k>.0 for a storm member
+    proc: object  # subprocess.Popen
+    state: str = "running"  # running, paused, killed, stopped
+
+
+class ConsumerGroupError(RuntimeError):
+    """A member failed outside the fault schedule, or the broker refused the group protocol."""
+
+
+class ConsumerGroup:
+    def __init__(self, client: dict, topic: str, partitions: int, spec: ConsumerSpec, sink_path: Path,
+                 member_log: Callable[[str], Path], group_id: str, stop: threading.Event,
+                 output: str | None = None):
+        self.client, self.topic, self.partitions, self.spec = client, topic, partitions, spec
+        self.sink_path, self.member_log, self.group_id = Path(sink_path), member_log, group_id
+        self.output = output
+        self.stop_workload = stop
+        self.slots: list[list[Slot]] = []  # per slot, every incarnation (the last one is current)
+        self.storm: list[Slot] = []
+        self._storm_count = 0
+        self._storm_thread: threading.Thread | None = None
+        self._storm_stop = threading.Event()
+        self._turn = 0
+        self._faults = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.sink: sinks.Sink | None = None
+        self.error = ""
+        self.drained = True
+
+    # -- members -------------------------------------------------------------------------------
+    def _spawn(self, name: str, transactional_id: str) -> Slot:
+        cfg = {"member": name, "topic": self.topic, "group": self.group_id, "strategy": self.spec.strategy,
+               "protocol": self.spec.group_protocol, "batch": self.spec.batch,
+               "processing_ms": self.spec.processing_ms, "config": self.spec.config, "client": self.client,
+               "sink": str(self.sink_path), "output": self.output, "transactional_id": transactional_id}
+        env = {**os.environ, "KAFKA_CHAOS_MEMBER": json.dumps(cfg)}
+        proc = procs.spawn(MEMBER, self.member_log(name), env=env)
+        return Slot(name, proc)
+
+    def _spawn_slot(self, index: int) -> None:
+        incarnation = len(self.slots[index]) if index < len(self.slots) else 0
+        # One transactional.id per slot: a replacement's init_transactions aborts what its predecessor left open.
+        slot = self._spawn(f"m{index}.{incarnation}", f"{self.group_id}-m{index}")
+        if index < len(self.slots):
+            self.slots[index].append(slot)
+        else:
+            self.slots.append([slot])
+
+    @property
+    def current(self) -> list[Slot]:
+        return [incarnations[-1] for incarnations in self.slots]
+
+    def start(self) -> None:
+        sinks.create(self.sink_path)
+        self.sink = sinks.Sink(self.sink_path, "harness")
+        for i in range(self.spec.members):
+            self._spawn_slot(i)
+        self._thread = threading.Thread(target=self._watch, name="consumer-group", daemon=True)
+        self._thread.start()
+
+    def serve(self, faults) -> None:
+        """Apply the consumer faults asked for through this WorkloadFaults from now on (None: stop)."""
+        self._faults = faults
+
+    # -- the supervisor's thread: faults asked for, members alive --------------------------------
+    def _watch(self) -> None:
+        while not self._done.wait(TICK):
+            faults = self._faults
+            if faults is not None and faults.pending:
+                try:
+                    faults.serve(self._act, kinds=CONSUMER_FAULTS, params=True)
+                except Exception:
+                    pass  # the nemesis journals the fault as failed and stops the run
+            with self._lock:
+                for slot in self.current + self.storm:
+                    if slot.state in ("running", "paused") and slot.proc.poll() is not None:
+                        self._failed(slot)
+                        return
+
+    def _failed(self, slot: Slot) -> None:
+        code = slot.proc.returncode
+        log = self.member_log(slot.name)
+        if code == UNSUPPORTED:
+            self.error = (f"the broker does not support group.protocol={self.spec.group_protocol} "
+                          f"({_last_line(log)}; {log})")
+        else:
+            self.error = f"consumer {slot.name} exited with code {code} outside the fault schedule (log: {log})"
+        slot.state = "stopped"
+        self.stop_workload.set()
+
+    def _victim(self, kind: str) -> Slot:
+        """The next running member in turn."""
+        slots = self.current
+        for k in range(len(slots)):
+            slot = slots[(self._turn + k) % len(slots)]
+            if slot.state == "running":
+                self._turn = (self._turn + k + 1) % len(slots)
+                return slot
+        raise RuntimeError(f"{kind}: no running member of the group to act on")
+
+    def _act(self, kind: str, step: str, params: dict) -> None:
+        with self._lock:
+            if kind == "consumer-kill" and step == "apply":
+                slot = self._victim(kind)
+                slot.proc.kill()
+                slot.proc.wait()
+                slot.state = "killed"
+                self.sink.event("killed", member=slot.name)
+            elif kind == "consumer-kill":  # heal: the first killed slot gets its replacement
+                for i, slot in enumerate(self.current):
+                    if slot.state == "killed":
+                        self._spawn_slot(i)
+                        self.sink.event("replaced", member=slot.name, detail=self.current[i].name)
+                        break
+            elif kind == "consumer-pause" and step == "apply":
+                slot = self._victim(kind)
+                os.kill(slot.proc.pid, signal.SIGSTOP)
+                _, status = os.waitpid(slot.proc.pid, os.WUNTRACED)  # until it is frozen: when the fault took effect
+                if not os.WIFSTOPPED(status):  # it died first: the watcher reports it
+                    slot.proc.returncode = os.waitstatus_to_exitcode(status)
+                    raise RuntimeError(f"consumer-pause: {slot.name} exited before it was frozen")
+                slot.state = "paused"
+                self.sink.event("paused", member=slot.name)
+            elif kind == "consumer-pause":
+                for slot in self.current:
+                    if slot.state == "paused":
+                        os.kill(slot.proc.pid, signal.SIGCONT)
+                        slot.state = "running"
+                        self.sink.event("resumed", member=slot.name)
+                        break
+            elif kind == "rebalance-storm" and step == "apply":
+                self._storm_stop.clear()
+                self._storm_thread = threading.Thread(target=self._storm, args=(params.get("interval", 2.0),),
+                                                      name="rebalance-storm", daemon=True)
+                self._storm_thread.start()
+            elif kind == "rebalance-storm":
+                self._end_storm()
+        if kind == "rebalance-storm" and step == "heal":
+            self._leave_all()
+
+    def _end_storm(self) -> None:
+        self._storm_stop.set()
+
+    def _storm(self, interval: float) -> None:
+        while not self._storm_stop.wait(interval):
+            with self._lock:
+                if self.storm:
+                    self._leave(self.storm.pop())
+                else:
+                    self._storm_count += 1
+                    slot = self._spawn(f"s{self._storm_count}.0", f"{self.group_id}-s{self._storm_count}")
+                    self.storm.append(slot)
+                    self.sink.event("joined", member=slot.name)
+
+    def _leave(self, slot: Slot) -> None:
+        slot.state = "stopped"
+        procs.stop(slot.proc, timeout=30)
+        self.sink.event("left", member=slot.name, detail=f"exit {slot.proc.returncode}")
+
+    def _leave_all(self) -> None:
+        if self._storm_thread is not None:
+            self._storm_thread.join()
+        with self._lock:
+            while self.storm:
+                self._leave(self.storm.pop())
+
+    # -- the end -------------------------------------------------------------------------------
+    def positions(self) -> dict[int, int | None]:
+        """Where the group would start each partition now: the offsets it committed (the sink's for
+        idempotent-sink); None where it has none."""
+        if self.spec.strategy == "idempotent-sink":
+            return dict(self.sink.db.execute("SELECT partition, next_offset FROM offsets").fetchall())
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self.client)
+        request = ConsumerGroupTopicPartitions(self.group_id, [TopicPartition(self.topic, p)
+                                                               for p in range(self.partitions)])
+        found = admin.list_consumer_group_offsets([request])[self.group_id].result(30)
+        return {tp.partition: tp.offset for tp in found.topic_partitions if tp.offset >= 0}
+
+    def drain(self, ends: dict[int, int], timeout: float) -> bool:
+        """Wait until the group's position reaches `ends` ({partition: last offset + 1}) everywhere, a
+        member fails, or `timeout`; False if it did not get there."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.error:
+            try:
+                at = self.positions()
+            except Exception:  # the group coordinator moving: ask again
+                at = {}
+            if all(at.get(p, -1) >= end for p, end in ends.items() if end > 0):
+                return True
+            time.sleep(0.5)
+        self.drained = False
+        return False
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Every member stops: SIGTERM to all (a paused one resumed first), SIGKILL to those still there
+        after `timeout`; a member that did not stop cleanly is an error. Safe to call twice."""
+        self._storm_stop.set()
+        if self._storm_thread is not None and self._storm_thread is not threading.current_thread():
+            self._storm_thread.join()
+        self._done.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        with self._lock:
+            members = [slot for slot in self.current + self.storm if slot.state in ("running", "paused")]
+            for slot in members:
+                try:
+                    os.kill(slot.proc.pid, signal.SIGCONT)
+                    slot.proc.terminate()
+                except ProcessLookupError:
+                    pass
+                slot.state = "stopped"
+            deadline = time.monotonic() + timeout
+            for slot in members:
+                procs.stop(slot.proc, timeout=max(0.1, deadline - time.monotonic()))
+                # 0: it closed; -SIGTERM: it was still starting (no handler yet); -SIGKILL: it hung past timeout.
+                if slot.proc.returncode not in (0, -signal.SIGTERM) and not self.error:
+                    self.error = (f"consumer {slot.name} exited with code {slot.proc.returncode} when asked to "
+                                  f"stop (log: {self.member_log(slot.name)})")
+
+    def finish(self, ends: dict[int, int]) -> None:
+        """After stop(): the final positions, and a transactional group's output as processed rows."""
+        at = self.positions()
+        self.sink.write_positions({p: (at.get(p), end) for p, end in ends.items()})
+        if self.output:
+            self.sink.add_processed(read_output(self.client, self.output, self.partitions))
+        self.sink.db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file in the run folder
+        self.sink.close()
+
+
+def read_output(client: dict, topic: str, partitions: int, timeout: float = 60.0) -> list[tuple]:
+    """A transactional group's output topic read with read_committed, from the start to its end, as
+    processed rows (partition, offset, value, member, session, n, processed_at) of the input records."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({**client, "group.id": "kafka-chaos-output-read", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    rows, open_ = [], set(range(partitions))
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        deadline = time.monotonic() + timeout
+        while open_ and time.monotonic() < deadline:
+            for m in consumer.consume(1000, 0.5):
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        open_.discard(m.partition())
+                    continue
+                member, session, n, at = m.key().decode().split(":")
+                partition, offset, value = m.value().decode().split(":")
+                rows.append((int(partition), int(offset), int(value) if value else None, member, int(session),
+                             int(n), float(at)))
+    finally:
+        consumer.close()
+    if open_:
+        raise TimeoutError(f"the output topic {topic} was not read to its end in {timeout:.0f} s "
+                           f"(partitions {sorted(open_)})")
+    return rows
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][-300:] if lines else "no output"

@@ -1,0 +1,134 @@
+"""The consumer group's supervisor (workload/consumers.py) and its faults, with stand-in member processes
+(no broker): the nemesis asks, the supervisor kills, freezes, replaces and storms members, a member that
+dies on its own stops the workload, and no member outlives stop()."""
+
+import sqlite3
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from harness.faults.nemesis import Nemesis
+from harness.faults.schedule import PlannedFault, Workload
+from harness.spec import ConsumerSpec, ExperimentSpec
+from harness.workload import consumers
+
+# A member that only waits: SIGTERM ends it cleanly (exit 0), like the real one after its batch.
+STAND_IN = [sys.executable, "-c", "import signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+            "while True: time.sleep(0.05)"]
+
+
+@pytest.fixture
+def group(tmp_path, monkeypatch):
+    monkeypatch.setattr(consumers, "MEMBER", STAND_IN)
+    stop = threading.Event()
+    g = consumers.ConsumerGroup({"bootstrap.servers": "127.0.0.1:9"}, "t", 3, ConsumerSpec(members=3),
+                                tmp_path / "sink.sqlite", lambda m: tmp_path / "logs" / f"{m}.log", "g", stop)
+    g.start()
+    yield g
+    g.stop(timeout=5)
+    assert all(s.proc.poll() is not None for incarnations in g.slots for s in incarnations)
+    assert all(s.proc.poll() is not None for s in g.storm)
+
+
+def events(g):
+    db = sqlite3.connect(g.sink_path)
+    try:
+        return db.execute("SELECT member, event, detail FROM events ORDER BY at").fetchall()
+    finally:
+        db.close()
+
+
+def test_kill_takes_the_members_in_turn_and_heal_starts_a_replacement_in_the_slot(group):
+    pids = [s.proc.pid for s in group.current]
+    group._act("consumer-kill", "apply", {})
+    assert group.current[0].state == "killed" and group.current[0].proc.returncode == -9
+    group._act("consumer-kill", "apply", {})  # the next one in turn
+    assert group.current[1].state == "killed"
+    group._act("consumer-kill", "heal", {})
+    group._act("consumer-kill", "heal", {})
+    assert [s.name for s in group.current] == ["m0.1", "m1.1", "m2.0"]
+    assert all(s.state == "running" and s.proc.poll() is None for s in group.current)
+    assert group.current[2].proc.pid == pids[2]
+    assert [(m, e) for m, e, _ in events(group)] == [("m0.0", "killed"), ("m1.0", "killed"),
+                                                     ("m0.0", "replaced"), ("m1.0", "replaced")]
+
+
+def test_pause_freezes_a_member_and_heal_resumes_it(group):
+    group._act("consumer-pause", "apply", {})
+    paused = group.current[0]
+    assert paused.state == "paused" and psutil.Process(paused.proc.pid).status() == psutil.STATUS_STOPPED
+    group._act("consumer-kill", "apply", {})  # a paused member is not the next victim
+    assert group.current[1].state == "killed" and paused.state == "paused"
+    group._act("consumer-pause", "heal", {})
+    assert paused.state == "running" and psutil.Process(paused.proc.pid).status() != psutil.STATUS_STOPPED
+
+
+def test_no_running_member_left_is_a_failed_fault(group):
+    for _ in range(3):
+        group._act("consumer-pause", "apply", {})
+    with pytest.raises(RuntimeError, match="no running member"):
+        group._act("consumer-kill", "apply", {})
+
+
+def test_a_storm_joins_and_leaves_every_interval_and_heal_sends_the_rest_away(group):
+    group._act("rebalance-storm", "apply", {"interval": 0.3})
+    time.sleep(1.05)  # joins at 0.3 and 0.9, a leave at 0.6
+    group._act("rebalance-storm", "heal", {"interval": 0.3})
+    kinds = [(m, e) for m, e, _ in events(group)]
+    assert kinds[:4] == [("s1.0", "joined"), ("s1.0", "left"), ("s2.0", "joined"), ("s2.0", "left")]
+    assert group.storm == [] and all(d == "exit 0" for _, e, d in events(group) if e == "left")
+
+
+def test_the_nemesis_applies_consumer_faults_through_the_supervisor(group):
+    lines = []
+    schedule = [PlannedFault(0, "consumer-kill", Workload(), 0.1, 0.3, {}),
+                PlannedFault(1, "consumer-pause", Workload(), 0.2, 0.3, {})]
+    nemesis = Nemesis(None, schedule, "v", lines.extend, "t")
+    group.serve(nemesis.workload)
+    nemesis.start()
+    time.sleep(0.8)
+    nemesis.stop()
+    assert [(line["kind"], line["outcome"]) for line in lines] == [("consumer-kill", "healed"),
+                                                                  ("consumer-pause", "healed")]
+    assert all(abs(line["late_s"]) < 0.25 for line in lines)
+    assert [s.name for s in group.current] == ["m0.1", "m1.0", "m2.0"]
+    assert all(s.state == "running" for s in group.current)
+
+
+def test_a_member_dying_on_its_own_stops_the_workload_and_names_its_log(group):
+    group.current[2].proc.kill()
+    assert group.stop_workload.wait(2)
+    assert "consumer m2.0 exited with code -9 outside the fault schedule" in group.error
+    assert "m2.0.log" in group.error
+
+
+def test_stop_ends_every_member_even_a_paused_one(group):
+    group._act("consumer-pause", "apply", {})
+    group._act("rebalance-storm", "apply", {"interval": 0.1})
+    time.sleep(0.15)
+    procs = [s.proc for s in group.current + group.storm]
+    group.stop(timeout=5)
+    # A storm member still starting when stopped dies of the SIGTERM itself (no handler yet).
+    assert all(p.returncode in (0, -15) for p in procs) and group.error == ""
+
+
+def test_every_variant_needs_a_group_for_consumer_faults_and_variants_override_the_experiments_settings():
+    doc = {"name": "x", "workload": {"messages": 10}, "consumer": {"members": 2, "config": {"a": 1}},
+           "variants": [{"name": "a", "consumer": {"strategy": "commit-before", "config": {"b": 2}}}, {"name": "b"}],
+           "faults": [{"kind": "consumer-kill", "at": 1}, {"kind": "rebalance-storm", "at": 2, "interval": 0.5}]}
+    spec = ExperimentSpec.model_validate(doc)
+    a, b = (spec.consumer_spec(v) for v in spec.variants)
+    assert (a.strategy, a.members, a.config) == ("commit-before", 2, {"a": 1, "b": 2})
+    assert (b.strategy, b.members, b.config) == ("commit-after", 2, {"a": 1})
+    again = ExperimentSpec.model_validate(spec.public_dict())  # as a run folder stores it
+    assert again.consumer_spec(again.variants[0]) == a
+    assert spec.faults[1].interval == 0.5 and spec.faults[1].duration == 10.0
+    with pytest.raises(ValueError, match="variant a has none"):
+        ExperimentSpec.model_validate({**doc, "consumer": None, "variants": [{"name": "a"}]})
+    with pytest.raises(ValueError, match="runs before the fault timeline"):
+        ExperimentSpec.model_validate({**doc, "consumer": {"when": "after"},
+                                       "faults": [{"kind": "producer-restart", "at": 1}]})
