@@ -21,6 +21,7 @@ from . import procs, signals, summary as summary_mod
 from .analysis.folder import analyze_folder, check_inputs
 from .analysis.metrics import accounting_holds
 from .cluster import Cluster, InfraError, make_cluster
+from .cluster.apiversions import CONSUMER_GROUP_HEARTBEAT, supported_apis
 from .cluster.watchdog import Watchdog
 from .exits import exit_for_exception
 from .faults.nemesis import Nemesis
@@ -218,6 +219,11 @@ class Run:
         group_spec = self.spec.consumer_spec(variant)
         if group_spec is None:
             return None
+        if group_spec.group_protocol == "consumer":
+            apis = supported_apis(self.cluster.client)
+            if apis is not None and CONSUMER_GROUP_HEARTBEAT not in apis:  # librdkafka would wait silently
+                raise InfraError(f"{variant.name}: the broker does not support group.protocol=consumer (KIP-848: "
+                                 "no ConsumerGroupHeartbeat in its ApiVersions); use group.protocol: classic")
         output = None
         if group_spec.strategy == "transactional":
             output = f"{topic}-out"

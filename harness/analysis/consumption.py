@@ -66,8 +66,8 @@ def reprocessed(processed: pd.DataFrame) -> pd.DataFrame:
     """Records processed more than once: partition, offset, value, times, members (in processing order)."""
     ordered = in_processing_order(processed)
     key = ["partition", "offset"]
-    times = ordered.groupby(key).size().rename("times")
-    repeated = ordered.join(times[times > 1], on=key, how="inner")
+    times = ordered.groupby(key)["offset"].transform("size")
+    repeated = ordered[times > 1].assign(times=times[times > 1])
     out = repeated.groupby(key, sort=True).agg(value=("value", "first"), times=("times", "first"),
                                                 members=("member", ",".join))
     return out.reset_index()[["partition", "offset", "value", "times", "members"]]

@@ -10,11 +10,12 @@ variant's topic into its sink (workload/sink.py), and the consumer faults applie
 
 The consumer faults are workload faults (target "workload"): the nemesis asks through WorkloadFaults,
 this supervisor's thread applies them and answers, so applied_at is when the signal was sent.
-  consumer-kill    SIGKILL of a running member, the members in turn (slot 0, 1, 2, ...); when the
+  consumer-kill    SIGKILL of a running member, in turn (slot 0, 1, 2, ...) among those that hold
+                   partitions (any running one when none does); when the
                    fault heals a replacement (a new process and group member, same slot, the next
                    incarnation: m1.0 -> m1.1) starts. The group is one short for the fault's duration,
                    like an application whose orchestrator restarts a crashed instance.
-  consumer-pause   SIGSTOP of a running member (in turn) for the duration, then SIGCONT.
+  consumer-pause   SIGSTOP of a running member (chosen the same way) for the duration, then SIGCONT.
   rebalance-storm  every `interval` s a member joins (a new process sN.0) or the last one that joined
                    leaves (SIGTERM: a graceful close), alternately; at heal the remaining ones leave.
 A member that exits on its own is an infrastructure failure (the run stops, exit 3, naming its log):
@@ -137,13 +138,16 @@ class ConsumerGroup:
         self.stop_workload.set()
 
     def _victim(self, kind: str) -> Slot:
-        """The next running member in turn."""
+        """The next running member in turn that holds partitions (a member between assignments has nothing
+        in hand to lose or repeat), else the next running one."""
         slots = self.current
-        for k in range(len(slots)):
-            slot = slots[(self._turn + k) % len(slots)]
-            if slot.state == "running":
-                self._turn = (self._turn + k + 1) % len(slots)
-                return slot
+        held = self.sink.holdings()
+        for busy in (True, False):
+            for k in range(len(slots)):
+                slot = slots[(self._turn + k) % len(slots)]
+                if slot.state == "running" and (held.get(slot.name) or not busy):
+                    self._turn = (self._turn + k + 1) % len(slots)
+                    return slot
         raise RuntimeError(f"{kind}: no running member of the group to act on")
 
     def _act(self, kind: str, step: str, params: dict) -> None:

@@ -71,6 +71,19 @@ class Sink:
                         (now_ms(), member or self.member, event,
                          json.dumps(sorted(partitions)) if partitions is not None else None, detail or None))
 
+    def holdings(self) -> dict[str, set[int]]:
+        """member -> the partitions it holds now, from its assign, revoke and lost events (an eager
+        assignment is revoked whole before the next, a cooperative one changes by increments)."""
+        held: dict[str, set[int]] = {}
+        for member, event, partitions in self.db.execute(
+                "SELECT member, event, partitions FROM events WHERE event IN ('assign', 'revoke', 'lost') "
+                "ORDER BY rowid"):
+            parts = set(json.loads(partitions or "[]"))
+            mine = held.setdefault(member, set())
+            mine |= parts if event == "assign" else set()
+            mine -= parts if event != "assign" else set()
+        return held
+
     def processed(self, rows: list[tuple], committed: str) -> None:
         """rows: (partition, offset, value, session, n, processed_at), written in one transaction."""
         self.db.execute("BEGIN IMMEDIATE")

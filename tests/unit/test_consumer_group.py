@@ -57,6 +57,18 @@ def test_kill_takes_the_members_in_turn_and_heal_starts_a_replacement_in_the_slo
                                                      ("m0.0", "replaced"), ("m1.0", "replaced")]
 
 
+def test_kill_prefers_a_member_that_holds_partitions(group):
+    # m1.0 and m2.0 were assigned partitions; m2.0's were revoked since: only m1.0 has records in hand.
+    group.sink.event("assign", [0, 1], member="m1.0")
+    group.sink.event("assign", [2], member="m2.0")
+    group.sink.event("revoke", [2], member="m2.0")
+    assert group.sink.holdings() == {"m1.0": {0, 1}, "m2.0": set()}
+    group._act("consumer-kill", "apply", {})
+    assert [s.state for s in group.current] == ["running", "killed", "running"]
+    group._act("consumer-kill", "apply", {})  # nobody running holds partitions now: the next in turn
+    assert [s.state for s in group.current] == ["running", "killed", "killed"]
+
+
 def test_pause_freezes_a_member_and_heal_resumes_it(group):
     group._act("consumer-pause", "apply", {})
     paused = group.current[0]

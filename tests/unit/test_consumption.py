@@ -161,3 +161,10 @@ def test_tables_convert_with_their_declared_types_nulls_kept():
         table = c.to_arrow(name, frame)
         assert [f.name for f in table.schema] == [n for n, _ in c.TABLES[name]]
     assert c.to_arrow("reprocessed", found.tables["reprocessed"]).column("value").to_pylist() == [None]
+
+
+def test_a_group_that_processed_nothing_leaves_every_record_unconsumed():
+    nothing = sink([])
+    found = c.analyze(nothing, LOG, {}, EVENTS.iloc[0:0])
+    assert found.metrics == {"reprocessed": 0, "skipped": 0, "unconsumed": 15, "poll_skips": 0,
+                             "nonmonotonic_polls": 0, "processed": 0, "rebalances": 0}
