@@ -49,7 +49,7 @@ def committed_read_once_and_aborted_invisible(run_dir, variant):
     the read_uncommitted read shows)."""
     acks = pd.read_parquet(run_dir / variant / "acks.parquet")
     txns = pd.read_parquet(run_dir / variant / "transactions.parquet")
-    outcome = acks.merge(txns[["txn", "outcome"]], on="txn")
+    outcome = acks[["partition", "value", "txn"]].merge(txns[["txn", "outcome"]], on="txn")  # the transaction's
     committed = outcome[outcome.outcome == "committed"].set_index(["partition", "value"]).index
     aborted = outcome[outcome.outcome == "aborted"].set_index(["partition", "value"]).index.difference(committed)
     read = values(run_dir / variant / "log.parquet")
