@@ -18,9 +18,12 @@ GB = 1 << 30
 
 
 def peak_rss_of_analyze(run_dir) -> tuple[int, int]:
-    """(exit code, peak RSS in bytes of the process and all its children, sampled every 20 ms)."""
+    """(exit code, peak RSS in bytes of the process and all its children, sampled every 20 ms). Its output
+    goes to run_dir/../analyze.out, shown when the exit code is not the one expected."""
+    out = open(run_dir.parent / "analyze.out", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "harness", "analyze", str(run_dir), "--spark-master", "local[2]"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=out, stderr=subprocess.STDOUT)
+    out.close()
     root, peak = psutil.Process(proc.pid), 0
     while proc.poll() is None:
         try:
@@ -50,6 +53,8 @@ def test_a_stray_value_of_10_to_the_12_costs_no_memory(tmp_path):
 
     code_clean, peak_clean = peak_rss_of_analyze(clean.path)
     code_stray, peak_stray = peak_rss_of_analyze(stray)
-    assert (code_clean, code_stray) == (0, 1)  # the stray value is `unexpected`, a fatal anomaly
+    said = {name: (path.parent / "analyze.out").read_text(errors="replace")[-3000:]
+            for name, path in (("clean", clean.path), ("stray", stray))}
+    assert (code_clean, code_stray) == (0, 1), said  # the stray value is `unexpected`, a fatal anomaly
     print(f"peak RSS: {peak_clean / GB:.2f} GB clean, {peak_stray / GB:.2f} GB with a value of 10^12")
     assert peak_stray - peak_clean < 2 * GB
