@@ -61,20 +61,26 @@ def stored_spec(folder: RunFolder, partial: bool) -> ExperimentSpec | None:
         raise RunFolderError(message, damaged=True) from None
 
 
+def _quiet_logger():
+    """A logger for the throw-away clients that only let librdkafka judge settings: nothing is printed."""
+    import logging
+
+    quiet = logging.getLogger("kafka-chaos.config-check")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    return quiet
+
+
 def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
     """Let librdkafka itself judge each variant's settings, without connecting anywhere.
 
     A variant written out in `variants` that it refuses is bad input; a combination of the `matrix`
     that it refuses (idempotence with acks=1, ...) is left out, with a note that says so."""
-    import logging
-
     from confluent_kafka import KafkaException, Producer
 
     from .spec import matrix_variants
 
-    quiet = logging.getLogger("kafka-chaos.config-check")
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
+    quiet = _quiet_logger()
     from_matrix = {v["name"] for v in matrix_variants(spec.matrix)}
     kept = []
     for i, variant in enumerate(spec.variants):
@@ -96,15 +102,11 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
 
 def check_consumer_configs(spec: ExperimentSpec, path: Path) -> None:
     """librdkafka's judgement of each consumer group's member settings (workload/member.py builds them)."""
-    import logging
-
     from confluent_kafka import Consumer, KafkaException
 
     from .workload.member import consumer_config
 
-    quiet = logging.getLogger("kafka-chaos.config-check")
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
+    quiet = _quiet_logger()
     for i, variant in enumerate(spec.variants):
         group = spec.consumer_spec(variant)
         if group is None:

@@ -103,14 +103,19 @@ def parquet_files(path: Path) -> list[str]:
     return sorted(str(p) for p in path.rglob("*.parquet") if not p.name.startswith(("_", ".")))
 
 
+def _new_path(out: Path, name: str) -> Path:
+    """<out>/<UTC stamp>-<name>-<6 hex>: sorts by time, never collides."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return out / f"{stamp}-{name}-{uuid.uuid4().hex[:6]}"
+
+
 class RunFolder:
     def __init__(self, path: Path | str):
         self.path = Path(path)
 
     @classmethod
     def create(cls, out: Path, experiment: str) -> "RunFolder":
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        folder = cls(out / f"{stamp}-{experiment}-{uuid.uuid4().hex[:6]}")
+        folder = cls(_new_path(out, experiment))
         (folder.path / LOGS).mkdir(parents=True)
         return folder
 
@@ -374,8 +379,7 @@ class SeriesFolder:
 
     @classmethod
     def create(cls, out: Path, experiment: str) -> "SeriesFolder":
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        folder = cls(out / f"{stamp}-{experiment}-repeat-{uuid.uuid4().hex[:6]}")
+        folder = cls(_new_path(out, f"{experiment}-repeat"))
         folder.path.mkdir(parents=True)
         return folder
 
