@@ -57,8 +57,18 @@ def exit_for_exception(e: BaseException) -> tuple[Exit, str]:
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:
         return Exit.INFRA, f"no space left on the device holding {e.filename or 'the run folder'}"
     if type(e).__module__.startswith(("py4j", "pyspark")):
-        return Exit.INFRA, f"Spark failed: {one_line(e)}"
+        return Exit.INFRA, f"Spark failed: {spark_cause(e)}"
     return Exit.INFRA, f"the harness failed unexpectedly: {type(e).__name__}: {one_line(e)}"
+
+
+def spark_cause(e: BaseException) -> str:
+    """The root cause of a Spark error in one line. A Java error's text starts with py4j's "An error
+    occurred while calling o106.getResult." and names the cause only in its last "Caused by:" line."""
+    lines = [line.strip() for line in str(e).splitlines()]
+    causes = [line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")]
+    if not causes:
+        causes = [line.removeprefix(":").strip() for line in lines[1:] if line.startswith(": ")]
+    return causes[-1][:300] if causes and causes[-1] else one_line(e)
 
 
 def one_line(e: BaseException) -> str:

@@ -40,21 +40,15 @@ class DataError(RuntimeError):
 
 ACKS_COLUMNS = ("partition", "value", "outcome", "offset", "error", "sent_at", "latency_ms", "session", "txn")
 LOG_COLUMNS = ("partition", "offset", "value", "timestamp")
-_SPARK_TYPES = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.float64(): "double"}
 
 
-def _findings_schema() -> pa.Schema:
-    """One row type for every table: the table's name, then the union of all tables' columns."""
-    columns: dict[str, pa.DataType] = {}
-    for table in ALL_TABLES.values():
-        for name, dtype in table:
-            if columns.setdefault(name, dtype) != dtype:
-                raise TypeError(f"column {name} has two types in anomalies.TABLES")
-    return pa.schema([("table_name", pa.string()), *columns.items()])
-
-
-FINDINGS = _findings_schema()
-FINDINGS_DDL = ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}" for f in FINDINGS)
+# What a task sends back: one row per chunk of one findings table, the chunk as an Arrow IPC stream.
+# Each table keeps its own narrow columns: a single row type for all tables would be the union of their
+# columns, mostly null yet allocated, and a per-send table (ack ticks of a slow run) then took ~500 bytes
+# a row through the JVM and ran the driver out of heap.
+FINDINGS = pa.schema([("table_name", pa.string()), ("payload", pa.binary())])
+FINDINGS_DDL = "table_name string, payload binary"
+CHUNK_ROWS = 1 << 18  # rows per payload: a cell stays a few MB
 
 
 def spark_session(master: str | None = None):
@@ -208,18 +202,25 @@ def check_files(partition: int, log_files: list[str], acks_files: list[str], per
         raise DataError(", ".join(acks_files + list(txn_files)), f"contradictory delivery log: {e}") from None
 
 
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
 def findings_batches(findings) -> list[pa.RecordBatch]:
-    """A partition's findings as rows of the FINDINGS schema (one batch per non-empty table)."""
-    out = []
+    """A partition's findings as FINDINGS rows: (table name, Arrow IPC of up to CHUNK_ROWS of its rows)."""
+    names, payloads = [], []
     for name in ALL_TABLES:
-        table = findings.table(name)
-        if table.num_rows == 0:
-            continue
-        cols = [pa.array([name] * table.num_rows, pa.string())]
-        cols += [table.column(f.name).combine_chunks() if f.name in table.column_names
-                 else pa.nulls(table.num_rows, f.type) for f in FINDINGS if f.name != "table_name"]
-        out.append(pa.RecordBatch.from_arrays(cols, schema=FINDINGS))
-    return out
+        table = findings.table(name)  # in the table's own schema
+        for offset in range(0, table.num_rows, CHUNK_ROWS):
+            names.append(name)
+            payloads.append(_ipc(table.slice(offset, CHUNK_ROWS)))
+    if not names:
+        return []
+    return [pa.RecordBatch.from_arrays([pa.array(names, pa.string()), pa.array(payloads, pa.binary())],
+                                       schema=FINDINGS)]
 
 
 def _task(batches):
@@ -232,22 +233,23 @@ def _task(batches):
                 found = check_files(p, json.loads(logs), json.loads(acks), json.loads(periods), json.loads(txns),
                                     sends)
             except DataError as e:
-                yield pa.RecordBatch.from_arrays([pa.array([str(e)], pa.string())] + [
-                    pa.nulls(1, f.type) for f in FINDINGS if f.name != "table_name"], schema=FINDINGS)
+                yield pa.RecordBatch.from_arrays([pa.array([str(e)], pa.string()), pa.nulls(1, pa.binary())],
+                                                 schema=FINDINGS)
                 continue
             yield from findings_batches(found)
 
 
 def split(findings: pa.Table) -> dict[str, pa.Table]:
     """Findings rows of every partition -> one table per anomaly; the series summed over partitions."""
-    out = {}
-    for name, columns in ALL_TABLES.items():
-        rows = findings.filter(pc.equal(findings.column("table_name"), name)).select([c for c, _ in columns])
-        out[name] = rows.cast(pa.schema(columns))
+    chunks: dict[str, list[pa.Table]] = {name: [] for name in ALL_TABLES}
+    for name, payload in zip(findings.column("table_name").to_pylist(), findings.column("payload").to_pylist()):
+        chunks[name].append(pa.ipc.open_stream(payload).read_all())
+    out = {name: pa.concat_tables(chunks[name]) if chunks[name] else pa.schema(columns).empty_table()
+           for name, columns in ALL_TABLES.items()}
     series = out["series"]
     summed = series.group_by("second").aggregate([(c, "sum") for c in series.column_names if c != "second"])
     out["series"] = summed.rename_columns([c.removesuffix("_sum") for c in summed.column_names]) \
-        .select(series.column_names)
+        .select(series.column_names).cast(series.schema)
     # Deterministic order whatever the tasks' order: by the first three columns (partition first).
     return {name: t.sort_by([(c, "ascending") for c in t.column_names[:3]]) for name, t in out.items()}
 
