@@ -17,7 +17,9 @@ CRASH = {
     "workload": {"messages": 6000, "rate": 8000},
     "producer": {"acks": "all", "enable.idempotence": True, "linger.ms": 5},
     # After the producer: a backlog, so each kill lands while a member is mid-batch.
-    "consumer": {"members": 2, "when": "after", "batch": 100, "processing_ms": 2.0},
+    "consumer": {"members": 2, "when": "after", "batch": 100, "processing_ms": 2.0,
+                 # A killed member's session ends sooner than by default: a shorter rebalance, a faster test.
+                 "config": {"session.timeout.ms": 2000, "heartbeat.interval.ms": 500}},
     "fault_window": 6.5,
     "variants": [{"name": "commit-after", "consumer": {"strategy": "commit-after"}},
                  {"name": "commit-before", "consumer": {"strategy": "commit-before"}, "allow": ["skipped"]},
