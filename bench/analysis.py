@@ -143,7 +143,7 @@ def main() -> None:
         numpy_s = time.perf_counter() - t
         print(f"numpy reference   {numpy_s:8.2f}s", flush=True)
 
-        from harness.analysis.spark import spark_session
+        from harness.analysis.spark import spark_session, stop_session
 
         run = folder / "bench"
         files = parquet_files(run / "log.parquet"), parquet_files(run / "acks.parquet")
@@ -157,7 +157,7 @@ def main() -> None:
             t = time.perf_counter()  # again, with Python workers already started and imports done
             assert analyze_variant(spark, *files)[0] == got
             warm_s = time.perf_counter() - t
-            spark.stop()
+            stop_session(spark)
         print(f"spark start-up    {startup_s:8.2f}s")
         print(f"spark checks      {spark_s:8.2f}s (one task per partition)")
         same = all(got[k] == v for k, v in reference.items())

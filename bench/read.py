@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from harness.analysis.spark import spark_session
+    from harness.analysis.spark import spark_session, stop_session
 
     with tempfile.TemporaryDirectory() as tmp:
         cluster = LocalTansuCluster(LocalClusterSpec(), Path(tmp))
@@ -83,7 +83,7 @@ def main() -> None:
                 print(f"round {i + 1}: bare {rates['bare'][-1]:>10,.0f} rec/s   spark {rates['spark'][-1]:>10,.0f} rec/s",
                       flush=True)
         finally:
-            spark.stop()
+            stop_session(spark)
             cluster.down()
     bare, spark_rate = statistics.median(rates["bare"]), statistics.median(rates["spark"])
     print(f"\n{args.records:,} records, {args.partitions} partitions, through the proxy, medians of {args.repeat}")

@@ -148,7 +148,7 @@ def soak(experiment: Path, every: float) -> str:
 def read_comparison(records: int, partitions: int, split: int, repeat: int) -> str:
     from read import bare_loop
 
-    from harness.analysis.spark import spark_session
+    from harness.analysis.spark import spark_session, stop_session
     from harness.cluster.local import LocalTansuCluster
     from harness.spec import LocalClusterSpec
     from harness.workload.producer import DeliveryLog, produce
@@ -178,7 +178,7 @@ def read_comparison(records: int, partitions: int, split: int, repeat: int) -> s
                 print(f"round {i + 1}: bare {rates['bare'][-1]:>10,.0f} rec/s   spark {rates['spark'][-1]:>10,.0f} rec/s",
                       flush=True)
         finally:
-            spark.stop()
+            stop_session(spark)
             cluster.down()
     bare, spark_rate = statistics.median(rates["bare"]), statistics.median(rates["spark"])
     print(f"\nread: {records:,} records, {partitions} partitions, split {split:,}, through the proxy, "

@@ -314,7 +314,7 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     old = folder.read_summary() or {}
     names = [v.name for v in spec.variants] if spec else folder.variants()
     inputs = check_inputs(folder, names, partial, spec.topic.partitions if spec else None)
-    from .analysis.spark import spark_session
+    from .analysis.spark import spark_session, stop_session
 
     session = spark or spark_session(spark_master)
     try:
@@ -322,7 +322,7 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
                                   on_variant=lambda v: listener.phase(v, "analysing"))
     finally:
         if spark is None:
-            session.stop()
+            stop_session(session)
     variants = {}
     allow = {v.name: v.allow for v in spec.variants} if spec else {}
     for name, metrics in analysed.items():

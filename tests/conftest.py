@@ -15,11 +15,11 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def spark():
-    from harness.analysis.spark import spark_session
+    from harness.analysis.spark import spark_session, stop_session
 
     session = spark_session("local[2]")
     yield session
-    session.stop()
+    stop_session(session)
 
 
 @pytest.fixture(scope="session", autouse=True)

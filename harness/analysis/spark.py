@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import metrics
+from .classcache import ClassCache
 from .anomalies import TABLES, TXN_TABLES, DeliveryLogError, OutOfOrder, check_partition, torn_transactions
 from .timing import TIMING_TABLES, variant_timing
 
@@ -52,17 +53,27 @@ CHUNK_ROWS = 1 << 18  # rows per payload: a cell stays a few MB
 
 
 def spark_session(master: str | None = None):
+    """A local Spark session (master local[*] unless given), its Python workers started. Stop it with
+    stop_session(), which also keeps the JVM's class cache (classcache.py) when this start wrote it."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    global _writer
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
     log4j = Path(__file__).with_name("log4j2.properties")
+    java_options = f"-Dlog4j2.configurationFile={log4j.as_uri()}"
+    # Only a JVM started here takes the options (not under spark-submit, nor a JVM already running).
+    launching = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    cache = ClassCache.for_this_machine() if launching else None
+    if cache is not None:
+        java_options += " " + cache.java_options()
     cores = os.cpu_count() or 2
     builder = (SparkSession.builder.appName("kafka-chaos-analysis")
                .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
+               .config("spark.driver.extraJavaOptions", java_options)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
                .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_DRIVER_MEMORY", "2g"))
@@ -72,13 +83,38 @@ def spark_session(master: str | None = None):
         builder = builder.master(master)
     elif "spark.master" not in SparkSession.builder._options and not os.environ.get("MASTER"):
         builder = builder.master("local[*]")
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception:
+        if cache is None or cache.writing is not None:
+            raise
+        cache.discard()  # a damaged archive stops the JVM at start: start again without it
+        sys.stderr.write(f"Spark did not start with its class cache {cache.path}: deleted it, starting without\n")
+        return spark_session(master)
+    _writer = (spark, cache) if cache is not None and cache.writing is not None else None
     spark.sparkContext.setLogLevel("ERROR")
     from ..workload.readback import KafkaLogSource
 
     spark.dataSource.register(KafkaLogSource)
     _warm_up(spark, cores)
     return spark
+
+
+_writer: tuple | None = None  # (session, ClassCache) when that session's JVM writes the archive at exit
+
+
+def stop_session(spark) -> None:
+    """Stop the session. If its JVM is writing the class cache, it exits now (a new session starts a new
+    one) and the archive is kept; otherwise the JVM stays for a later session, as pyspark does."""
+    global _writer
+    from pyspark import SparkContext
+
+    spark.stop()
+    if _writer is not None and _writer[0] is spark:
+        cache, _writer = _writer[1], None
+        gateway = SparkContext._gateway
+        SparkContext._gateway = SparkContext._jvm = None
+        cache.finish(getattr(gateway, "proc", None))
 
 
 class SparkStarter:
@@ -97,7 +133,7 @@ class SparkStarter:
         """Stop the session, waiting for it if it is still starting: no JVM outlives the run."""
         if not self._future.cancel():
             try:
-                self._future.result().stop()
+                stop_session(self._future.result())
             except Exception:  # it failed to start, or the JVM is gone already (Ctrl-C reached it too)
                 pass
         self._pool.shutdown(wait=False)

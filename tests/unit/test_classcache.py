@@ -1,0 +1,101 @@
+"""The JVM class cache's file handling, with stand-in JVMs (no Java started): where the archive lives, when
+a JVM reads or writes it, and that only a cleanly finished archive is kept."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.analysis import classcache
+from harness.analysis.classcache import ClassCache
+
+
+@pytest.fixture
+def java(tmp_path, monkeypatch):
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    binary = home / "bin" / "java"
+    binary.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(classcache.OFF, raising=False)
+    return binary
+
+
+def fake_jvm(writes: str | None, code: int = 0) -> subprocess.Popen:
+    """Like Spark's gateway: runs until its stdin ends, then (like -XX:ArchiveClassesAtExit) writes a file
+    and exits with `code`."""
+    script = "import sys; sys.stdin.read()\n"
+    if writes:
+        script += f"open({writes!r}, 'wb').write(b'x' * 1000)\n"
+    script += f"sys.exit({code})"
+    return subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE)
+
+
+def test_first_jvm_writes_the_archive_and_the_next_reads_it(java, tmp_path):
+    cache = ClassCache.for_this_machine()
+    assert cache.path.parent == tmp_path / "cache" / "kafka-chaos"
+    options = cache.java_options()
+    assert f"-XX:ArchiveClassesAtExit={cache.writing}" in options and "SharedArchiveFile" not in options
+    assert cache.writing.parent == cache.path.parent and cache.writing != cache.path
+    cache.finish(fake_jvm(str(cache.writing)))
+    assert cache.path.read_bytes() == b"x" * 1000 and cache.writing is None
+    assert [p.name for p in cache.path.parent.iterdir()] == [cache.path.name]  # no temporary file left
+
+    again = ClassCache.for_this_machine()
+    assert again.path == cache.path
+    assert f"-XX:SharedArchiveFile={cache.path}" in again.java_options() and again.writing is None
+    again.finish(None)  # a reading JVM: nothing to do
+    assert cache.path.exists()
+
+
+@pytest.mark.parametrize("code, writes", [(1, True), (0, False)])
+def test_an_archive_from_a_jvm_that_failed_is_not_kept(java, code, writes):
+    cache = ClassCache.for_this_machine()
+    cache.java_options()
+    cache.finish(fake_jvm(str(cache.writing) if writes else None, code))
+    assert list(cache.path.parent.iterdir()) == []
+
+
+def test_a_new_java_or_new_jars_use_another_archive(java, tmp_path, monkeypatch):
+    first = ClassCache.for_this_machine().path
+    os.utime(java, ns=(1, 1))  # the JDK was upgraded in place
+    second = ClassCache.for_this_machine().path
+    jars = tmp_path / "spark" / "jars"
+    jars.mkdir(parents=True)
+    (jars / "spark-core.jar").write_bytes(b"")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
+    third = ClassCache.for_this_machine().path
+    assert len({first, second, third}) == 3
+
+
+def test_a_damaged_archive_is_discarded(java):
+    cache = ClassCache.for_this_machine()
+    cache.path.write_bytes(b"half")
+    assert "SharedArchiveFile" in cache.java_options()
+    cache.discard()
+    assert not cache.path.exists() and "ArchiveClassesAtExit" in cache.java_options()
+
+
+def test_half_written_archives_of_dead_processes_are_removed(java):
+    folder = ClassCache.for_this_machine().path.parent
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = folder / f".spark-0123.jsa.{dead.stdout.strip()}.tmp"
+    alive = folder / f".spark-0123.jsa.{os.getpid()}.tmp"
+    orphan.write_bytes(b"x")
+    alive.write_bytes(b"x")
+    ClassCache.for_this_machine()
+    assert not orphan.exists() and alive.exists()
+
+
+@pytest.mark.parametrize("setting", ["off", "0"])
+def test_turned_off_or_no_java_or_no_writable_folder_means_no_cache(java, monkeypatch, tmp_path, setting):
+    monkeypatch.setenv(classcache.OFF, setting)
+    assert ClassCache.for_this_machine() is None
+    monkeypatch.delenv(classcache.OFF)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(java))  # a file, not a folder: cannot be created
+    assert ClassCache.for_this_machine() is None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
+    assert ClassCache.for_this_machine() is None
