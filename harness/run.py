@@ -121,7 +121,7 @@ class Run:
             if self.cluster is not None:
                 self.cluster.down()
             if spark is not None:
-                spark.stop()
+                spark.stop(keep_classes=status == "complete")
             self.summary, disk_full = self._write_summary(status, reason)
         failure = failure or disk_full
         if failure is not None:
@@ -317,12 +317,14 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     from .analysis.spark import spark_session, stop_session
 
     session = spark or spark_session(spark_master)
+    done = False
     try:
         analysed = analyze_folder(session, folder, names, partial=partial, inputs=inputs,
                                   on_variant=lambda v: listener.phase(v, "analysing"))
+        done = True
     finally:
         if spark is None:
-            stop_session(session)
+            stop_session(session, keep_classes=done)
     variants = {}
     allow = {v.name: v.allow for v in spec.variants} if spec else {}
     for name, metrics in analysed.items():

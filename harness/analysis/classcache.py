@@ -2,17 +2,21 @@
 
 This is Java's own AppCDS, not a harness invention; the harness only decides where the archive
 lives and when it is written. The first Spark start on a machine runs with
--XX:ArchiveClassesAtExit, and when that JVM exits (stop_session waits for it) the archive is moved
-into the user's cache folder in one rename. Later starts map it with -XX:SharedArchiveFile.
+-XX:+RecordDynamicDumpInfo; when its session is stopped after a run that completed, the JVM writes
+the archive on request (what `jcmd <pid> VM.cds dynamic_dump` does) and it is moved into the user's
+cache folder in one rename. Later starts map it with -XX:SharedArchiveFile. Writing on request, not
+at the JVM's exit (-XX:ArchiveClassesAtExit), keeps an interrupted or killed run from leaving a JVM
+busy writing an archive after the harness is gone.
 
 Measured on 2 cores (pyspark 4, Java 17): SparkSession start 4.2 -> 2.4 s and the first job
-2.7 -> 1.8 s, so every run, analyze and series saves ~3 s. Writing it costs the first start
-~10 s once, and the file takes ~150 MB.
+2.7 -> 1.8 s, so every run, analyze and series saves ~3 s. The first start pays ~15 s once, and the
+file takes ~150-180 MB.
 
 The file is named after the java binary (path, size, time) and Spark's jars, so a new JDK or a new
-pyspark writes a new one; a JVM that finds it does not match ignores it. A damaged archive makes
-the JVM fail at start: spark_session then deletes it and starts without it. It is a cache: it may
-be deleted at any time. KAFKA_CHAOS_CLASS_CACHE=off turns it off.
+pyspark writes a new one. It is read with -Xshare:on, so a JVM that cannot use it (damaged, or not
+its own) fails at start instead of ignoring it: spark_session then deletes it and starts without it,
+and that start writes a new one. It is a cache: it may be deleted at any time;
+KAFKA_CHAOS_CLASS_CACHE=off turns it off.
 """
 
 from __future__ import annotations
@@ -20,13 +24,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 OFF = "KAFKA_CHAOS_CLASS_CACHE"
 QUIET = "-Xlog:cds=off,cds+dynamic=off"  # CDS lists every class it skips; none of it is for the user
-WRITE_TIMEOUT = 120.0  # seconds the JVM may take to exit while writing the archive
 
 
 def _java() -> Path | None:
@@ -49,15 +51,15 @@ def cache_folder() -> Path:
 
 
 class ClassCache:
-    """The archive for this java and these jars. java_options() says how the next JVM uses it: reads
-    it, or writes it at exit (then finish() must run once the session is stopped)."""
+    """The archive for this java and these jars. java_options() says how the next JVM uses it: reads it,
+    or records what it loads so that write() can have it written."""
 
     def __init__(self, folder: Path, java: Path, jars: Path):
         st = java.stat()
         jar_names = sorted(p.name for p in jars.glob("*.jar")) if jars.is_dir() else []
         key = hashlib.sha256(repr((str(java), st.st_size, st.st_mtime_ns, str(jars), jar_names)).encode())
         self.path = folder / f"spark-{key.hexdigest()[:16]}.jsa"
-        self.writing: Path | None = None  # the archive the JVM writes at exit, until finish()
+        self.writing = False  # the JVM started records what write() needs
 
     @classmethod
     def for_this_machine(cls) -> "ClassCache | None":
@@ -82,32 +84,26 @@ class ClassCache:
         if self.path.exists():  # a JVM that crashes on it writes its crash report here, not in the user's folder
             crash = self.path.parent / "jvm-crash-%p.log"
             return f"-Xshare:on -XX:SharedArchiveFile={self.path} -XX:ErrorFile={crash} {QUIET}"
-        self.writing = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        return f"-XX:ArchiveClassesAtExit={self.writing} {QUIET}"
+        self.writing = True
+        return f"-XX:+RecordDynamicDumpInfo {QUIET}"
 
     def discard(self) -> None:
         """The JVM failed to start with the archive (damaged): delete it; the next start writes it again."""
         self.path.unlink(missing_ok=True)
 
-    def finish(self, jvm: subprocess.Popen | None) -> None:
-        """After the session is stopped: let the JVM exit (it writes the archive as it does) and keep
-        the archive if it exited cleanly, in one rename (a reader never sees half a file)."""
-        if self.writing is None:
+    def write(self, dump: Callable[[Path], None]) -> None:
+        """Have the running JVM write the archive (dump(path)), then keep it in one rename: a reader never
+        sees half a file. A failed dump keeps nothing (the next start tries again)."""
+        if not self.writing:
             return
-        tmp, self.writing = self.writing, None
+        self.writing = False
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            if jvm is not None and jvm.poll() is None:
-                if jvm.stdin is not None:
-                    jvm.stdin.close()  # Spark's gateway exits when its stdin ends
-                try:
-                    jvm.wait(WRITE_TIMEOUT)
-                except BaseException:  # too slow, or the user insists on quitting: no JVM outlives us
-                    jvm.kill()
-                    jvm.wait()
-                    if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
-                        raise
-            if jvm is not None and jvm.returncode == 0 and tmp.exists() and tmp.stat().st_size > 0:
+            dump(tmp)
+            if tmp.exists() and tmp.stat().st_size > 0:
                 os.replace(tmp, self.path)
+        except Exception:  # the cache only saves time; it never fails a run
+            pass
         finally:
             tmp.unlink(missing_ok=True)
 

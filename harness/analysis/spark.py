@@ -86,12 +86,12 @@ def spark_session(master: str | None = None):
     try:
         spark = builder.getOrCreate()
     except Exception:
-        if cache is None or cache.writing is not None:
+        if cache is None or cache.writing:
             raise
         cache.discard()  # a damaged archive stops the JVM at start: start again without it
         sys.stderr.write(f"Spark did not start with its class cache {cache.path}: deleted it, starting without\n")
         return spark_session(master)
-    _writer = (spark, cache) if cache is not None and cache.writing is not None else None
+    _writer = (spark, cache) if cache is not None and cache.writing else None
     spark.sparkContext.setLogLevel("ERROR")
     from ..workload.readback import KafkaLogSource
 
@@ -100,21 +100,41 @@ def spark_session(master: str | None = None):
     return spark
 
 
-_writer: tuple | None = None  # (session, ClassCache) when that session's JVM writes the archive at exit
+_writer: tuple | None = None  # (session, ClassCache) when that session's JVM is to write the archive
 
 
-def stop_session(spark) -> None:
-    """Stop the session. If its JVM is writing the class cache, it exits now (a new session starts a new
-    one) and the archive is kept; otherwise the JVM stays for a later session, as pyspark does."""
+def stop_session(spark, keep_classes: bool = True) -> None:
+    """Stop the session. If its JVM was started to write the class cache and `keep_classes` (the work
+    completed: not on an interrupt), it writes it now (~10 s, once per machine)."""
     global _writer
     from pyspark import SparkContext
 
     spark.stop()
     if _writer is not None and _writer[0] is spark:
         cache, _writer = _writer[1], None
-        gateway = SparkContext._gateway
-        SparkContext._gateway = SparkContext._jvm = None
-        cache.finish(getattr(gateway, "proc", None))
+        if keep_classes:
+            cache.write(lambda path: _dump_classes(SparkContext._gateway, path))
+
+
+def _dump_classes(gateway, path: Path) -> None:
+    """What `jcmd <pid> VM.cds dynamic_dump <path>` does, through the JVM's own DiagnosticCommand MBean (a
+    JRE has no jcmd). Called by reflection on the public interface: py4j looks methods up on the
+    server's class, which its module does not export."""
+    jvm, cls = gateway.jvm, gateway.jvm.java.lang.Class
+
+    def array(kind, items):
+        a = gateway.new_array(kind, len(items))
+        for i, item in enumerate(items):
+            a[i] = item
+        return a
+
+    invoke = cls.forName("javax.management.MBeanServerConnection").getMethod("invoke", array(cls, [
+        cls.forName("javax.management.ObjectName"), cls.forName("java.lang.String"),
+        cls.forName("[Ljava.lang.Object;"), cls.forName("[Ljava.lang.String;")]))
+    command = array(jvm.java.lang.String, ["dynamic_dump", str(path)])
+    invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), array(jvm.java.lang.Object, [
+        jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"), "vmCds",
+        array(jvm.java.lang.Object, [command]), array(jvm.java.lang.String, ["[Ljava.lang.String;"])]))
 
 
 class SparkStarter:
@@ -129,11 +149,11 @@ class SparkStarter:
     def get(self):
         return self._future.result()
 
-    def stop(self) -> None:
+    def stop(self, keep_classes: bool = True) -> None:
         """Stop the session, waiting for it if it is still starting: no JVM outlives the run."""
         if not self._future.cancel():
             try:
-                stop_session(self._future.result())
+                stop_session(self._future.result(), keep_classes)
             except Exception:  # it failed to start, or the JVM is gone already (Ctrl-C reached it too)
                 pass
         self._pool.shutdown(wait=False)

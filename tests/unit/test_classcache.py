@@ -23,38 +23,41 @@ def java(tmp_path, monkeypatch):
     return binary
 
 
-def fake_jvm(writes: str | None, code: int = 0) -> subprocess.Popen:
-    """Like Spark's gateway: runs until its stdin ends, then (like -XX:ArchiveClassesAtExit) writes a file
-    and exits with `code`."""
-    script = "import sys; sys.stdin.read()\n"
-    if writes:
-        script += f"open({writes!r}, 'wb').write(b'x' * 1000)\n"
-    script += f"sys.exit({code})"
-    return subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE)
+def dump_of(content: bytes | None):
+    """A stand-in for the JVM's dynamic_dump: writes `content` to the path it is given (None: fails)."""
+
+    def dump(path):
+        if content is None:
+            raise RuntimeError("VM.cds: dump failed")
+        path.write_bytes(content)
+
+    return dump
 
 
-def test_first_jvm_writes_the_archive_and_the_next_reads_it(java, tmp_path):
+def test_first_jvm_records_then_writes_the_archive_and_the_next_reads_it(java, tmp_path):
     cache = ClassCache.for_this_machine()
     assert cache.path.parent == tmp_path / "cache" / "kafka-chaos"
     options = cache.java_options()
-    assert f"-XX:ArchiveClassesAtExit={cache.writing}" in options and "SharedArchiveFile" not in options
-    assert cache.writing.parent == cache.path.parent and cache.writing != cache.path
-    cache.finish(fake_jvm(str(cache.writing)))
-    assert cache.path.read_bytes() == b"x" * 1000 and cache.writing is None
+    assert "-XX:+RecordDynamicDumpInfo" in options and "SharedArchiveFile" not in options and cache.writing
+    seen = []
+    cache.write(lambda path: (seen.append(path), dump_of(b"x" * 1000)(path)))
+    assert seen[0].parent == cache.path.parent and seen[0] != cache.path  # written beside it, then renamed
+    assert cache.path.read_bytes() == b"x" * 1000 and not cache.writing
     assert [p.name for p in cache.path.parent.iterdir()] == [cache.path.name]  # no temporary file left
 
     again = ClassCache.for_this_machine()
     assert again.path == cache.path
-    assert f"-XX:SharedArchiveFile={cache.path}" in again.java_options() and again.writing is None
-    again.finish(None)  # a reading JVM: nothing to do
-    assert cache.path.exists()
+    options = again.java_options()
+    assert f"-Xshare:on -XX:SharedArchiveFile={cache.path}" in options and not again.writing
+    again.write(dump_of(None))  # a reading JVM writes nothing
+    assert cache.path.read_bytes() == b"x" * 1000
 
 
-@pytest.mark.parametrize("code, writes", [(1, True), (0, False)])
-def test_an_archive_from_a_jvm_that_failed_is_not_kept(java, code, writes):
+@pytest.mark.parametrize("content", [None, b""])
+def test_a_failed_dump_keeps_nothing(java, content):
     cache = ClassCache.for_this_machine()
     cache.java_options()
-    cache.finish(fake_jvm(str(cache.writing) if writes else None, code))
+    cache.write(dump_of(content))
     assert list(cache.path.parent.iterdir()) == []
 
 
@@ -75,7 +78,7 @@ def test_a_damaged_archive_is_discarded(java):
     cache.path.write_bytes(b"half")
     assert "SharedArchiveFile" in cache.java_options()
     cache.discard()
-    assert not cache.path.exists() and "ArchiveClassesAtExit" in cache.java_options()
+    assert not cache.path.exists() and "RecordDynamicDumpInfo" in cache.java_options()
 
 
 def test_half_written_archives_of_dead_processes_are_removed(java):
