@@ -5,6 +5,8 @@ Prints three ratios (medians of --repeat alternating rounds):
                    confluent-kafka produce loop, on the same broker through the same proxy;
   harness / bare+dr  the same against a bare loop that also asks for delivery reports
                    (a do-nothing on_delivery): what any loop that learns its acks pays;
+  harness / batch+dr  the same against a bare loop that hands each partition's share of 1,024
+                   messages in one produce_batch() call, as the harness does, with do-nothing reports;
   proxy / direct   the harness producer through the embedded proxy against a broker
                    reached directly (the proxy's cost).
 
@@ -56,6 +58,24 @@ def bare_loop_with_reports(bootstrap: str, topic: str, messages: int) -> float:
     return bare_loop(bootstrap, topic, messages, on_delivery=lambda err, msg: None)
 
 
+def bare_batch_loop(bootstrap: str, topic: str, messages: int) -> float:
+    p = Producer({**CONFIG, "bootstrap.servers": bootstrap})
+    report = lambda err, msg: None  # noqa: E731
+    t = time.perf_counter()
+    for lo in range(0, messages, 1024):
+        hi = min(messages, lo + 1024)
+        for part in range(PARTITIONS):
+            batch = [{"value": b"%d" % (i // PARTITIONS)} for i in range(lo, hi) if i % PARTITIONS == part]
+            while batch:
+                queued = p.produce_batch(topic, batch, partition=part, on_delivery=report)
+                batch = [{"value": m["value"]} for m in batch[queued:]]
+                if batch:
+                    p.poll(0.01)
+        p.poll(0)
+    assert p.flush(60) == 0
+    return messages / (time.perf_counter() - t)
+
+
 def harness_loop(bootstrap: str, topic: str, messages: int, workdir: Path) -> float:
     t = time.perf_counter()
     r = produce({"bootstrap.servers": bootstrap}, topic, PARTITIONS, messages, CONFIG, DeliveryLog(workdir / f"{topic}.parquet", PARTITIONS))
@@ -77,10 +97,11 @@ def main() -> None:
         try:
             cluster.up()
             direct.start()
-            rates: dict[str, list[float]] = {"bare": [], "bare+dr": [], "harness": [], "direct": []}
+            rates: dict[str, list[float]] = {"bare": [], "bare+dr": [], "batch+dr": [], "harness": [], "direct": []}
             for r in range(args.repeat):
                 for name, bootstrap, fn in (("bare", cluster.bootstrap, bare_loop),
                                             ("bare+dr", cluster.bootstrap, bare_loop_with_reports),
+                                            ("batch+dr", cluster.bootstrap, bare_batch_loop),
                                             ("harness", cluster.bootstrap, harness_loop),
                                             ("direct", direct_address, harness_loop)):
                     topic = f"bench-{name}-{r}"
@@ -95,10 +116,12 @@ def main() -> None:
     print(f"\n{args.messages:,} messages x {args.repeat} rounds, {PARTITIONS} partitions, {CONFIG}")
     print(f"bare loop via proxy     {med['bare']:>10,.0f} msg/s")
     print(f"bare+dr via proxy       {med['bare+dr']:>10,.0f} msg/s")
+    print(f"batch+dr via proxy      {med['batch+dr']:>10,.0f} msg/s")
     print(f"harness via proxy       {med['harness']:>10,.0f} msg/s")
     print(f"harness direct          {med['direct']:>10,.0f} msg/s")
     print(f"harness / bare          {med['harness'] / med['bare']:.2f}x   (goal >= 0.9)")
     print(f"harness / bare+dr       {med['harness'] / med['bare+dr']:.2f}x   (goal >= 0.9)")
+    print(f"harness / batch+dr      {med['harness'] / med['batch+dr']:.2f}x")
     print(f"proxy / direct          {med['harness'] / med['direct']:.2f}x   (goal >= 0.8)")
 
 

@@ -85,20 +85,24 @@ def test_produce_to_librdkafkas_mock_cluster_keeps_the_accounting(tmp_path):
 
 
 def test_a_client_that_fails_for_good_ends_the_workload_keeping_what_was_sent(tmp_path, monkeypatch):
-    from confluent_kafka import KafkaException
-
     from harness.workload import producer as module
 
     class Failing:
         """Acks everything at once, then refuses every send after 100, as a fatally failed client does."""
 
         def __init__(self, conf):
-            self.sent = []
+            self.sent, self.handed = [], 0
 
-        def produce(self, topic, value, partition, on_delivery):
-            if len(self.sent) == 100:
-                raise KafkaException(KafkaError(KafkaError._FATAL, "OUT_OF_ORDER_SEQUENCE_NUMBER", fatal=True))
-            self.sent.append((partition, value, on_delivery))
+        def produce_batch(self, topic, batch, partition, on_delivery):
+            queued = 0
+            for m in batch:
+                if self.handed == 100:
+                    m["_error"] = KafkaError(KafkaError._FATAL, "OUT_OF_ORDER_SEQUENCE_NUMBER", fatal=True)
+                else:
+                    self.handed += 1
+                    queued += 1
+                    self.sent.append((partition, m["value"], on_delivery))
+            return queued
 
         def poll(self, timeout=0):
             for offset, (p, v, cb) in enumerate(self.sent):
@@ -116,5 +120,76 @@ def test_a_client_that_fails_for_good_ends_the_workload_keeping_what_was_sent(tm
     log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
     healed = []
     r = produce({}, "t", 2, 5000, {}, log, before_flush=lambda: healed.append(True))
-    assert r.sent == 100 and r.acked == 100 and "OUT_OF_ORDER_SEQUENCE_NUMBER" in r.error and healed == [True]
-    assert len(rows(tmp_path / "acks.parquet")) == 100
+    # The first chunk (1,024 sends) was handed: 100 queued and acked, the other 924 refused (rejected: never
+    # sent); no chunk after it.
+    assert (r.sent, r.acked, r.rejected, r.unknown) == (1024, 100, 924, 0)
+    assert "OUT_OF_ORDER_SEQUENCE_NUMBER" in r.error and healed == [True]
+    got = rows(tmp_path / "acks.parquet")
+    assert {(x["partition"], x["value"]) for x in got} == {(i % 2, i // 2) for i in range(1024)}
+    assert {x["error"] for x in got if x["outcome"] == "rejected"} == {"_FATAL"}
+    assert sorted(x["value"] for x in got if x["outcome"] == "acked" and x["partition"] == 0) == list(range(100))
+
+
+class QueueOf:
+    """A client whose local queue holds `capacity` messages until poll() serves their reports (acked)."""
+
+    def __init__(self, capacity, refuse_after=None):
+        self.capacity, self.queue, self.sent, self.refuse_after = capacity, [], [], refuse_after
+
+    def produce_batch(self, topic, batch, partition, on_delivery):
+        queued = 0
+        for m in batch:
+            if self.refuse_after is not None and len(self.sent) == self.refuse_after:
+                self.refuse_after = None  # refuses one message, then takes the next: out of order
+                m["_error"] = KafkaError(KafkaError._QUEUE_FULL)
+            elif len(self.queue) < self.capacity:
+                self.queue.append((partition, m["value"], on_delivery))
+                self.sent.append((partition, int(m["value"])))
+                queued += 1
+            else:
+                m["_error"] = KafkaError(KafkaError._QUEUE_FULL)
+        return queued
+
+    def poll(self, timeout=0):
+        for offset, (p, v, cb) in enumerate(self.queue):
+            cb(None, Report(p, int(v), offset))
+        self.queue.clear()
+        return 0
+
+
+def test_a_full_queue_hands_the_rest_of_a_batch_again_in_order():
+    from harness.workload.producer import hand_batch
+
+    client, handed, reported = QueueOf(capacity=7), [], []
+    error = hand_batch(client, "t", 1, list(range(30)), lambda err, msg: reported.append(int(msg.value())),
+                       refused=None, handed=handed)
+    assert error is None and handed == list(range(30))
+    assert client.sent == [(1, v) for v in range(30)] and reported == list(range(28))  # 2 still queued
+
+
+def test_a_client_that_takes_a_message_after_refusing_one_fails_the_harness():
+    from harness.workload.producer import hand_batch
+
+    with pytest.raises(RuntimeError, match="send order would break"):
+        hand_batch(QueueOf(capacity=100, refuse_after=3), "t", 0, list(range(10)), lambda err, msg: None,
+                   refused=None, handed=[])
+
+
+def test_librdkafka_refuses_the_rest_of_a_batch_when_its_queue_is_full():
+    """The real client: a queue of 10 and no broker; each message times out after 0.2 s, which frees the
+    queue. All 25 values are handed, and their reports come in value order."""
+    from confluent_kafka import Producer
+
+    from harness.workload.producer import hand_batch
+
+    quiet = logging.getLogger("no-broker")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    client = Producer({"bootstrap.servers": "127.0.0.1:9", "queue.buffering.max.messages": 10,
+                       "message.timeout.ms": 200, "logger": quiet})
+    reported, handed = [], []
+    error = hand_batch(client, "t", 0, list(range(25)), lambda err, msg: reported.append((err.name(), msg.value())),
+                       refused=None, handed=handed)
+    client.flush(5)
+    assert error is None and handed == list(range(25))
+    assert reported == [("_MSG_TIMED_OUT", b"%d" % v) for v in range(25)]

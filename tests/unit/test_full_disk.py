@@ -19,8 +19,8 @@ class _Spark:
     def get(self):
         return None
 
-    def stop(self):
-        pass
+    def stop(self, keep_classes=True):
+        self.kept = keep_classes
 
 
 class _Cluster:
