@@ -10,7 +10,7 @@ busy writing an archive after the harness is gone.
 
 Measured on 2 cores (pyspark 4, Java 17): SparkSession start 4.2 -> 2.4 s and the first job
 2.7 -> 1.8 s, so every run, analyze and series saves ~3 s. The first start pays ~15 s once, and the
-file takes ~150-180 MB.
+file takes ~130-180 MB; the three archives used last are kept.
 
 The file is named after the java binary (path, size, time) and Spark's jars, so a new JDK or a new
 pyspark writes a new one. It is read with -Xshare:on, so a JVM that cannot use it (damaged, or not
@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 OFF = "KAFKA_CHAOS_CLASS_CACHE"
+KEEP = 3  # archives kept (~130-180 MB each)
 QUIET = "-Xlog:cds=off,cds+dynamic=off"  # CDS lists every class it skips; none of it is for the user
 
 
@@ -82,6 +83,7 @@ class ClassCache:
 
     def java_options(self) -> str:
         if self.path.exists():  # a JVM that crashes on it writes its crash report here, not in the user's folder
+            os.utime(self.path)  # used now: pruning keeps the archives used last
             crash = self.path.parent / "jvm-crash-%p.log"
             return f"-Xshare:on -XX:SharedArchiveFile={self.path} -XX:ErrorFile={crash} {QUIET}"
         self.writing = True
@@ -102,10 +104,18 @@ class ClassCache:
             dump(tmp)
             if tmp.exists() and tmp.stat().st_size > 0:
                 os.replace(tmp, self.path)
+                self._prune()
         except Exception:  # the cache only saves time; it never fails a run
             pass
         finally:
             tmp.unlink(missing_ok=True)
+
+    def _prune(self) -> None:
+        """Keep the KEEP archives used last: each virtualenv (its own jars folder) and JDK has its own, and
+        a CI machine that makes a new one per clean clone would otherwise fill its disk."""
+        archives = sorted(self.path.parent.glob("spark-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in archives[KEEP:]:
+            old.unlink(missing_ok=True)
 
     def _remove_orphans(self) -> None:
         """Half-written archives of processes that are gone (killed while writing)."""

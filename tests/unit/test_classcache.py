@@ -102,3 +102,14 @@ def test_turned_off_or_no_java_or_no_writable_folder_means_no_cache(java, monkey
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
     assert ClassCache.for_this_machine() is None
+
+
+def test_only_the_archives_used_last_are_kept(java):
+    cache = ClassCache.for_this_machine()
+    folder = cache.path.parent
+    for age, name in enumerate(["spark-a.jsa", "spark-b.jsa", "spark-c.jsa", "spark-d.jsa"]):
+        (folder / name).write_bytes(b"x")
+        os.utime(folder / name, (1_000_000 - age * 1000, 1_000_000 - age * 1000))  # a is the newest
+    cache.java_options()
+    cache.write(dump_of(b"new"))
+    assert sorted(p.name for p in folder.iterdir()) == sorted([cache.path.name, "spark-a.jsa", "spark-b.jsa"])
