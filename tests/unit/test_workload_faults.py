@@ -199,7 +199,9 @@ def test_a_restarted_plain_producer_sends_again_what_was_not_acknowledged(tmp_pa
     faults = WorkloadFaults(stop)
     log = DeliveryLog(tmp_path / "acks.parquet", partitions=3)
     t = asked(faults, [(0.3, "producer-restart", "apply")])
-    r = produce(MOCK, "t", 3, 6 * CHUNK, {"enable.idempotence": True, "linger.ms": 50}, log, rate=10 * CHUNK,
+    # linger.ms 1000: the chunks handed before the restart (one every 0.1 s) are still unacknowledged when it
+    # comes, whatever the machine's load (with 50 ms they could all be acked while the loop paced).
+    r = produce(MOCK, "t", 3, 6 * CHUNK, {"enable.idempotence": True, "linger.ms": 1000}, log, rate=10 * CHUNK,
                 logger=quiet(), faults=faults, before_flush=stop.set)
     t.join()
     table = pq.read_table(tmp_path / "acks.parquet").to_pandas()
