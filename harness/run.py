@@ -105,9 +105,11 @@ class Run:
             session = spark.get()
             for variant in self.spec.variants:
                 self._run_variant(session, variant)
+                signals.check()  # one a library swallowed (py4j) still ends the run
             names = [v.name for v in self.spec.variants]
             self.analysed = analyze_folder(session, self.folder, names, partitions=self.spec.topic.partitions,
                                            on_variant=lambda v: self.listener.phase(v, "analysing"))
+            signals.check()
         except BaseException as e:
             failure = e
             _, message = exit_for_exception(e)

@@ -48,6 +48,15 @@ def received() -> int | None:
     return _received[0] if _received else None
 
 
+def check() -> None:
+    """Raise Interrupted if a signal arrived, also one whose Interrupted a library caught and dropped:
+    py4j resends a command whose send a signal cut short (ERROR_ON_SEND), so a Ctrl-C landing there
+    would otherwise let the run finish as if nothing had happened."""
+    if _received:
+        _raised[0] = True
+        raise Interrupted(_received[0])
+
+
 @contextmanager
 def deferred():
     """Record a first signal instead of raising it; raise it when the block ends."""

@@ -60,3 +60,15 @@ def test_deferred_block_finishes_then_raises():
             os.kill(os.getpid(), signal.SIGINT)
             done.append("the block went on")
     assert done == ["the block went on"] and e.value.code == 130
+
+
+def test_a_signal_a_library_swallowed_is_raised_by_check():
+    signals.install()
+    signals.check()  # nothing arrived: nothing raised
+    try:  # what py4j does with an Interrupted raised while it sends a command: catch it and send again
+        os.kill(os.getpid(), signal.SIGINT)
+    except Exception:
+        pass
+    with pytest.raises(Interrupted) as e:
+        signals.check()
+    assert e.value.code == 130
