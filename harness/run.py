@@ -323,6 +323,7 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     try:
         analysed = analyze_folder(session, folder, names, partial=partial, inputs=inputs,
                                   on_variant=lambda v: listener.phase(v, "analysing"))
+        signals.check()  # one py4j swallowed: the stored summary is left as it was
         done = True
     finally:
         if spark is None:
