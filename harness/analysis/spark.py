@@ -132,9 +132,15 @@ def _dump_classes(gateway, path: Path) -> None:
         cls.forName("javax.management.ObjectName"), cls.forName("java.lang.String"),
         cls.forName("[Ljava.lang.Object;"), cls.forName("[Ljava.lang.String;")]))
     command = array(jvm.java.lang.String, ["dynamic_dump", str(path)])
-    invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), array(jvm.java.lang.Object, [
-        jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"), "vmCds",
-        array(jvm.java.lang.Object, [command]), array(jvm.java.lang.String, ["[Ljava.lang.String;"])]))
+    system = jvm.java.lang.System
+    stdout = system.out
+    system.setOut(jvm.java.io.PrintStream(jvm.java.io.OutputStream.nullOutputStream()))  # its "Dynamic dump to file"
+    try:
+        invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), array(jvm.java.lang.Object, [
+            jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"), "vmCds",
+            array(jvm.java.lang.Object, [command]), array(jvm.java.lang.String, ["[Ljava.lang.String;"])]))
+    finally:
+        system.setOut(stdout)
 
 
 class SparkStarter:
