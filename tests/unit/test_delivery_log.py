@@ -84,52 +84,6 @@ def test_produce_to_librdkafkas_mock_cluster_keeps_the_accounting(tmp_path):
     assert len(log.chunk_times_ms) == 4 and all(r["offset"] == r["value"] for r in got)
 
 
-def test_a_client_that_fails_for_good_ends_the_workload_keeping_what_was_sent(tmp_path, monkeypatch):
-    from harness.workload import producer as module
-
-    class Failing:
-        """Acks everything at once, then refuses every send after 100, as a fatally failed client does."""
-
-        def __init__(self, conf):
-            self.sent, self.handed = [], 0
-
-        def produce_batch(self, topic, batch, partition, on_delivery):
-            queued = 0
-            for m in batch:
-                if self.handed == 100:
-                    m["_error"] = KafkaError(KafkaError._FATAL, "OUT_OF_ORDER_SEQUENCE_NUMBER", fatal=True)
-                else:
-                    self.handed += 1
-                    queued += 1
-                    self.sent.append((partition, m["value"], on_delivery))
-            return queued
-
-        def poll(self, timeout=0):
-            for offset, (p, v, cb) in enumerate(self.sent):
-                cb(None, Report(p, int(v), offset))
-            self.sent.clear()
-            return 0
-
-        def flush(self, timeout=0):
-            return self.poll()
-
-        def purge(self, **kw):
-            pass
-
-    monkeypatch.setattr(module, "Producer", Failing)
-    log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
-    healed = []
-    r = produce({}, "t", 2, 5000, {}, log, before_flush=lambda: healed.append(True))
-    # The first chunk (1,024 sends) was handed: 100 queued and acked, the other 924 refused (rejected: never
-    # sent); no chunk after it.
-    assert (r.sent, r.acked, r.rejected, r.unknown) == (1024, 100, 924, 0)
-    assert "OUT_OF_ORDER_SEQUENCE_NUMBER" in r.error and healed == [True]
-    got = rows(tmp_path / "acks.parquet")
-    assert {(x["partition"], x["value"]) for x in got} == {(i % 2, i // 2) for i in range(1024)}
-    assert {x["error"] for x in got if x["outcome"] == "rejected"} == {"_FATAL"}
-    assert sorted(x["value"] for x in got if x["outcome"] == "acked" and x["partition"] == 0) == list(range(100))
-
-
 class QueueOf:
     """A client whose local queue holds `capacity` messages until poll() serves their reports (acked)."""
 
@@ -155,6 +109,42 @@ class QueueOf:
             cb(None, Report(p, int(v), offset))
         self.queue.clear()
         return 0
+
+
+def test_a_client_that_fails_for_good_ends_the_workload_keeping_what_was_sent(tmp_path, monkeypatch):
+    from harness.workload import producer as module
+
+    class Failing(QueueOf):
+        """Acks everything at once, then refuses every send after 100, as a fatally failed client does."""
+
+        def __init__(self, conf):
+            super().__init__(capacity=1 << 30)
+
+        def produce_batch(self, topic, batch, partition, on_delivery):
+            refused = batch[max(0, 100 - len(self.sent)):]
+            queued = super().produce_batch(topic, batch[:len(batch) - len(refused)], partition, on_delivery)
+            for m in refused:
+                m["_error"] = KafkaError(KafkaError._FATAL, "OUT_OF_ORDER_SEQUENCE_NUMBER", fatal=True)
+            return queued
+
+        def flush(self, timeout=0):
+            return self.poll()
+
+        def purge(self, **kw):
+            pass
+
+    monkeypatch.setattr(module, "Producer", Failing)
+    log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
+    healed = []
+    r = produce({}, "t", 2, 5000, {}, log, before_flush=lambda: healed.append(True))
+    # The first chunk (1,024 sends) was handed: 100 queued and acked, the other 924 refused (rejected: never
+    # sent); no chunk after it.
+    assert (r.sent, r.acked, r.rejected, r.unknown) == (1024, 100, 924, 0)
+    assert "OUT_OF_ORDER_SEQUENCE_NUMBER" in r.error and healed == [True]
+    got = rows(tmp_path / "acks.parquet")
+    assert {(x["partition"], x["value"]) for x in got} == {(i % 2, i // 2) for i in range(1024)}
+    assert {x["error"] for x in got if x["outcome"] == "rejected"} == {"_FATAL"}
+    assert sorted(x["value"] for x in got if x["outcome"] == "acked" and x["partition"] == 0) == list(range(100))
 
 
 def test_a_full_queue_hands_the_rest_of_a_batch_again_in_order():
