@@ -374,12 +374,9 @@ def _publish(folder, out: Path, code: Exit) -> Exit:
     from . import signals
     from .report import write_index, write_report
 
-    earlier = signals.received() is not None  # the run was interrupted already: its summary says so
     try:
         write_report(folder)
         write_index(out)
-        if not earlier:
-            signals.check()  # one that arrived while rendering and that a library swallowed
     except signals.Interrupted as e:
         with signals.deferred():  # the summary is rewritten whole, whatever signal comes next
             summary = folder.read_summary() or {}
