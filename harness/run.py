@@ -30,7 +30,7 @@ from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .workload.consumers import ConsumerGroup
 from .workload.producer import DeliveryLog, produce
-from .workload.readback import save_log
+from .workload.readback import final_read, save_log
 from .workload.topic import create_topic
 from .workload.transactional import TransactionalWorkload, TransactionsLog, TransactionsUnavailable
 
@@ -207,13 +207,27 @@ class Run:
         self.listener.phase(name, "healing")
         cluster.settle(topic, spec.topic.partitions)
         self.listener.phase(name, "reading back")
-        save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.log_path(name))
+        self._final_read(spark, name, topic)
         if transactional:  # what the broker kept of aborted and fenced transactions, for the report
             save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.uncommitted_log_path(name),
                      isolation="read_uncommitted")
         if group is not None:
             self._finish_group(group, name)
         self.listener.phase(name, "done")
+
+    def _final_read(self, spark, name: str, topic: str) -> None:
+        """The variant's final read, and what it proved (read.json: each partition's range, its ends held
+        still); a read whose ends kept moving is said out loud (its absent values are then unseen)."""
+        partitions = self.spec.topic.partitions
+        read = final_read(spark, self.cluster.client, topic, partitions, self.folder.log_path(name))
+        found = self.folder.log_ends(name)  # a broker's listed end may lag what a fetch returned
+        read["end"] = [max(end, found.get(p, 0)) for p, end in enumerate(read["end"])]
+        self.folder.write_read(name, read)
+        if not read["complete"]:
+            warning = (f"{name}: the partitions' ends kept moving over {read['reads']} final reads; acknowledged "
+                       "values not found at a partition's tail are unseen (lost or late), and the verdict unknown")
+            self.warnings.append(warning)
+            self.listener.warning(warning)
 
     # -- the consumer workload (workload/consumers.py) ----------------------------------------------
     def _consumer_group(self, variant, topic: str) -> ConsumerGroup | None:

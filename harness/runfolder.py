@@ -11,6 +11,9 @@
                                                workload/transactional.py)
                    <variant>/log.parquet/      the topic as read back (read_committed), one file per partition,
                                                _SUCCESS last
+                   <variant>/read.json         the range the final read proved it covered: each partition's
+                                               log start and end offsets, and whether the ends held still
+                                               (workload/readback.final_read)
                    <variant>/log_read_uncommitted.parquet/  transactional variants: the same read with
                                                read_uncommitted (for the report)
                    <variant>/anomalies/<table>.parquet   one table per anomaly (analysis/anomalies.TABLES,
@@ -45,6 +48,7 @@ ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failu
 LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
 TRANSACTIONS, LOG_UNCOMMITTED = "transactions.parquet", "log_read_uncommitted.parquet"
 SINK = "sink.sqlite"
+READ = "read.json"
 AGGREGATE = "aggregate.json"
 
 
@@ -93,6 +97,22 @@ def _fault_row_problem(row: dict) -> str:
                 datetime.fromisoformat(row[key])
             except (TypeError, ValueError):
                 return f"{key}: {json.dumps(row[key])[:60]} is not a time (ISO 8601)"
+    return ""
+
+
+def _read_problem(doc: dict, partitions: int | None) -> str:
+    """What is wrong with a read.json ("" when nothing)."""
+    if not isinstance(doc.get("complete"), bool):
+        return "complete: not true or false"
+    for key in ("start", "end"):
+        x = doc.get(key)
+        if not isinstance(x, list) or not all(isinstance(o, int) and not isinstance(o, bool) and 0 <= o < 2**63
+                                              for o in x):
+            return f"{key}: not a list of offsets (whole numbers from 0)"
+    if len(doc["start"]) != len(doc["end"]) or (partitions is not None and len(doc["end"]) != partitions):
+        return f"start and end must list every partition ({partitions if partitions is not None else 'as many'})"
+    if any(s > e for s, e in zip(doc["start"], doc["end"])):
+        return "a partition's start is beyond its end"
     return ""
 
 
@@ -163,6 +183,9 @@ class RunFolder:
 
     def transactions_path(self, variant: str) -> Path:
         return self.path / variant / TRANSACTIONS
+
+    def read_path(self, variant: str) -> Path:
+        return self.path / variant / READ
 
     def uncommitted_log_path(self, variant: str) -> Path:
         return self.path / variant / LOG_UNCOMMITTED
@@ -288,6 +311,24 @@ class RunFolder:
         """The transactions log's files of a variant (none for a variant without transactions)."""
         path = self.transactions_path(variant)
         return parquet_files(path) if path.exists() else []
+
+    def write_read(self, variant: str, doc: dict) -> None:
+        _write_atomic(self.read_path(variant), json.dumps(doc) + "\n")
+
+    def read_read(self, variant: str, partitions: int | None = None) -> dict | None:
+        """What the final read proved (final_read's record), or None when the folder has none (a run of an
+        older release: its read is not known to have reached the end). RunFolderError when it is damaged."""
+        path = self.read_path(variant)
+        if not path.exists():
+            return None
+        try:
+            doc = json_object(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise RunFolderError(f"{path}: unreadable ({_first_line(e)})", damaged=True) from None
+        problem = _read_problem(doc, partitions)
+        if problem:
+            raise RunFolderError(f"{path}: {problem}", damaged=True)
+        return doc
 
     def read_transactions(self, variant: str):
         """The transactions log as a pyarrow Table, or None (no transactions in this variant)."""

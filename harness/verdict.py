@@ -1,10 +1,13 @@
-"""The verdict, pure: metrics + allow list + expectations -> pass / fail / allowed per check.
+"""The verdict, pure: metrics + allow list + expectations -> pass / fail / allowed / unknown per check.
 
 Fatal anomalies (metrics.FATAL: lost, unexpected, inconsistent offsets, rejected-visible, ...)
 fail a variant whenever they occur, unless the variant names them in `allow`; an allowed
-anomaly that occurred is reported as "allowed", never as a pass. Expectations add rules of
-their own (`duplicates: 0`, `jump_back_runs: "> 0"`); a rule on a metric replaces its
-implicit "== 0". This module is the only place that decides pass or fail.
+anomaly that occurred is reported as "allowed", never as a pass. An undecided metric above 0
+(metrics.UNDECIDED: unseen, acked values a final read that could not prove it reached the end
+did not find) makes the check, and the variant, "unknown" (exit 3): lost or late, nobody can
+tell, so never a pass; allowing `lost` makes it moot. Expectations add rules of their own
+(`duplicates: 0`, `jump_back_runs: "> 0"`); a rule on a metric replaces its implicit "== 0".
+This module is the only place that decides pass or fail.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 
 from .analysis.metrics import METRICS
 
-PASS, FAIL, ALLOWED = "pass", "fail", "allowed"
+PASS, FAIL, ALLOWED, UNKNOWN = "pass", "fail", "allowed", "unknown"
 # Run verdicts besides pass and fail: the run did not produce numbers to judge.
 INCOMPLETE, INTERRUPTED, ERROR = "incomplete", "interrupted", "error"
 
@@ -59,6 +62,9 @@ def judge(metrics: dict[str, int], rules: dict[str, Rule], allow: frozenset[str]
             rule = rules[m.key]
             status = FAIL if actual is None or not rule.holds(actual) else PASS
             checks.append(_check(m.key, str(rule), actual, status))
+        elif m.undecided:
+            status = PASS if not actual else ALLOWED if "lost" in allow else UNKNOWN
+            checks.append(_check(m.key, f"{IMPLICIT} (else unknown)", actual, status))
         elif m.fatal and m.key in allow:
             checks.append(_check(m.key, "allowed", actual, ALLOWED if actual else PASS))
         elif m.fatal:
@@ -68,28 +74,31 @@ def judge(metrics: dict[str, int], rules: dict[str, Rule], allow: frozenset[str]
 
 
 def _check(metric: str, rule: str, actual, status: str) -> dict:
-    return {"metric": metric, "rule": rule, "actual": actual, "status": status, "passed": status != FAIL}
+    return {"metric": metric, "rule": rule, "actual": actual, "status": status, "passed": status in (PASS, ALLOWED)}
 
 
 def variant_verdict(checks: list[dict]) -> str:
-    return FAIL if any(c["status"] == FAIL for c in checks) else PASS
+    """fail if a check failed, else unknown if one could not be decided, else pass."""
+    statuses = {c["status"] for c in checks}
+    return FAIL if FAIL in statuses else UNKNOWN if UNKNOWN in statuses else PASS
 
 
 def run_verdict(summary: dict) -> str:
-    """pass, fail, incomplete, interrupted or error for a whole summary.json."""
+    """pass, fail, unknown, incomplete, interrupted or error for a whole summary.json."""
     status = summary.get("status", "complete")
     if status in (INTERRUPTED, ERROR):
         return status
     variants = summary.get("variants", {})
-    if any(_checks(v) and variant_verdict(_checks(v)) == FAIL for v in variants.values()):
+    verdicts = {variant_verdict(_checks(v)) for v in variants.values() if _checks(v)}
+    if FAIL in verdicts:
         return FAIL
     if status == INCOMPLETE or any(v.get("incomplete") for v in variants.values()):
         return INCOMPLETE
-    return PASS
+    return UNKNOWN if UNKNOWN in verdicts else PASS
 
 
 def status_of(check: dict) -> str:
-    """pass, fail or allowed; summaries written before statuses existed carry only `passed`."""
+    """pass, fail, allowed or unknown; summaries written before statuses existed carry only `passed`."""
     return check.get("status") or (PASS if check.get("passed") else FAIL)
 
 

@@ -11,9 +11,10 @@ NO_OFFSET = -1001  # the client was told no offset (acks=0)
 BEST = {"acked": 3, "unknown": 2, "rejected": 1}  # a value's outcome is its best send's
 
 
-def reference(log_rows, ack_rows):
+def reference(log_rows, ack_rows, reads=None):
     """log_rows: (partition, offset, value or None); ack_rows: (partition, value, outcome, offset or None[,
-    session]): a value may be sent once per session.
+    session]): a value may be sent once per session. reads: {partition: (log start, end)} of a complete
+    final read; a partition not in it was not proven read to its end.
 
     Returns {"metrics": {...}, table name: sorted list of row tuples without the partition... with it}.
     """
@@ -31,7 +32,7 @@ def reference(log_rows, ack_rows):
             sends[p][v] = (best, acked_offsets[-1] if acked_offsets else NO_OFFSET)
     m = defaultdict(int)
     t = defaultdict(list)
-    for p in sorted(set(logs) | set(sends)):
+    for p in sorted(set(logs) | set(sends) | set(reads or {})):
         records = sorted(logs[p])
         sent = sends[p]
         highest, first, run = None, {}, None
@@ -63,19 +64,33 @@ def reference(log_rows, ack_rows):
 
         by_offset = dict(records)
         last_offset = records[-1][0] if records else None
-        told = []
+        read = (reads or {}).get(p)
+        m["deleted_before_read"] += read[0] if read else 0
+        told = sorted((session, v, off) for v in sent for outcome, off, session in all_sends[p][v]
+                      if outcome == "acked" and off != NO_OFFSET)  # send order: by session, then value
+        minus_one = set()  # (session, value) of sends in a batch acknowledged with base offset -1
+        for i, (session, v, off) in enumerate(told):
+            prev = told[i - 1] if i else None
+            in_batch = prev is not None and prev[0] == session and off == prev[2] + 1 and \
+                (prev[0], prev[1]) in minus_one
+            if off == -1 or in_batch:
+                minus_one.add((session, v))
+        gone = {}  # acked values absent from the log -> lost / unseen / deleted
         for v in sorted(sent):
             outcome, off = sent[v]
             m["sent"] += 1
             m[outcome] += 1
             present = v in first
             if outcome == "acked" and not present:
-                later = highest is not None and v < highest
-                m["lost" if later else "unseen"] += 1
-                t["lost" if later else "unseen"].append((p, v, off))
+                if read is None:
+                    gone[v] = "lost" if highest is not None and v < highest else "unseen"
+                else:
+                    gone[v] = "deleted_before_read" if 0 <= off < read[0] else "lost"
+                if gone[v] != "deleted_before_read":  # that metric counts the records deleted (the log start)
+                    m[gone[v]] += 1
+                t[gone[v]].append((p, v, off))
             for send_outcome, off, session in all_sends[p][v]:  # every acked send's offset is checked
-                if send_outcome == "acked" and off != NO_OFFSET:
-                    told.append((session, v, off))
+                if send_outcome == "acked" and off != NO_OFFSET and present:  # absent: lost, nothing else
                     cause = None
                     if off < 0:
                         cause = "negative offset (the client was told none)"
@@ -87,9 +102,10 @@ def reference(log_rows, ack_rows):
                     elif by_offset[off] != v:
                         cause = "holds another value"
                     if cause:
-                        m["inconsistent_offsets"] += 1
+                        name = "base_offset_minus_one" if (session, v) in minus_one else "inconsistent_offsets"
+                        m[name] += 1
                         found = by_offset.get(off) if off >= 0 else None
-                        t["inconsistent_offsets"].append((p, v, off, found, cause))
+                        t[name].append((p, v, off, found, cause, first[v]))
             if outcome == "acked":
                 continue
             if not present:
@@ -99,7 +115,7 @@ def reference(log_rows, ack_rows):
             else:
                 m["rejected_visible"] += 1
                 t["rejected_visible"].append((p, v, first[v]))
-        told.sort()  # send order: by session, then value
+        told = [x for x in told if (x[0], x[1]) not in minus_one]
         for (ps, pv, po), (s, v, off) in zip(told, told[1:]):
             if s == ps and off < po:
                 m["nonmonotonic_sends"] += 1
@@ -109,10 +125,10 @@ def reference(log_rows, ack_rows):
         for i, v in enumerate(absent):
             start = v if start is None else start
             if i + 1 == len(absent) or absent[i + 1] != v + 1:
-                acked_absent = [x for x in range(start, v + 1) if sent[x][0] == "acked"]
-                n_lost = sum(1 for x in acked_absent if highest is not None and x < highest)
-                n_unseen = len(acked_absent) - n_lost
-                kind = "lost" if n_lost else "unseen" if n_unseen else "missing"
+                kinds = [gone.get(x) for x in range(start, v + 1)]
+                n_lost, n_unseen = kinds.count("lost"), kinds.count("unseen")
+                kind = ("lost" if n_lost else "unseen" if n_unseen else "deleted"
+                        if "deleted_before_read" in kinds else "missing")
                 t["gaps"].append((p, start, v, v - start + 1, n_lost, n_unseen, kind))
                 start = None
     runs = t["jump_back_runs"]

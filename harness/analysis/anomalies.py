@@ -1,6 +1,6 @@
 """The anomaly definitions: one topic partition at a time, streaming numpy, no Spark and no I/O.
 
-    check_partition(partition, acks_batches, log_batches) -> Findings (metrics + detail tables)
+    check_partition(partition, acks_batches, log_batches, read=(start, end)) -> Findings (metrics + detail tables)
 
 acks batches are the delivery log (partition, value, outcome, offset[, error, sent_at, latency_ms, session,
 txn]), log batches the partition as read back (partition, offset, value[, timestamp]) in offset order;
@@ -17,12 +17,23 @@ Definitions (DESIGN.md, "Words"; the registry in metrics.py has one line for eac
   jump-back    a record whose value is not above the highest value read before it; consecutive
                jump-backs form a run of size highest_before - first_value (the seed article's
                "m=65899 Last-acked=65929 JUMP BACK 30"), kind duplicate / reorder / mixed
-  lost         acked, never read, and a later value (by send order) of the partition was read
-  unseen       acked, never read, and nothing later read: lost or late, a final read cannot tell
+  lost         acked, never read by a complete final read (`read` given: the partition read from its log
+               start to its end, re-checked until the end held still), wherever it sat: middle or tail
+  unseen       acked, never read, when the read is not known to be complete (`read` None: a run folder
+               of an older release, or a read whose end kept moving): lost if a later value (by send
+               order) was read, else unseen (lost or late, nobody can tell; the verdict is unknown)
+  deleted_before_read  the partition's log start offset at the final read: records the broker deleted
+               before it (retention, truncation of the start); an acked value told an offset among them is
+               counted here, not as lost
   missing      rejected or unknown, never read
   received_unacked  unknown and read;  rejected_visible  rejected and read ("rejected" lied)
-  inconsistent offset  an acked offset that holds another value, or nothing (every acked send is checked)
+  inconsistent offset  an acked value that is in the log, but not at the offset the client was told (every
+               acked send is checked). An acked value absent from the log is lost, never also this.
+  base_offset_minus_one  the same for the sends of a batch the broker acknowledged with base offset -1
+               (Tansu's answer to a retry it deduplicated: librdkafka then tells -1, 0, 1, ... for the
+               batch's messages): its own name, so an experiment can allow exactly that broker quirk
   nonmonotonic send    an acked send whose offset is below the previous acked send's of its session
+               (base_offset_minus_one sends left out: one event, one name)
   unexpected   a record whose value the workload never sent to this partition (or no number at all)
 
 Transactional variants (the log read with read_committed). A send counts as acked when its
@@ -37,6 +48,7 @@ fenced, whatever its commit returned). A record is attributed to a send first by
   torn           a transaction whose values are partly read (per partition here; across partitions
                  by the driver, from each partition's per-transaction counts: transaction_parts)
 Unknown transactions are neither lost nor aborted: the read decides (all read: committed, none: aborted).
+A value of a committed transaction that is not read is lost_committed, not also lost.
 
 Unexpected records are left out of the order analysis (they would make every later record a
 jump-back), and memory is bounded by the values sent, never by the largest value read.
@@ -76,10 +88,15 @@ TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
     "duplicates": [("partition", _I32), ("value", _I64), ("offset", _I64), ("first_offset", _I64)],
     "lost": [("partition", _I32), ("value", _I64), ("offset", _I64)],
     "unseen": [("partition", _I32), ("value", _I64), ("offset", _I64)],
+    "deleted_before_read": [("partition", _I32), ("value", _I64), ("offset", _I64)],
     "gaps": [("partition", _I32), ("first_value", _I64), ("last_value", _I64), ("values", _I64), ("lost", _I64),
              ("unseen", _I64), ("kind", _STR)],
+    # offset: where the client was told the value is; found_value: what that offset holds; found_at: the
+    # offset of the value's first copy in the log.
     "inconsistent_offsets": [("partition", _I32), ("value", _I64), ("offset", _I64), ("found_value", _I64),
-                             ("cause", _STR)],
+                             ("cause", _STR), ("found_at", _I64)],
+    "base_offset_minus_one": [("partition", _I32), ("value", _I64), ("offset", _I64), ("found_value", _I64),
+                              ("cause", _STR), ("found_at", _I64)],
     "nonmonotonic_sends": [("partition", _I32), ("value", _I64), ("offset", _I64), ("previous_value", _I64),
                            ("previous_offset", _I64)],
     "rejected_visible": [("partition", _I32), ("value", _I64), ("offset", _I64), ("error", _STR)],
@@ -327,9 +344,10 @@ def _count_seconds(counts: dict[int, int], seconds: np.ndarray) -> None:
 class PartitionCheck:
     """Feed one partition's records in offset order, batch by batch; finish() gives the findings."""
 
-    def __init__(self, outcomes: Outcomes):
+    def __init__(self, outcomes: Outcomes, read: tuple[int, int] | None = None):
         self.outcomes = outcomes
         self.partition = outcomes.partition
+        self.read = read  # (log start, end) of a complete final read; None: not known to be complete
         n = len(outcomes.code)
         self.first = np.full(n, -1, dtype=np.int64)  # offset of each value's first copy
         self.received = self.repeats = self.reorders = 0
@@ -340,12 +358,16 @@ class PartitionCheck:
         self.duplicates: list[tuple] = []  # (value, offset, first_offset)
         self.unexpected: list[tuple] = []  # (offset, value or None)
         self.seconds: dict[int, list[int]] = {}  # epoch second -> [records, duplicates, jump_backs]
-        values, offsets, _ = outcomes.acked_sends()
+        values, offsets, sessions = outcomes.acked_sends()
         told = offsets != NO_OFFSET
         order = np.argsort(offsets[told], kind="stable")
-        self.ack_val, self.ack_off = values[told][order], offsets[told][order]  # acked sends, by offset
+        # Acked sends, by offset.
+        self.ack_val, self.ack_off, self.ack_ses = values[told][order], offsets[told][order], sessions[told][order]
         self.ack_i = 0  # acks before this index were checked against the log
-        self.inconsistent: list[tuple] = []  # (value, offset, found_value, cause)
+        # Acked sends whose told offset does not hold their value: (value, offset, found_value, cause, session). Whether
+        # that is an inconsistent offset (the value is elsewhere in the log), a loss (it is nowhere) or the
+        # base-offset -1 quirk is decided in finish(), when the whole log has been seen.
+        self.misplaced: list[tuple] = []
         # Transactional variants: each value's transaction, and where non-committed transactions wrote.
         if outcomes.transactional:
             self.rank, self.txn = outcomes.value_rank(), outcomes.value_txn()
@@ -413,7 +435,7 @@ class PartitionCheck:
         if cause is None:
             cause = ("negative offset (the client was told none)" if off < 0
                      else "beyond the end of the log" if off > self.last_offset else "no record at this offset")
-        self.inconsistent.append((int(self.ack_val[i]), off, found, cause))
+        self.misplaced.append((int(self.ack_val[i]), off, found, cause, int(self.ack_ses[i])))
 
     def _order(self, offsets, values, timestamps_ms) -> None:
         n = len(values)
@@ -487,21 +509,19 @@ class PartitionCheck:
             self._inconsistent(i, None)
         self.ack_i = len(self.ack_off)
         o = self.outcomes
-        n = len(o.code)
         present = self.first >= 0
         sent, acked = o.code > 0, o.code == ACKED
         absent = sent & ~present
-        later = np.arange(n) < self.highest  # a later value (by send order) was read
-        lost, unseen = absent & acked & later, absent & acked & ~later
+        # A committed transaction's value not read is lost_committed (_transactions), not also lost.
+        lost_here = absent & acked & ((self.rank == 0) if o.transactional else True)
+        lost, unseen, deleted = lost_cases(lost_here, o.offset, self.highest, self.read)
         rejected_visible = present & (o.code == REJECTED)
-        # Acked sends in send order (by session, then value): a later one at a lower offset, same session.
-        s_val, s_off, s_ses = o.acked_sends()
-        keep = s_off != NO_OFFSET
-        s_val, s_off, s_ses = s_val[keep], s_off[keep], s_ses[keep]
-        if len(s_val) > 1 and not (s_ses[0] == s_ses.min() == s_ses.max() and (np.diff(s_val) > 0).all()):
-            order = np.lexsort((s_val, s_ses))  # (one session fed in value order, the common case, is sorted)
-            s_val, s_off, s_ses = s_val[order], s_off[order], s_ses[order]
-        backwards = np.flatnonzero((np.diff(s_off) < 0) & (np.diff(s_ses) == 0)) + 1
+        s_val, s_off, s_ses = _send_order(*o.acked_sends())
+        quirk = minus_one_batches(s_off, s_ses)
+        backwards = nonmonotonic_cases(s_off[~quirk], s_ses[~quirk])
+        n_val, n_off = s_val[~quirk], s_off[~quirk]
+        inconsistent, minus_one = misplaced_cases(self.misplaced, self.first, set(zip(s_ses[quirk].tolist(),
+                                                                                       s_val[quirk].tolist())))
         txn_m, txn_t = self._transactions(present)
         runs = [(fo, lo, fv, hb, hb - fv, length, "duplicate" if reps == length else "reorder" if reps == 0
                  else "mixed") for fo, lo, fv, hb, length, reps in self.runs]
@@ -511,24 +531,30 @@ class PartitionCheck:
             "unknown": int((o.code == UNKNOWN).sum()), "received": self.received,
             "unique": self.received - self.repeats, "duplicates": self.repeats, "jump_back_runs": len(runs),
             "max_jump_back": max((r[4] for r in runs), default=0), "lost": int(lost.sum()),
-            "unseen": int(unseen.sum()), "missing": int((absent & ~acked).sum()),
+            "unseen": int(unseen.sum()), "deleted_before_read": self.read[0] if self.read else 0,
+            "missing": int((absent & ~acked).sum()),
             "received_unacked": int((present & (o.code == UNKNOWN)).sum()), "reorders": self.reorders,
-            "unexpected": len(self.unexpected), "inconsistent_offsets": len(self.inconsistent),
+            "unexpected": len(self.unexpected), "inconsistent_offsets": len(inconsistent),
+            "base_offset_minus_one": len(minus_one),
             "rejected_visible": int(rejected_visible.sum()), "nonmonotonic_sends": len(backwards), **txn_m,
         }
-        lost_v, unseen_v, rv = np.flatnonzero(lost), np.flatnonzero(unseen), np.flatnonzero(rejected_visible)
+        rv = np.flatnonzero(rejected_visible)
+
+        def told(mask):
+            v = np.flatnonzero(mask)
+            return {"partition": [p] * len(v), "value": v.tolist(), "offset": o.offset[v].tolist()}
+
         t: dict[str, dict[str, list]] = {
             "jump_back_runs": _columns("jump_back_runs", p, runs),
             "duplicates": _columns("duplicates", p, self.duplicates),
-            "lost": {"partition": [p] * len(lost_v), "value": lost_v.tolist(), "offset": o.offset[lost_v].tolist()},
-            "unseen": {"partition": [p] * len(unseen_v), "value": unseen_v.tolist(),
-                       "offset": o.offset[unseen_v].tolist()},
-            "gaps": _columns("gaps", p, _gaps(absent, lost, unseen)),
-            "inconsistent_offsets": _columns("inconsistent_offsets", p, self.inconsistent),
-            "nonmonotonic_sends": {"partition": [p] * len(backwards), "value": s_val[backwards].tolist(),
-                                   "offset": s_off[backwards].tolist(),
-                                   "previous_value": s_val[backwards - 1].tolist(),
-                                   "previous_offset": s_off[backwards - 1].tolist()},
+            "lost": told(lost), "unseen": told(unseen), "deleted_before_read": told(deleted),
+            "gaps": _columns("gaps", p, _gaps(absent, lost, unseen, deleted)),
+            "inconsistent_offsets": _columns("inconsistent_offsets", p, inconsistent),
+            "base_offset_minus_one": _columns("base_offset_minus_one", p, minus_one),
+            "nonmonotonic_sends": {"partition": [p] * len(backwards), "value": n_val[backwards].tolist(),
+                                   "offset": n_off[backwards].tolist(),
+                                   "previous_value": n_val[backwards - 1].tolist(),
+                                   "previous_offset": n_off[backwards - 1].tolist()},
             "rejected_visible": {"partition": [p] * len(rv), "value": rv.tolist(), "offset": self.first[rv].tolist(),
                                  "error": [o.errors.get(v) for v in rv.tolist()]},
             "unexpected": _columns("unexpected", p, self.unexpected),
@@ -589,6 +615,65 @@ def torn_transactions(parts: pa.Table, book: pa.Table | None) -> tuple[int, pa.T
     return len(rows), pa.Table.from_pylist(sorted(rows, key=lambda r: r["txn"]), schema=schema)
 
 
+# -- the definitions that need the whole partition, pure ---------------------------------------
+
+def lost_cases(acked_absent: np.ndarray, told: np.ndarray, highest: int,
+               read: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lost, unseen, deleted_before_read) masks over values, from the acked values absent from the log.
+
+    After a complete final read (`read` = (log start, end)) an absent acked value is lost wherever it
+    sat, unless the client was told an offset below the log start: the broker deleted it before the read.
+    Without proof of a complete read, only a value below one that was read is known lost; the rest are
+    unseen (lost or late)."""
+    none = np.zeros(len(acked_absent), dtype=bool)
+    if read is not None:
+        deleted = acked_absent & (told >= 0) & (told < read[0])
+        return acked_absent & ~deleted, none, deleted
+    later = np.arange(len(acked_absent)) < highest  # a later value (by send order) was read
+    return acked_absent & later, acked_absent & ~later, none
+
+
+def _send_order(values: np.ndarray, offsets: np.ndarray, sessions: np.ndarray) -> tuple:
+    """Acked sends that were told an offset, in send order (by session, then value)."""
+    keep = offsets != NO_OFFSET
+    values, offsets, sessions = values[keep], offsets[keep], sessions[keep]
+    if len(values) > 1 and not (sessions[0] == sessions.min() == sessions.max() and (np.diff(values) > 0).all()):
+        order = np.lexsort((values, sessions))  # (one session fed in value order, the common case, is sorted)
+        values, offsets, sessions = values[order], offsets[order], sessions[order]
+    return values, offsets, sessions
+
+
+def minus_one_batches(offsets: np.ndarray, sessions: np.ndarray) -> np.ndarray:
+    """Which sends (in send order) belong to a batch acknowledged with base offset -1: a send told -1 and
+    the sends of its session right after it told 0, 1, 2, ... (librdkafka numbers a batch's messages from
+    its base offset)."""
+    if len(offsets) == 0:
+        return np.zeros(0, dtype=bool)
+    starts = np.ones(len(offsets), dtype=bool)  # where a run of consecutive told offsets starts
+    starts[1:] = (np.diff(offsets) != 1) | (np.diff(sessions) != 0)
+    run = np.cumsum(starts) - 1
+    return offsets[starts][run] == -1
+
+
+def nonmonotonic_cases(offsets: np.ndarray, sessions: np.ndarray) -> np.ndarray:
+    """Indexes of sends (in send order) told a lower offset than the send before them in their session."""
+    return np.flatnonzero((np.diff(offsets) < 0) & (np.diff(sessions) == 0)) + 1
+
+
+def misplaced_cases(misplaced: list[tuple], first: np.ndarray, minus_one: set) -> tuple[list, list]:
+    """Acked sends whose told offset does not hold their value, (value, offset, found_value, cause, session)
+    -> (inconsistent_offsets rows, base_offset_minus_one rows), each (value, offset, found_value, cause,
+    found_at). minus_one: (session, value) of sends in a batch acknowledged with base offset -1. A value
+    absent from the log is not here at all: it is lost (one event, one name)."""
+    inconsistent, quirk = [], []
+    for value, offset, found, cause, session in misplaced:
+        if value >= len(first) or first[value] < 0:
+            continue
+        row = (value, offset, found, cause, int(first[value]))
+        (quirk if (session, value) in minus_one else inconsistent).append(row)
+    return inconsistent, quirk
+
+
 def _columns(table: str, partition: int, rows: list[tuple]) -> dict[str, list]:
     """Row tuples (every column but the leading partition) -> columns."""
     names = [c for c, _ in TABLES[table]][1:]
@@ -596,15 +681,17 @@ def _columns(table: str, partition: int, rows: list[tuple]) -> dict[str, list]:
     return {"partition": [partition] * len(rows), **cols}
 
 
-def _gaps(absent: np.ndarray, lost: np.ndarray, unseen: np.ndarray) -> list[tuple]:
+def _gaps(absent: np.ndarray, lost: np.ndarray, unseen: np.ndarray, deleted: np.ndarray) -> list[tuple]:
     """Runs of consecutive absent values: (first, last, values, lost, unseen, kind)."""
     edges = np.diff(np.concatenate(([0], absent.view(np.int8), [0])))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    lost_c, unseen_c = np.concatenate(([0], np.cumsum(lost))), np.concatenate(([0], np.cumsum(unseen)))
+    lost_c, unseen_c, deleted_c = (np.concatenate(([0], np.cumsum(x))) for x in (lost, unseen, deleted))
     out = []
     for s, e in zip(starts.tolist(), ends.tolist()):
         n_lost, n_unseen = int(lost_c[e] - lost_c[s]), int(unseen_c[e] - unseen_c[s])
-        out.append((s, e - 1, e - s, n_lost, n_unseen, "lost" if n_lost else "unseen" if n_unseen else "missing"))
+        kind = ("lost" if n_lost else "unseen" if n_unseen else "deleted" if deleted_c[e] > deleted_c[s]
+                else "missing")
+        out.append((s, e - 1, e - s, n_lost, n_unseen, kind))
     return out
 
 
@@ -669,16 +756,19 @@ def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
 
 
 def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = (),
-                    transactions: pa.Table | None = None, sends: int | None = None) -> Findings:
+                    transactions: pa.Table | None = None, sends: int | None = None,
+                    read: tuple[int, int] | None = None) -> Findings:
     """Every definition over one partition: acks batches first (the whole delivery log of this
     partition), then log batches. Raises OutOfOrder when the log is not in offset order.
     periods: (fault id, start ms, end ms) of the variant's faults, for latency per fault period;
     transactions: the transactions log (transactional variants);
-    sends: rows of the variant's whole delivery log; a value at or beyond it is a DeliveryLogError."""
+    sends: rows of the variant's whole delivery log; a value at or beyond it is a DeliveryLogError;
+    read: (log start offset, end offset) of a complete final read of this partition, or None when the
+    read is not known to have reached the end (then an acked value absent at the tail is unseen)."""
     outcomes = Outcomes(partition, periods, TransactionBook(transactions), sends)
     for batch in acks:
         feed_acks(outcomes, batch)
-    check = PartitionCheck(outcomes.trimmed())
+    check = PartitionCheck(outcomes.trimmed(), read)
     for batch in log:
         feed_log(check, batch)
     return check.finish()

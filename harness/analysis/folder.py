@@ -113,9 +113,9 @@ def check_files(files: list[str], what: str, partitions: int | None = None) -> d
 
 def check_inputs(folder: RunFolder, variants: list[str], partial: bool = False,
                  partitions: int | None = None) -> dict[str, tuple | str]:
-    """variant -> (log files, delivery-log files, fault periods, transactions-log files, sends recorded), or why
-    it cannot be analysed (only with partial). Reads no data, starts no Spark; RunFolderError naming the first
-    problem."""
+    """variant -> (log files, delivery-log files, fault periods, transactions-log files, sends recorded, the final
+    read's record or None), or why it cannot be analysed (only with partial). Reads no data, starts no Spark;
+    RunFolderError naming the first problem."""
     inputs: dict[str, tuple | str] = {}
     for v in variants:
         why = folder.missing(v)
@@ -127,11 +127,12 @@ def check_inputs(folder: RunFolder, variants: list[str], partial: bool = False,
             sends = check_files(acks, "acks", partitions)["rows"]
             check_files(logs, "log", partitions)
             check_files(txns, "transactions", partitions)
+            read = folder.read_read(v, partitions)
             if not txns and _has_transactions(acks):
                 why = f"{folder.transactions_path(v)} is missing (the delivery log names transactions)"
         if why and not partial:
             raise RunFolderError(f"{why}; analyse what is complete with --partial")
-        inputs[v] = why or (logs, acks, fault_periods(folder, v), txns, sends)
+        inputs[v] = why or (logs, acks, fault_periods(folder, v), txns, sends, read)
     return inputs
 
 
@@ -165,7 +166,8 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
         if sink is not None:  # a consumer group ran: its sink against the log (consumption.py)
             figures = _consumption(sink, given[0], metrics, tables)
         folder.write_tables(v, tables)
-        out[v] = {**metrics, **timing, **figures}
+        read = given[5]
+        out[v] = {**metrics, **timing, **figures, **({"read": read} if read is not None else {})}
     return out
 
 

@@ -21,6 +21,7 @@ class Metric:
     trend: bool = False  # drawn across runs in the runs index
     accounting: bool = False  # delivery counts, shown dimmed after the anomalies
     consumer: bool = False  # measured on the consumer group's sink (0 in variants without one)
+    undecided: bool = False  # above 0 the verdict is unknown (exit 3), unless the variant allows lost
 
 
 METRICS: tuple[Metric, ...] = (
@@ -34,18 +35,24 @@ METRICS: tuple[Metric, ...] = (
            "runs of consecutive records whose value is not above the highest value read before", anomaly=True),
     Metric("max_jump_back", "max jump-back", "largest jump-back size: highest value before - first value of the run",
            combine="max"),
-    Metric("lost", "lost", "acked values never read while a later value of their partition was read",
+    Metric("lost", "lost", "acked values absent from a complete final read, wherever they sat (middle or tail)",
            fatal=True, anomaly=True, trend=True),
     Metric("unseen", "unseen",
-           "acked values never read with nothing later read in their partition: lost or late, a final read cannot tell",
-           anomaly=True),
+           "acked values absent when the final read could not prove it reached a partition's end, with nothing "
+           "later read: lost or late, nobody can tell (the verdict is unknown)", anomaly=True, undecided=True),
+    Metric("deleted_before_read", "deleted before read",
+           "records the broker deleted before the final read (each partition's log start offset above 0); acked "
+           "values told an offset among them are counted here, not as lost", fatal=True, anomaly=True),
     Metric("missing", "missing", "rejected or unknown values never read (expected under faults)"),
     Metric("received_unacked", "received-unacked", "unknown values that are in the log anyway"),
     Metric("reorders", "reorders", "jump-back records whose value had not been read before (late, not repeated)"),
     Metric("unexpected", "unexpected", "records read that the workload never sent (foreign format included)",
            fatal=True, anomaly=True),
     Metric("inconsistent_offsets", "inconsistent offsets",
-           "acked offsets that hold another value, or nothing", fatal=True, anomaly=True),
+           "acked values that are in the log, but not at the offset the client was told", fatal=True, anomaly=True),
+    Metric("base_offset_minus_one", "base offset -1",
+           "the same for sends of a batch the broker acknowledged with base offset -1 (Tansu's answer to a retry it "
+           "deduplicated: the client is told -1, 0, 1, ...)", fatal=True, anomaly=True),
     Metric("rejected_visible", "rejected-visible", "values reported as rejected (never written) that are in the log",
            fatal=True, anomaly=True),
     Metric("nonmonotonic_sends", "nonmonotonic sends",
@@ -110,6 +117,7 @@ FIGURES: tuple[Figure, ...] = (
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
 FATAL: frozenset[str] = frozenset(m.key for m in METRICS if m.fatal)
+UNDECIDED: frozenset[str] = frozenset(m.key for m in METRICS if m.undecided)
 
 
 def combine(key: str, values) -> int:

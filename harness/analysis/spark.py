@@ -242,9 +242,10 @@ def read_transactions(files: list[str]) -> pa.Table | None:
 
 
 def check_files(partition: int, log_files: list[str], acks_files: list[str], periods: list = (),
-                txn_files: list[str] = (), sends: int | None = None):
+                txn_files: list[str] = (), sends: int | None = None, read: tuple[int, int] | None = None):
     """anomalies.check_partition over files; a log out of offset order is sorted first.
-    sends: rows of the whole delivery log, an upper bound of any value it may hold."""
+    sends: rows of the whole delivery log, an upper bound of any value it may hold;
+    read: (log start, end) of this partition's complete final read, or None."""
     def acks():
         return read_partition(acks_files, partition, ACKS_COLUMNS)
 
@@ -252,11 +253,11 @@ def check_files(partition: int, log_files: list[str], acks_files: list[str], per
     try:
         try:
             return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS), periods,
-                                   transactions, sends)
+                                   transactions, sends, read)
         except OutOfOrder:
             table = pa.Table.from_batches(list(read_partition(log_files, partition, LOG_COLUMNS))).sort_by("offset")
             try:
-                return check_partition(partition, acks(), [table], periods, transactions, sends)
+                return check_partition(partition, acks(), [table], periods, transactions, sends, read)
             except OutOfOrder:  # sorted and still not increasing: an offset is there twice
                 raise DataError(", ".join(log_files), f"partition {partition}: an offset appears more than once "
                                                        "(a topic partition's offsets are unique)") from None
@@ -286,14 +287,14 @@ def findings_batches(findings) -> list[pa.RecordBatch]:
 
 
 def _task(batches):
-    """mapInArrow body: rows (partition, log_files, acks_files, periods, txn_files, sends) -> findings rows, or
-    one row whose table_name is the DataError's message."""
-    names = ("partition", "log_files", "acks_files", "periods", "txn_files", "sends")
+    """mapInArrow body: rows (partition, log_files, acks_files, periods, txn_files, sends, read) -> findings rows,
+    or one row whose table_name is the DataError's message."""
+    names = ("partition", "log_files", "acks_files", "periods", "txn_files", "sends", "read")
     for batch in batches:
-        for p, logs, acks, periods, txns, sends in zip(*(batch.column(c).to_pylist() for c in names)):
+        for p, logs, acks, periods, txns, sends, read in zip(*(batch.column(c).to_pylist() for c in names)):
             try:
                 found = check_files(p, json.loads(logs), json.loads(acks), json.loads(periods), json.loads(txns),
-                                    sends)
+                                    sends, tuple(json.loads(read)) if read else None)
             except DataError as e:
                 yield pa.RecordBatch.from_arrays([pa.array([str(e)], pa.string()), pa.nulls(1, pa.binary())],
                                                  schema=FINDINGS)
@@ -317,24 +318,31 @@ def split(findings: pa.Table) -> dict[str, pa.Table]:
 
 
 def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods: list[dict] = (),
-                    txn_files: list[str] = (), sends: int | None = None) -> tuple:
+                    txn_files: list[str] = (), sends: int | None = None, read: dict | None = None) -> tuple:
     """(metrics, anomaly tables, timing) of one variant, one Spark task per topic partition.
 
     periods: the variant's applied faults as {id, kind, start_ms, end_ms}, for figures per fault period;
     txn_files: its transactions log (transactional variants);
-    sends: rows of the delivery log (no value it holds may reach it); None: not checked."""
+    sends: rows of the delivery log (no value it holds may reach it); None: not checked;
+    read: the final read's record (read.json); only a complete one proves each partition's range."""
     found = partitions_in(log_files + acks_files)
     if found is None:  # files without statistics: read them all once to learn
         found = set()
         for path in log_files + acks_files:
             found.update(pq.read_table(path, columns=["partition"]).column("partition").unique().to_pylist())
+    ranges = {}
+    if read is not None and read["complete"]:
+        ranges = {p: json.dumps([s, e]) for p, (s, e) in enumerate(zip(read["start"], read["end"]))}
+        found |= set(ranges)  # a partition read empty (its start deleted, say) is analysed too
     windows = json.dumps([(p["id"], p["start_ms"], p["end_ms"]) for p in periods])
     txns = json.dumps(list(txn_files))
-    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows, txns, sends) for p in sorted(found)]
+    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows, txns, sends, ranges.get(p))
+             for p in sorted(found)]
     schema = FINDINGS.empty_table()
     if tasks:
         rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF(
-            "partition int, log_files string, acks_files string, periods string, txn_files string, sends long")
+            "partition int, log_files string, acks_files string, periods string, txn_files string, sends long, "
+            "read string")
         schema = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
         damaged = schema.filter(pc.starts_with(schema.column("table_name"), DATA_ERROR))
         if damaged.num_rows:

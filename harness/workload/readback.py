@@ -12,6 +12,13 @@ A record whose value is not a decimal number in the workload's format (another p
 foreign format, a tombstone) is kept with a null value: the analysis counts it as unexpected,
 it never stops the read.
 
+The read proves its range (final_read): each partition is read from its log start offset (the low
+watermark; above 0 the broker deleted records before the read) to at least its listed end, with
+auto.offset.reset=error (a start deleted during the read fails the read, it is never skipped
+silently), and the ends are listed again afterwards; the read is repeated until they held still.
+What it proved is returned, and the run keeps it as <variant>/read.json: after such a read an
+acknowledged value that is absent is lost wherever it sat.
+
 One Spark input partition per topic partition, or per offset range of one: a topic partition
 longer than `split` records (option, default SPLIT) is read as ranges [start, start + split) and
 a last open range, so a long soak's partition is several Spark tasks. Each task writes its own
@@ -38,6 +45,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 SCHEMA = "partition int, offset long, value long, timestamp timestamp"
 BATCH = 50_000
 SPLIT = 4_000_000  # records per Spark task at most, when the listed end says a partition is longer
+READS = 3  # reads at most until the listed ends hold still
 # The workload writes values as "%d": canonical decimal only ("007" or " 5" are someone else's).
 DECIMAL = r"^(0|-?[1-9][0-9]{0,17})$"
 
@@ -62,6 +70,34 @@ class KafkaLogSource(DataSource):
         return KafkaLogReader(self.options)
 
 
+def _consumer(client_config: dict, isolation: str):
+    from confluent_kafka import Consumer
+
+    return Consumer({
+        **client_config,  # bootstrap.servers and any security settings
+        "group.id": "kafka-chaos-final-read",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "error",  # an offset out of range is an error of the read, never a silent skip
+        "isolation.level": isolation,
+        "fetch.max.bytes": 52428800,
+    })
+
+
+def watermarks(client: dict, topic: str, partitions: int, isolation: str = "read_committed",
+               timeout: float = 30) -> list[tuple[int, int]]:
+    """Each partition's (log start offset, end offset) as the broker lists them; under read_committed the end
+    is the last stable offset (librdkafka asks with the consumer's isolation level)."""
+    from confluent_kafka import TopicPartition
+
+    consumer = _consumer(client, isolation)
+    try:
+        return [tuple(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout))
+                for p in range(partitions)]
+    finally:
+        consumer.close()
+
+
 class KafkaLogReader(DataSourceReader):
     def __init__(self, options: dict):
         self.topic = options["topic"]
@@ -70,37 +106,19 @@ class KafkaLogReader(DataSourceReader):
         self.isolation = options.get("isolation", "read_committed")
         self.client_config = json.loads(options.get("client_config", "{}"))
         self.split = options.get("split", str(SPLIT))
+        self.starts = json.loads(options.get("starts", "null"))  # where each partition's read begins
 
     def partitions(self) -> list[InputPartition]:
         split = int(self.split)
+        starts = self.starts or [0] * self.partitions_count
         if split <= 0:
-            return [InputPartition((p, 0, None)) for p in range(self.partitions_count)]
-        ends = self._listed_ends()
+            return [InputPartition((p, starts[p], None)) for p in range(self.partitions_count)]
+        ends = [end for _, end in watermarks(self.client_config, self.topic, self.partitions_count, self.isolation)]
         return [InputPartition((p, start, end)) for p in range(self.partitions_count)
-                for start, end in offset_ranges(ends[p], split)]
-
-    def _listed_ends(self) -> list[int]:
-        """Each partition's end as the broker lists it (a lower bound on Tansu: see the module's text)."""
-        from confluent_kafka import TopicPartition
-
-        consumer = self._consumer()
-        try:
-            return [consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)[1]
-                    for p in range(self.partitions_count)]
-        finally:
-            consumer.close()
+                for start, end in offset_ranges(ends[p], split, starts[p])]
 
     def _consumer(self):
-        from confluent_kafka import Consumer
-
-        return Consumer({
-            **self.client_config,  # bootstrap.servers and any security settings
-            "group.id": "kafka-chaos-final-read",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": self.isolation,
-            "fetch.max.bytes": 52428800,
-        })
+        return _consumer(self.client_config, self.isolation)
 
     def read(self, partition: InputPartition):
         """One offset range of a topic partition: [start, end), or from start to the partition's end."""
@@ -150,30 +168,52 @@ class KafkaLogReader(DataSourceReader):
             consumer.close()
 
 
-def offset_ranges(listed_end: int, split: int) -> list[tuple[int, int | None]]:
-    """Equal [start, end) ranges of at most `split` records covering offsets 0..listed_end, the last one
+def offset_ranges(listed_end: int, split: int, start: int = 0) -> list[tuple[int, int | None]]:
+    """Equal [start, end) ranges of at most `split` records covering offsets start..listed_end, the last one
     open (it reads on to the partition's true end): offset_ranges(10, 4) -> [(0, 4), (4, 8), (8, None)],
-    offset_ranges(9, 8) -> [(0, 5), (5, None)]."""
-    count = max(1, -(-listed_end // split))
-    size = -(-listed_end // count)
-    starts = [k * size for k in range(count)]
+    offset_ranges(9, 8) -> [(0, 5), (5, None)], offset_ranges(10, 4, 6) -> [(6, None)]."""
+    length = max(0, listed_end - start)
+    count = max(1, -(-length // split))
+    size = -(-length // count)
+    starts = [start + k * size for k in range(count)]
     return [(s, s + size) for s in starts[:-1]] + [(starts[-1], None)]
 
 
 def read_topic(spark, client: dict, topic: str, partitions: int, isolation: str = "read_committed",
-               split: int = SPLIT):
+               split: int = SPLIT, starts: list[int] | None = None):
     """The topic as a DataFrame. client: librdkafka connection settings (bootstrap.servers, security).
-    split: records per Spark task at most (0: one task per topic partition)."""
+    split: records per Spark task at most (0: one task per topic partition); starts: the offset each
+    partition's read begins at (default 0)."""
     return (spark.read.format(KafkaLogSource.name())
             .option("client_config", json.dumps(client)).option("topic", topic).option("partitions", str(partitions))
-            .option("isolation", isolation).option("split", str(split)).load())
+            .option("isolation", isolation).option("split", str(split)).option("starts", json.dumps(starts))
+            .load())
 
 
 def save_log(spark, client: dict, topic: str, partitions: int, path: Path, isolation: str = "read_committed",
-             split: int = SPLIT) -> None:
-    """The final read: every record of the topic, one Parquet file per topic partition (or per offset
-    range of one, see SPLIT) in offset order. Spark writes _SUCCESS last, so a folder without it is a
-    read that did not finish. With read_committed (the default) a partition ends at its last stable
-    offset: records of aborted transactions are left out, and so is everything after a transaction that
-    never ended (a broker bug that then shows as lost)."""
-    read_topic(spark, client, topic, partitions, isolation, split).write.mode("overwrite").parquet(str(path))
+             split: int = SPLIT, starts: list[int] | None = None) -> None:
+    """Every record of the topic, one Parquet file per topic partition (or per offset range of one, see
+    SPLIT) in offset order. Spark writes _SUCCESS last, so a folder without it is a read that did not
+    finish. With read_committed (the default) a partition ends at its last stable offset: records of
+    aborted transactions are left out, and so is everything after a transaction that never ended (a
+    broker bug that then shows as lost)."""
+    read_topic(spark, client, topic, partitions, isolation, split, starts).write.mode("overwrite").parquet(str(path))
+
+
+def final_read(spark, client: dict, topic: str, partitions: int, path: Path, isolation: str = "read_committed",
+               split: int = SPLIT, reads: int = READS) -> dict:
+    """The final read (save_log) from each partition's log start, repeated until the listed ends held still
+    over a whole read, at most `reads` times. Returns what it proved, as the run keeps it (read.json):
+    {"isolation", "complete": the ends held still, "reads", "start": [log start per partition],
+     "end": [listed end per partition]}. The caller raises each end to the last offset read + 1 (a broker's
+    listed end may lag what a fetch returns)."""
+    before = watermarks(client, topic, partitions, isolation)
+    for n in range(1, reads + 1):
+        save_log(spark, client, topic, partitions, path, isolation, split, starts=[lo for lo, _ in before])
+        after = watermarks(client, topic, partitions, isolation)
+        held = after == before
+        if held:
+            break
+        before = after
+    return {"isolation": isolation, "complete": held, "reads": n, "start": [lo for lo, _ in after],
+            "end": [hi for _, hi in after]}

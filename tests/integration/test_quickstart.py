@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = [
     {"name": "idempotence-off", "producer": {"enable.idempotence": False}},
     # Tansu answers a deduplicated retry with base offset -1 (experiments/quickstart.yaml says more).
-    {"name": "idempotence-on", "producer": {"enable.idempotence": True}, "allow": ["inconsistent_offsets"]},
+    {"name": "idempotence-on", "producer": {"enable.idempotence": True}, "allow": ["base_offset_minus_one"]},
 ]
 SMALL = {
     "name": "small-quickstart",

@@ -135,19 +135,76 @@ def test_missing_received_unacked_and_rejected_visible():
 
 
 def test_inconsistent_offsets_each_cause():
-    # log: offsets 0,1,2,4 hold values 0,1,2,3 (offset 3 is a hole).
+    # log: offsets 0,1,2,4,5,7 hold values 0,1,2,3,4,6 (offsets 3 and 6 are holes).
     ack_rows = [(0, "acked", 0),     # right
-                (1, "acked", 2),     # offset 2 holds 2: another value
+                (1, "acked", 2),     # offset 2 holds 2: another value (1 is at offset 1)
                 (2, "acked", 3),     # no record at offset 3
-                (3, "acked", -1),    # a negative offset (the embedded broker's base offset -1)
-                (4, "acked", 9),     # beyond the end of the log (4 itself never read: unseen)
-                (5, "acked", NO_OFFSET)]  # acks=0: the client was told no offset, nothing to check
-    f = check(ack_rows, [0, 1, 2, 3], offsets=[0, 1, 2, 4])
-    got = {(r["value"], r["offset"], r["found_value"], r["cause"]) for r in rows(f, "inconsistent_offsets")}
-    assert got == {(1, 2, 2, "holds another value"), (2, 3, None, "no record at this offset"),
-                   (3, -1, None, "negative offset (the client was told none)"), (4, 9, None, "beyond the end of the log")}
+                (3, "acked", -5),    # a negative offset
+                (4, "acked", 9),     # beyond the end of the log
+                (5, "acked", 6),     # offset 6 holds nothing, and 5 is nowhere: lost, nothing else
+                (6, "acked", NO_OFFSET)]  # acks=0: the client was told no offset, nothing to check
+    f = check(ack_rows, [0, 1, 2, 3, 4, 6], offsets=[0, 1, 2, 4, 5, 7])
+    got = {(r["value"], r["offset"], r["found_value"], r["cause"], r["found_at"])
+           for r in rows(f, "inconsistent_offsets")}
+    assert got == {(1, 2, 2, "holds another value", 1), (2, 3, None, "no record at this offset", 2),
+                   (3, -5, None, "negative offset (the client was told none)", 4),
+                   (4, 9, None, "beyond the end of the log", 5)}
     assert f.metrics["inconsistent_offsets"] == 4
-    assert f.metrics["unseen"] == 2  # 4 and 5: acked, nothing later read
+    assert (f.metrics["lost"], f.metrics["unseen"]) == (1, 0)  # 5: acked, absent, a later value (6) read
+
+
+def test_an_acked_value_absent_from_the_log_is_lost_and_nothing_else():
+    # One event, one name: 2 and 3 are gone; their acked offsets hold other values (new records took them,
+    # as after a truncation) or nothing. Complete read or not, it is loss, never an inconsistent offset.
+    ack_rows = [(0, "acked", 0), (1, "acked", 1), (2, "acked", 2), (3, "acked", 3), (4, "acked", 2), (5, "acked", 5)]
+    for read in ((0, 6), None):
+        f = check_partition(0, [acks(ack_rows)], [log([0, 1, 4, 5], offsets=[0, 1, 2, 5])], read=read)
+        assert (f.metrics["lost"], f.metrics["inconsistent_offsets"], f.metrics["base_offset_minus_one"]) == (2, 0, 0)
+        assert [r["value"] for r in rows(f, "lost")] == [2, 3]
+
+
+@pytest.mark.parametrize("batch", [None, 1, 3, 7])
+@pytest.mark.parametrize("where", ["tail", "middle"])
+def test_acked_records_removed_from_a_complete_read_are_lost_wherever_they_sat(where, batch):
+    # 20 values acked at offsets 0..19; the log misses 5 of them, at its end or in its middle, fed in batches
+    # of any size. After a complete read both are loss (exactly 5); without the proof the tail is unseen.
+    gone = range(15, 20) if where == "tail" else range(7, 12)
+    kept = [v for v in range(20) if v not in gone]
+    table = log(kept, offsets=kept)
+    batches = table.to_batches(max_chunksize=batch) if batch else [table]
+    f = check_partition(0, [acks(acked(20))], batches, read=(0, 20))
+    assert (f.metrics["lost"], f.metrics["unseen"], f.metrics["inconsistent_offsets"]) == (5, 0, 0)
+    assert [r["value"] for r in rows(f, "lost")] == list(gone)
+    assert [(g["first_value"], g["values"], g["kind"]) for g in rows(f, "gaps")] == [(gone[0], 5, "lost")]
+    unproven = check_partition(0, [acks(acked(20))], batches)
+    assert (unproven.metrics["lost"], unproven.metrics["unseen"]) == ((0, 5) if where == "tail" else (5, 0))
+
+
+def test_records_deleted_before_the_read_are_named_not_lost():
+    # The log starts at offset 3 (retention deleted 0..2 before the read): 3 records deleted; acked values told
+    # an offset among them are listed there, not as lost. 7 is lost (told offset 7, above the log start).
+    f = check_partition(0, [acks(acked(8))], [log([3, 4, 5, 6], offsets=[3, 4, 5, 6])], read=(3, 8))
+    assert (f.metrics["deleted_before_read"], f.metrics["lost"], f.metrics["unseen"]) == (3, 1, 0)
+    assert [r["value"] for r in rows(f, "deleted_before_read")] == [0, 1, 2]
+    assert [(g["first_value"], g["kind"]) for g in rows(f, "gaps")] == [(0, "deleted"), (7, "lost")]
+
+
+def test_a_batch_acknowledged_with_base_offset_minus_one_has_its_own_name():
+    # Values 0..5 are at offsets 0..5. The batch 3, 4, 5 was a retry the broker deduplicated and answered with
+    # base offset -1: the client was told -1, 0, 1. Those three are base_offset_minus_one, nothing else; a wrong
+    # offset outside such a batch (value 2 told 4) is still an inconsistent offset.
+    ack_rows = [(0, "acked", 0), (1, "acked", 1), (2, "acked", 4), (3, "acked", -1), (4, "acked", 0), (5, "acked", 1)]
+    f = check(ack_rows, [0, 1, 2, 3, 4, 5])
+    m = f.metrics
+    assert (m["base_offset_minus_one"], m["inconsistent_offsets"], m["lost"]) == (3, 1, 0)
+    assert [(r["value"], r["offset"], r["found_at"]) for r in rows(f, "base_offset_minus_one")] == [
+        (3, -1, 3), (4, 0, 4), (5, 1, 5)]
+    assert [r["value"] for r in rows(f, "inconsistent_offsets")] == [2]
+    assert m["nonmonotonic_sends"] == 0  # 3 at -1 after 2 at 4 is the same event: not counted again
+    # A value of such a batch that is nowhere in the log is lost, not the quirk.
+    g = check(ack_rows, [0, 1, 2, 3, 4])
+    assert (g.metrics["base_offset_minus_one"], g.metrics["lost"]) == (2, 0)
+    assert g.metrics["unseen"] == 1
 
 
 def test_inconsistent_offset_in_a_hole_between_batches():
@@ -176,7 +233,8 @@ def test_unexpected_values_are_counted_and_left_out_of_the_order_analysis():
     assert (m["unexpected"], m["received"], m["jump_back_runs"], m["duplicates"]) == (3, 4, 0, 0)
     assert rows(f, "unexpected") == [{"offset": 1, "value": 10**12}, {"offset": 3, "value": -5},
                                      {"offset": 4, "value": None}]
-    assert f.metrics["inconsistent_offsets"] == 3  # acks said offsets 1..3 for values 1..3; strays are there
+    # acks said offsets 1..3 for values 1..3; strays are there and the values are at 2, 5 and 6
+    assert f.metrics["inconsistent_offsets"] == 3
 
 
 def test_value_beyond_what_this_partition_was_sent_is_unexpected():

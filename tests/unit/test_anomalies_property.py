@@ -2,8 +2,9 @@
 
 Each example draws one or more partitions: delivery outcomes, some values sent again in a second
 session (a producer restart), a log made of sent values, repeats, strays (negative, never sent, not a
-number) at increasing offsets with holes, acknowledged offsets that are right, wrong or absent, and
-the size of the batches the log is fed in.
+number) at increasing offsets with holes, acknowledged offsets that are right, wrong or absent, a batch
+told -1, 0, 1, ... (the embedded broker's base offset -1), whether the final read is proven complete
+(and from which log start offset), and the size of the batches the log is fed in.
 """
 
 import pyarrow as pa
@@ -39,7 +40,13 @@ def partition(draw, p):
 
     acks = [(p, v, outcome, told(v, outcome), 0) for v, outcome in enumerate(outcomes)]
     acks += [(p, v, outcome, told(v, outcome), 1) for v, outcome in enumerate(again) if outcome is not None]
-    return [(p, o, v) for o, v in zip(offsets, values)], acks, draw(st.integers(1, 8))
+    if n and draw(st.booleans()):  # a batch acknowledged with base offset -1: told -1, 0, 1, ...
+        first = draw(st.integers(0, n - 1))
+        batch = [i for i, a in enumerate(acks) if a[4] == 0 and first <= a[1] and a[2] == "acked"]
+        for k, i in enumerate(batch[:draw(st.integers(1, 4))]):
+            acks[i] = acks[i][:3] + (k - 1, 0)
+    read = draw(st.one_of(st.none(), st.tuples(st.integers(0, 3), st.just(offsets[-1] + 1 if offsets else 0))))
+    return [(p, o, v) for o, v in zip(offsets, values)], acks, draw(st.integers(1, 8)), read
 
 
 @st.composite
@@ -62,15 +69,16 @@ def _tables(p, log_rows, ack_rows, batch):
 @settings(max_examples=300, deadline=None)
 @given(runs())
 def test_numpy_definitions_equal_the_reference(case):
-    log_rows = [r for lg, _, _ in case for r in lg]
-    ack_rows = [r for _, ak, _ in case for r in ak]
-    want = reference(log_rows, ack_rows)
-    found = [check_partition(p, *_tables(p, lg, ak, batch)) for p, (lg, ak, batch) in enumerate(case)]
+    log_rows = [r for lg, _, _, _ in case for r in lg]
+    ack_rows = [r for _, ak, _, _ in case for r in ak]
+    reads = {p: read for p, (_, _, _, read) in enumerate(case) if read is not None}
+    want = reference(log_rows, ack_rows, reads)
+    found = [check_partition(p, *_tables(p, lg, ak, batch), read=read) for p, (lg, ak, batch, read) in enumerate(case)]
     got = metrics.combine_rows([f.metrics for f in found])
     for key in metrics.KEYS:
         assert got[key] == want["metrics"].get(key, 0), key
-    for table in ("jump_back_runs", "duplicates", "lost", "unseen", "gaps", "inconsistent_offsets",
-                  "nonmonotonic_sends", "unexpected"):
+    for table in ("jump_back_runs", "duplicates", "lost", "unseen", "deleted_before_read", "gaps",
+                  "inconsistent_offsets", "base_offset_minus_one", "nonmonotonic_sends", "unexpected"):
         rows = [tuple(r.values()) for f in found for r in f.table(table).to_pylist()]
         assert sorted(rows, key=repr) == want.get(table, []), table
     rejected = [(r["partition"], r["value"], r["offset"]) for f in found for r in f.table("rejected_visible").to_pylist()]

@@ -35,7 +35,8 @@ def test_passing_run_is_valid_junit_with_one_case_per_check(tmp_path):
     suite, names = cases(path)
     assert names[:3] == [("lost-acks", "run"), ("lost-acks.off", "duplicates > 0"), ("lost-acks.off", "lost allowed")]
     assert ("lost-acks.on", "duplicates == 0") in names and ("lost-acks.on", "lost == 0 (fatal)") in names
-    assert len(names) == 1 + 2 * len(metrics.FATAL) + 2
+    # A check per fatal metric and per undecided one (unseen), in each variant, and the two rules.
+    assert len(names) == 1 + 2 * len(metrics.FATAL | metrics.UNDECIDED) + 2
     assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("0", "0", "0")
 
 

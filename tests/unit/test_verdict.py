@@ -36,9 +36,21 @@ def test_every_fatal_anomaly_fails_a_variant_without_any_rule():
 
 
 def test_a_clean_variant_passes_and_non_fatal_metrics_need_a_rule_to_fail():
-    checks = judge(clean(duplicates=50, jump_back_runs=3, unseen=2, missing=4), {}, set())
-    assert set(statuses(checks)) == set(metrics.FATAL)
+    checks = judge(clean(duplicates=50, jump_back_runs=3, missing=4), {}, set())
+    assert set(statuses(checks)) == set(metrics.FATAL) | {"unseen"}
     assert verdict.variant_verdict(checks) == PASS
+
+
+def test_unseen_values_make_the_verdict_unknown_never_a_pass():
+    # Acked values a read that could not prove it reached the end did not find: lost or late, nobody can tell.
+    checks = judge(clean(unseen=2), {}, set())
+    assert statuses(checks)["unseen"] == verdict.UNKNOWN and verdict.variant_verdict(checks) == verdict.UNKNOWN
+    assert not next(c for c in checks if c["metric"] == "unseen")["passed"]
+    assert verdict.variant_verdict(judge(clean(unseen=2, lost=1), {}, set())) == FAIL  # a known failure wins
+    assert statuses(judge(clean(unseen=2), {}, {"lost"}))["unseen"] == ALLOWED  # loss allowed: moot
+    run = summary.build("r", "e", "complete", {"on": summary.variant_entry(clean(unseen=2), {}, []),
+                                               "off": summary.variant_entry(clean(), {}, [])})
+    assert run["verdict"] == verdict.UNKNOWN and exit_for_verdict(run["verdict"]) == Exit.INFRA
 
 
 def test_allowed_anomaly_is_shown_as_allowed_never_as_a_pass():
