@@ -103,7 +103,8 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
             console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
         for c in x.get("expectations", []):
             status = status_of(c)
-            mark = {"pass": ("pass", "green"), "fail": ("FAIL", "bold red"), "allowed": ("allowed", "yellow")}[status]
+            mark = {"pass": ("pass", "green"), "fail": ("FAIL", "bold red"), "allowed": ("allowed", "yellow"),
+                    "unknown": ("UNKNOWN", "bold magenta")}[status]
             actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
             console.print(Text.assemble("  ", mark, f"  {name}: {c['metric']} {c['rule']} (actual {actual})"))
     if summary.get("reason"):

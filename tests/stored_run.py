@@ -122,7 +122,7 @@ def log_table(partition, per_partition=20) -> pa.Table:
 def make_analysable_run(out: Path, run_id="20260101T000000Z-stored-bbbbbb", partitions=3, per_partition=20):
     """Two variants (off, on), `partitions` partitions of `per_partition` values each, nothing lost:
     analysed, it passes. Written as the harness writes it (acks.parquet, log.parquet/ with _SUCCESS,
-    spec.yaml, summary.json, faults.jsonl)."""
+    read.json of a complete read, spec.yaml, summary.json, faults.jsonl)."""
     import pyarrow.parquet as pq
 
     folder = RunFolder(out / run_id)
@@ -136,6 +136,8 @@ def make_analysable_run(out: Path, run_id="20260101T000000Z-stored-bbbbbb", part
         for p in range(partitions):
             pq.write_table(log_table(p, per_partition), log / f"part-{p:05d}.parquet")
         (log / "_SUCCESS").write_text("")
+        folder.write_read(variant, {"isolation": "read_committed", "complete": True, "reads": 1,
+                                    "start": [0] * partitions, "end": [per_partition] * partitions})
         n = partitions * per_partition
         variants[variant] = variant_entry({**{k: 0 for k in metrics.KEYS}, "sent": n, "acked": n, "received": n,
                                            "unique": n, "produce_seconds": 1.0}, {}, [])

@@ -62,6 +62,11 @@ def headline(summary: dict, run_verdict: str) -> tuple[str, str]:
     incomplete = [f"{name} ({var['incomplete']})" for name, var in variants.items() if var.get("incomplete")]
     if incomplete:
         return "fail", "INCOMPLETE: not analysed: " + "; ".join(incomplete)
+    unknown = [f"{name}: {_check_text(c)}" for name, var in variants.items() for c in var.get("expectations", [])
+               if v.status_of(c) == v.UNKNOWN]
+    if unknown:
+        return "fail", ("UNKNOWN: the final read could not prove it reached every partition's end, so acknowledged "
+                        "values it did not find may be lost or late: " + "; ".join(unknown))
     allowed = [f"{name}: {_check_text(c)}" for name, var in variants.items() for c in var.get("expectations", [])
                if v.status_of(c) == v.ALLOWED]
     if allowed:

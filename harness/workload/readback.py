@@ -70,10 +70,8 @@ class KafkaLogSource(DataSource):
         return KafkaLogReader(self.options)
 
 
-def _consumer(client_config: dict, isolation: str):
-    from confluent_kafka import Consumer
-
-    return Consumer({
+def consumer_config(client_config: dict, isolation: str) -> dict:
+    return {
         **client_config,  # bootstrap.servers and any security settings
         "group.id": "kafka-chaos-final-read",
         "enable.auto.commit": False,
@@ -81,7 +79,13 @@ def _consumer(client_config: dict, isolation: str):
         "auto.offset.reset": "error",  # an offset out of range is an error of the read, never a silent skip
         "isolation.level": isolation,
         "fetch.max.bytes": 52428800,
-    })
+    }
+
+
+def _consumer(client_config: dict, isolation: str):
+    from confluent_kafka import Consumer
+
+    return Consumer(consumer_config(client_config, isolation))
 
 
 def watermarks(client: dict, topic: str, partitions: int, isolation: str = "read_committed",

@@ -42,9 +42,46 @@ def test_failover_keeps_idempotence_clean_and_every_fault_on_time(tmp_path):
 
 
 def test_an_isolated_leader_loses_acks_1_writes_and_no_acks_all_write(tmp_path):
-    r, _, summary, faults = run(tmp_path, "leader-isolation", workload={"messages": 100000, "rate": 4000})
+    r, run_dir, summary, faults = run(tmp_path, "leader-isolation", workload={"messages": 100000, "rate": 4000})
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     one, all_ = summary["variants"]["acks-1"], summary["variants"]["acks-all"]
-    assert one["lost"] > 0, one  # acknowledged by the isolated leader, truncated when it rejoined
+    # Acknowledged by the isolated leader, truncated when it rejoined: lost, under that one name (their offsets
+    # now hold new records, which is not counted again), after a read that proved it reached every end.
+    assert one["lost"] > 0 and one["inconsistent_offsets"] == 0 and one["unseen"] == 0, one
+    assert one["read"]["complete"] and one["read"]["start"] == [0] * len(one["read"]["end"]), one["read"]
     assert all_["lost"] == 0 and all_["duplicates"] == 0, all_
     assert {f["kind"] for f in faults} == {"isolate"} and all(f["outcome"] == "healed" for f in faults)
+    # The same folder with acks-all's last 25 acknowledged records of partition 0 removed: a truncated tail fails.
+    cut = remove_tail(run_dir, "acks-all", partition=0, count=25)
+    assert cut > 0  # acknowledged values among the 25 records (no duplicates here: each is one value)
+    a = subprocess.run([sys.executable, "-m", "harness", "analyze", str(run_dir)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert a.returncode == 1, a.stdout[-3000:] + a.stderr[-3000:]
+    assert f"acks-all: lost == 0 (fatal) (actual {cut})" in a.stdout
+
+
+def remove_tail(run_dir: Path, variant: str, partition: int, count: int) -> int:
+    """Remove the last `count` records of one partition from a stored final read (log.parquet/) and return how
+    many of them carried an acknowledged value."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    acked = pq.read_table(run_dir / variant / "acks.parquet", filters=[("partition", "=", partition),
+                                                                        ("outcome", "=", "acked")])
+    acked_values = set(acked.column("value").to_pylist())
+    for path in (run_dir / variant / "log.parquet").glob("*.parquet"):
+        table = pq.read_table(path).sort_by("offset")
+        mine = pc.equal(table.column("partition"), partition)
+        if not pc.any(mine).as_py():
+            continue
+        kept, gone = table.filter(pc.invert(mine)), table.filter(mine)
+        gone, tail = gone.slice(0, gone.num_rows - count), gone.slice(gone.num_rows - count)
+        pq.write_table(pa_concat(kept, gone), path)
+        return sum(1 for v in tail.column("value").to_pylist() if v in acked_values)
+    return 0
+
+
+def pa_concat(*tables):
+    import pyarrow as pa
+
+    return pa.concat_tables(tables).sort_by([("partition", "ascending"), ("offset", "ascending")])

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.runfolder import RunFolder
-from tests.damaged_folders import CASES
+from tests.damaged_folders import CASES, log
 from tests.stored_run import make_analysable_run
 
 
@@ -83,3 +83,18 @@ def test_damage_found_in_a_spark_task_is_one_line_on_the_terminal(pristine, tmp_
     errors = [line for line in result.stderr.splitlines() if "ERROR" in line or "error" in line]
     assert len(errors) == 1 and errors[0].startswith(f"error: {folder.acks_path('off')}: {case.says}"), result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_missing_tail_without_proof_of_a_complete_read_is_unknown_never_a_pass(pristine, tmp_path):
+    # A folder of a release before read.json: its read is not proven to have reached the end, so acknowledged
+    # values missing at a partition's tail are unseen (lost or late): the analysis is written, verdict unknown,
+    # exit 3.
+    folder = RunFolder(shutil.copytree(pristine.path, tmp_path / pristine.path.name, symlinks=True))
+    log(lambda rows: rows[:-3])(folder)
+    (folder.path / "off" / "read.json").unlink()
+    result = CliRunner().invoke(main, ["analyze", str(folder.path)])
+    assert result.exit_code == 3, result.output
+    assert "UNKNOWN  off: unseen == 0 (else unknown) (actual 3)" in result.output, result.output
+    summary = json.loads((folder.path / "summary.json").read_text())
+    assert (summary["verdict"], summary["variants"]["off"]["unseen"], summary["variants"]["off"]["lost"]) == \
+        ("unknown", 3, 0)

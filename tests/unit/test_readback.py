@@ -86,10 +86,39 @@ def test_a_read_error_is_raised_naming_the_partition(monkeypatch):
 
 def test_partitions_are_offset_ranges_of_the_listed_ends(monkeypatch):
     reader = readback.KafkaLogReader({"topic": "t", "partitions": "2", "split": "4"})
-    monkeypatch.setattr(reader, "_listed_ends", lambda: [10, 3])
+    monkeypatch.setattr(readback, "watermarks", lambda *a: [(0, 10), (0, 3)])
     assert [p.value for p in reader.partitions()] == [(0, 0, 4), (0, 4, 8), (0, 8, None), (1, 0, None)]
     unsplit = readback.KafkaLogReader({"topic": "t", "partitions": "2", "split": "0"})
     assert [p.value for p in unsplit.partitions()] == [(0, 0, None), (1, 0, None)]
+    # Each partition's read begins where the final read says (its log start offset).
+    started = readback.KafkaLogReader({"topic": "t", "partitions": "2", "split": "4", "starts": "[6, 1]"})
+    assert [p.value for p in started.partitions()] == [(0, 6, None), (1, 1, None)]
+
+
+def test_the_final_read_repeats_until_the_ends_hold_still(monkeypatch):
+    listed = iter([[(0, 10)], [(0, 12)], [(0, 12)]])  # before the first read, after it (moved), after the second
+    reads = []
+    monkeypatch.setattr(readback, "watermarks", lambda *a: next(listed))
+    monkeypatch.setattr(readback, "save_log", lambda *a, starts, **k: reads.append(starts))
+    got = readback.final_read(None, {}, "t", 1, "path")
+    assert got == {"isolation": "read_committed", "complete": True, "reads": 2, "start": [0], "end": [12]}
+    assert reads == [[0], [0]]
+
+
+def test_a_final_read_whose_ends_never_hold_still_is_not_complete(monkeypatch):
+    ends = iter(range(100))
+    monkeypatch.setattr(readback, "watermarks", lambda *a: [(3, next(ends))])
+    reads = []
+    monkeypatch.setattr(readback, "save_log", lambda *a, starts, **k: reads.append(starts))
+    got = readback.final_read(None, {}, "t", 1, "path", reads=3)
+    assert (got["complete"], got["reads"], got["start"]) == (False, 3, [3])
+    assert reads == [[3], [3], [3]]  # each read begins at the log start the broker lists
+
+
+def test_the_read_never_skips_an_offset_out_of_range():
+    config = readback.consumer_config({"bootstrap.servers": "127.0.0.1:1"}, "read_uncommitted")
+    assert (config["auto.offset.reset"], config["isolation.level"]) == ("error", "read_uncommitted")
+    assert config["bootstrap.servers"] == "127.0.0.1:1" and config["enable.auto.commit"] is False
 
 
 def test_offset_ranges():

@@ -1,5 +1,6 @@
 """Reports rendered from a stored fixture run (no broker, no Spark)."""
 
+from html import unescape
 import json
 import re
 import shutil
@@ -51,6 +52,21 @@ def test_first_line_says_pass_fail_or_allowed_and_why(tmp_path):
     html = html_of(folder)
     assert re.search(r'id="headline">PASS with allowed anomalies: off: lost = 12 \(allowed by the experiment\)<', html)
     assert '<td class="allowed">allowed</td>' in html and 'data-metric="lost" class="allowed">12<' in html
+
+
+def test_first_line_says_unknown_when_the_read_could_not_prove_it_reached_the_end(tmp_path):
+    from harness.summary import build, variant_entry
+
+    folder, summary, _ = make_run(tmp_path)
+    on = {k: x for k, x in summary["variants"]["on"].items() if k not in ("expectations", "verdict", "allowed")}
+    summary = build(summary["run_id"], summary["experiment"], "complete",
+                    {**summary["variants"], "on": variant_entry({**on, "unseen": 4}, {}, [])},
+                    {k: summary[k] for k in ("cluster", "seed", "started_at", "ended_at", "reason")})
+    rewrite_summary(folder, summary)
+    first = unescape(re.search(r'id="headline">([^<]*)<', html_of(folder)).group(1))
+    assert summary["verdict"] == "unknown"
+    assert first.startswith("UNKNOWN: the final read could not prove it reached every partition's end"), first
+    assert "on: unseen = 4, expected == 0 (else unknown)" in first
 
 
 def test_listing_reproduces_the_seed_articles_lines():
