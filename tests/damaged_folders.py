@@ -270,6 +270,9 @@ CASES = [
     Case("log-tail-removed", log(lambda rows: rows[:-3]), FAIL, "lost == 0 (fatal) (actual 3)", spark=True),
     Case("log-middle-removed", log(lambda rows: rows[:5] + rows[9:]), FAIL, "lost == 0 (fatal) (actual 4)",
          spark=True),
+    Case("log-start-deleted-before-the-read", lambda f: (log(lambda rows: rows[3:])(f), write(
+        "off/read.json", '{"complete": true, "reads": 1, "start": [3, 0, 0], "end": [20, 20, 20]}')(f)), FAIL,
+         "deleted_before_read == 0 (fatal) (actual 3)", spark=True),
     Case("log-stray-value-of-10-to-the-12", log(set_row(19, value=10**12)), FAIL, "unexpected", spark=True),
     Case("log-record-not-the-workloads", log(set_row(19, value=None)), FAIL, "unexpected", spark=True),
     Case("acks-missing-with-partial", remove("on/acks.parquet"), PASS, "incomplete", spark=True,
