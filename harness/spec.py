@@ -65,7 +65,23 @@ BACKENDS = ("local", "compose", "external")
 def _client_key(key: str) -> str:
     if key == "bootstrap.servers":
         raise ValueError("set by the backend; use cluster.bootstrap_servers (backend external)")
+    if key == "transactional.id":  # librdkafka would make every client transactional, the harness none
+        raise ValueError("a producer setting: set it under producer (or a variant's producer), where the harness "
+                         "runs the transactional workload")
     return key
+
+
+def _producer_settings(settings: dict) -> dict:
+    """librdkafka takes any transactional.id as text ("0", "false"): it must be a non-empty string here, or the
+    harness and the client would disagree on whether the variant is transactional."""
+    tid = settings.get("transactional.id")
+    if "transactional.id" in settings and (not isinstance(tid, str) or not tid.strip()):
+        raise ValueError(f"transactional.id: {tid!r} is not a name; give a non-empty string (e.g. kc-tx-1), or "
+                         "leave it out for a producer without transactions")
+    return settings
+
+
+ProducerSettings = Annotated[dict[str, Union[str, int, float, bool]], AfterValidator(_producer_settings)]
 
 
 def _stored(info: ValidationInfo) -> bool:
@@ -498,7 +514,7 @@ def parse_selector(key: str) -> dict[str, str] | None:
 
 class VariantSpec(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)]
-    producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    producer: ProducerSettings = Field(default_factory=dict)
     allow: list[str] = Field(default_factory=list, description="fatal anomalies this variant may show "
                                                                "(e.g. lost with acks=1); the report shows them as allowed")
     consumer: ConsumerSpec | None = Field(None, description="this variant's consumer settings, over the "
@@ -522,7 +538,7 @@ class ExperimentSpec(Strict):
     cluster: ClusterSpec = Field(default_factory=LocalClusterSpec)
     topic: TopicSpec = Field(default_factory=TopicSpec)
     workload: WorkloadSpec
-    producer: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    producer: ProducerSettings = Field(default_factory=dict)
     variants: Annotated[list[VariantSpec], Field(max_length=MAX_VARIANTS)] = Field(default_factory=list)
     matrix: dict[str, Annotated[list[Union[str, int, float, bool]], Field(min_length=1)]] = Field(
         default_factory=dict, description="producer settings to combine: every combination becomes a variant "
@@ -697,7 +713,7 @@ class ExperimentSpec(Strict):
 
     def transactional(self, variant: VariantSpec) -> bool:
         """The variant sends in transactions (its producer settings name a transactional.id)."""
-        return bool(self.producer_config(variant).get("transactional.id"))
+        return "transactional.id" in self.producer_config(variant)
 
     def consumer_spec(self, variant: VariantSpec) -> ConsumerSpec | None:
         """The variant's consumer group: the experiment's section with the variant's fields over it (their
