@@ -17,7 +17,7 @@ def variant_entry(metrics: dict, rules: dict, allow, incomplete: str = "") -> di
     if incomplete:
         entry.update(incomplete=incomplete, expectations=[], verdict=verdict.INCOMPLETE)
         return entry
-    checks = verdict.judge(metrics, rules, allow)
+    checks = verdict.judge(metrics, rules, allow) + verdict.plan_checks(metrics, rules)
     entry.update(expectations=checks, verdict=verdict.variant_verdict(checks))
     return entry
 

@@ -73,6 +73,20 @@ def judge(metrics: dict[str, int], rules: dict[str, Rule], allow: frozenset[str]
     return checks
 
 
+def plan_checks(facts: dict, rules: dict[str, Rule]) -> list[dict]:
+    """What the variant planned and did not do, each an unknown check: a run that did not do what it
+    planned never passes (its numbers say nothing of the faults it never met). facts: the variant's
+    summary entry so far (producer_error, sent, acked, faults_not_applied)."""
+    checks = []
+    if facts.get("producer_error"):
+        checks.append(_check("producer_error", "none (else unknown)", facts["producer_error"], UNKNOWN))
+    if facts.get("sent") and not facts.get("acked") and "acked" not in rules:
+        checks.append(_check("acked", "> 0 (else unknown)", 0, UNKNOWN))
+    if facts.get("faults_not_applied"):
+        checks.append(_check("faults_not_applied", "== 0 (else unknown)", facts["faults_not_applied"], UNKNOWN))
+    return checks
+
+
 def _check(metric: str, rule: str, actual, status: str) -> dict:
     return {"metric": metric, "rule": rule, "actual": actual, "status": status, "passed": status in (PASS, ALLOWED)}
 

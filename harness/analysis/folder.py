@@ -167,7 +167,8 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
             figures = _consumption(sink, given[0], metrics, tables)
         folder.write_tables(v, tables)
         read = given[5]
-        out[v] = {**metrics, **timing, **figures, **({"read": read} if read is not None else {})}
+        out[v] = {**metrics, **timing, **figures, **({"read": read} if read is not None else {}),
+                  "faults_not_applied": faults_not_applied(folder, v)}
     return out
 
 
@@ -225,6 +226,12 @@ def fault_periods(folder: RunFolder, variant: str) -> list[dict]:
             out.append({"id": int(f["id"]), "kind": str(f.get("kind")), "start_ms": int(start * 1000),
                         "end_ms": int(end * 1000)})
     return out
+
+
+def faults_not_applied(folder: RunFolder, variant: str) -> int:
+    """The variant's planned faults that were never applied (not reached, or failed), from faults.jsonl."""
+    return sum(1 for f in folder.read_faults() if f.get("variant") == variant
+               and f.get("outcome") not in ("applied", "healed"))
 
 
 def _first_line(e: BaseException) -> str:

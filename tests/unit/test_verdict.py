@@ -91,3 +91,18 @@ def test_summaries_written_before_statuses_existed_still_get_a_verdict():
 def test_accounting():
     assert metrics.accounting_holds({"sent": 10, "acked": 8, "rejected": 1, "unknown": 1})
     assert not metrics.accounting_holds({"sent": 10, "acked": 8, "rejected": 1, "unknown": 0})
+
+
+def test_a_variant_that_did_not_do_what_it_planned_never_passes():
+    # Its client failed for good, it acknowledged nothing, or a planned fault was never applied: unknown (exit 3)
+    # with the reason, whatever its anomaly metrics say.
+    for facts, metric in (({"producer_error": "_FATAL: Fenced"}, "producer_error"), ({"acked": 0}, "acked"),
+                          ({"faults_not_applied": 2}, "faults_not_applied")):
+        entry = summary.variant_entry(clean(**facts), {}, [])
+        unknown = [c["metric"] for c in entry["expectations"] if c["status"] == verdict.UNKNOWN]
+        assert unknown == [metric] and entry["verdict"] == verdict.UNKNOWN, facts
+        run = summary.build("r", "e", "complete", {"v": entry})
+        assert exit_for_verdict(run["verdict"]) == Exit.INFRA
+    # Unless the experiment says it expects exactly that (a rule on acked).
+    assert summary.variant_entry(clean(acked=0), {"acked": Rule("==", 0)}, [])["verdict"] == PASS
+    assert summary.variant_entry(clean(faults_not_applied=0), {}, [])["verdict"] == PASS
