@@ -330,6 +330,17 @@ class RunFolder:
             raise RunFolderError(f"{path}: {problem}", damaged=True)
         return doc
 
+    def uncommitted_input(self, variant: str) -> list[str]:
+        """The read_uncommitted read's files of a transactional variant (none without one). A read that did not
+        finish (no _SUCCESS) is damaged: the run writes it before the analysis."""
+        path = self.uncommitted_log_path(variant)
+        if not path.exists():
+            return []
+        if path.is_dir() and not (path / DONE).exists():
+            raise RunFolderError(f"{path} is incomplete (no {DONE}: the read_uncommitted read did not finish)",
+                                 damaged=True)
+        return parquet_files(path)
+
     def read_transactions(self, variant: str):
         """The transactions log as a pyarrow Table, or None (no transactions in this variant)."""
         import pyarrow.parquet as pq

@@ -28,7 +28,9 @@ Definitions (DESIGN.md, "Words"; the registry in metrics.py has one line for eac
   missing      rejected or unknown, never read
   received_unacked  unknown and read;  rejected_visible  rejected and read ("rejected" lied)
   inconsistent offset  an acked value that is in the log, but not at the offset the client was told (every
-               acked send is checked). An acked value absent from the log is lost, never also this.
+               acked send is checked), or an offset that held another record in another read of the
+               partition (transactional variants: the read_uncommitted read). An acked value absent from the
+               log is lost, never also this.
   base_offset_minus_one  the same for the sends of a batch the broker acknowledged with base offset -1
                (Tansu's answer to a retry it deduplicated: librdkafka then tells -1, 0, 1, ... for the
                batch's messages): its own name, so an experiment can allow exactly that broker quirk
@@ -344,10 +346,11 @@ def _count_seconds(counts: dict[int, int], seconds: np.ndarray) -> None:
 class PartitionCheck:
     """Feed one partition's records in offset order, batch by batch; finish() gives the findings."""
 
-    def __init__(self, outcomes: Outcomes, read: tuple[int, int] | None = None):
+    def __init__(self, outcomes: Outcomes, read: tuple[int, int] | None = None, changed: list[tuple] = ()):
         self.outcomes = outcomes
         self.partition = outcomes.partition
         self.read = read  # (log start, end) of a complete final read; None: not known to be complete
+        self.changed = list(changed)  # offsets that held another record in another read (changed_offsets)
         n = len(outcomes.code)
         self.first = np.full(n, -1, dtype=np.int64)  # offset of each value's first copy
         self.received = self.repeats = self.reorders = 0
@@ -522,6 +525,7 @@ class PartitionCheck:
         n_val, n_off = s_val[~quirk], s_off[~quirk]
         inconsistent, minus_one = misplaced_cases(self.misplaced, self.first, set(zip(s_ses[quirk].tolist(),
                                                                                        s_val[quirk].tolist())))
+        inconsistent += self.changed
         txn_m, txn_t = self._transactions(present)
         runs = [(fo, lo, fv, hb, hb - fv, length, "duplicate" if reps == length else "reorder" if reps == 0
                  else "mixed") for fo, lo, fv, hb, length, reps in self.runs]
@@ -660,6 +664,24 @@ def nonmonotonic_cases(offsets: np.ndarray, sessions: np.ndarray) -> np.ndarray:
     return np.flatnonzero((np.diff(offsets) < 0) & (np.diff(sessions) == 0)) + 1
 
 
+def changed_offsets(log: pa.Table, other: pa.Table, other_read: str) -> list[tuple]:
+    """Offsets of one partition that held different records in two reads (the analysed log and `other`):
+    inconsistent_offsets rows (value, offset, found_value, cause, found_at). A record that is not a number
+    (null) differs from a number, not from another such record; an offset only one read has is no change
+    (read_committed leaves aborted records out)."""
+    a = log.select(["offset", "value"])
+    b = other.select(["offset", "value"]).rename_columns(["offset", "other"])
+    joined = a.join(b, "offset", join_type="inner")
+    value, found = joined.column("value"), joined.column("other")
+    same = pc.fill_null(pc.equal(value, found), False)
+    both_null = pc.and_(pc.is_null(value), pc.is_null(found))
+    changed = joined.filter(pc.invert(pc.or_(same, both_null))).sort_by("offset")
+    cause = f"another record in the {other_read} read"
+    return [(v, o, f, cause, o) for o, v, f in zip(changed.column("offset").to_pylist(),
+                                                   changed.column("value").to_pylist(),
+                                                   changed.column("other").to_pylist())]
+
+
 def misplaced_cases(misplaced: list[tuple], first: np.ndarray, minus_one: set) -> tuple[list, list]:
     """Acked sends whose told offset does not hold their value, (value, offset, found_value, cause, session)
     -> (inconsistent_offsets rows, base_offset_minus_one rows), each (value, offset, found_value, cause,
@@ -757,18 +779,19 @@ def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
 
 def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = (),
                     transactions: pa.Table | None = None, sends: int | None = None,
-                    read: tuple[int, int] | None = None) -> Findings:
+                    read: tuple[int, int] | None = None, changed: list[tuple] = ()) -> Findings:
     """Every definition over one partition: acks batches first (the whole delivery log of this
     partition), then log batches. Raises OutOfOrder when the log is not in offset order.
     periods: (fault id, start ms, end ms) of the variant's faults, for latency per fault period;
     transactions: the transactions log (transactional variants);
     sends: rows of the variant's whole delivery log; a value at or beyond it is a DeliveryLogError;
     read: (log start offset, end offset) of a complete final read of this partition, or None when the
-    read is not known to have reached the end (then an acked value absent at the tail is unseen)."""
+    read is not known to have reached the end (then an acked value absent at the tail is unseen);
+    changed: offsets that held another record in another read (changed_offsets), inconsistent offsets."""
     outcomes = Outcomes(partition, periods, TransactionBook(transactions), sends)
     for batch in acks:
         feed_acks(outcomes, batch)
-    check = PartitionCheck(outcomes.trimmed(), read)
+    check = PartitionCheck(outcomes.trimmed(), read, changed)
     for batch in log:
         feed_log(check, batch)
     return check.finish()

@@ -114,8 +114,8 @@ def check_files(files: list[str], what: str, partitions: int | None = None) -> d
 def check_inputs(folder: RunFolder, variants: list[str], partial: bool = False,
                  partitions: int | None = None) -> dict[str, tuple | str]:
     """variant -> (log files, delivery-log files, fault periods, transactions-log files, sends recorded, the final
-    read's record or None), or why it cannot be analysed (only with partial). Reads no data, starts no Spark;
-    RunFolderError naming the first problem."""
+    read's record or None, the read_uncommitted read's files), or why it cannot be analysed (only with partial).
+    Reads no data, starts no Spark; RunFolderError naming the first problem."""
     inputs: dict[str, tuple | str] = {}
     for v in variants:
         why = folder.missing(v)
@@ -128,11 +128,13 @@ def check_inputs(folder: RunFolder, variants: list[str], partial: bool = False,
             check_files(logs, "log", partitions)
             check_files(txns, "transactions", partitions)
             read = folder.read_read(v, partitions)
+            others = folder.uncommitted_input(v)
+            check_files(others, "log", partitions)
             if not txns and _has_transactions(acks):
                 why = f"{folder.transactions_path(v)} is missing (the delivery log names transactions)"
         if why and not partial:
             raise RunFolderError(f"{why}; analyse what is complete with --partial")
-        inputs[v] = why or (logs, acks, fault_periods(folder, v), txns, sends, read)
+        inputs[v] = why or (logs, acks, fault_periods(folder, v), txns, sends, read, others)
     return inputs
 
 

@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 
 from . import metrics
 from .classcache import ClassCache
-from .anomalies import TABLES, TXN_TABLES, DeliveryLogError, OutOfOrder, check_partition, torn_transactions
+from .anomalies import (TABLES, TXN_TABLES, DeliveryLogError, OutOfOrder, changed_offsets, check_partition,
+                        torn_transactions)
 from .timing import TIMING_TABLES, variant_timing
 
 ALL_TABLES = {**TABLES, **TIMING_TABLES, **TXN_TABLES}
@@ -242,22 +243,31 @@ def read_transactions(files: list[str]) -> pa.Table | None:
 
 
 def check_files(partition: int, log_files: list[str], acks_files: list[str], periods: list = (),
-                txn_files: list[str] = (), sends: int | None = None, read: tuple[int, int] | None = None):
+                txn_files: list[str] = (), sends: int | None = None, read: tuple[int, int] | None = None,
+                other_files: list[str] = ()):
     """anomalies.check_partition over files; a log out of offset order is sorted first.
     sends: rows of the whole delivery log, an upper bound of any value it may hold;
-    read: (log start, end) of this partition's complete final read, or None."""
+    read: (log start, end) of this partition's complete final read, or None;
+    other_files: the partition read again with read_uncommitted (transactional variants), compared offset
+    by offset."""
     def acks():
         return read_partition(acks_files, partition, ACKS_COLUMNS)
 
+    def table(files):
+        batches = list(read_partition(files, partition, ("offset", "value")))
+        return pa.Table.from_batches(batches) if batches else pa.table({"offset": pa.array([], pa.int64()),
+                                                                        "value": pa.array([], pa.int64())})
+
     transactions = read_transactions(list(txn_files))
+    changed = changed_offsets(table(log_files), table(other_files), "read_uncommitted") if other_files else []
     try:
         try:
             return check_partition(partition, acks(), read_partition(log_files, partition, LOG_COLUMNS), periods,
-                                   transactions, sends, read)
+                                   transactions, sends, read, changed)
         except OutOfOrder:
             table = pa.Table.from_batches(list(read_partition(log_files, partition, LOG_COLUMNS))).sort_by("offset")
             try:
-                return check_partition(partition, acks(), [table], periods, transactions, sends, read)
+                return check_partition(partition, acks(), [table], periods, transactions, sends, read, changed)
             except OutOfOrder:  # sorted and still not increasing: an offset is there twice
                 raise DataError(", ".join(log_files), f"partition {partition}: an offset appears more than once "
                                                        "(a topic partition's offsets are unique)") from None
@@ -287,14 +297,14 @@ def findings_batches(findings) -> list[pa.RecordBatch]:
 
 
 def _task(batches):
-    """mapInArrow body: rows (partition, log_files, acks_files, periods, txn_files, sends, read) -> findings rows,
-    or one row whose table_name is the DataError's message."""
-    names = ("partition", "log_files", "acks_files", "periods", "txn_files", "sends", "read")
+    """mapInArrow body: rows (partition, log_files, acks_files, periods, txn_files, sends, read, other_files) ->
+    findings rows, or one row whose table_name is the DataError's message."""
+    names = ("partition", "log_files", "acks_files", "periods", "txn_files", "sends", "read", "other_files")
     for batch in batches:
-        for p, logs, acks, periods, txns, sends, read in zip(*(batch.column(c).to_pylist() for c in names)):
+        for p, logs, acks, periods, txns, sends, read, others in zip(*(batch.column(c).to_pylist() for c in names)):
             try:
                 found = check_files(p, json.loads(logs), json.loads(acks), json.loads(periods), json.loads(txns),
-                                    sends, tuple(json.loads(read)) if read else None)
+                                    sends, tuple(json.loads(read)) if read else None, json.loads(others))
             except DataError as e:
                 yield pa.RecordBatch.from_arrays([pa.array([str(e)], pa.string()), pa.nulls(1, pa.binary())],
                                                  schema=FINDINGS)
@@ -318,13 +328,15 @@ def split(findings: pa.Table) -> dict[str, pa.Table]:
 
 
 def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods: list[dict] = (),
-                    txn_files: list[str] = (), sends: int | None = None, read: dict | None = None) -> tuple:
+                    txn_files: list[str] = (), sends: int | None = None, read: dict | None = None,
+                    other_files: list[str] = ()) -> tuple:
     """(metrics, anomaly tables, timing) of one variant, one Spark task per topic partition.
 
     periods: the variant's applied faults as {id, kind, start_ms, end_ms}, for figures per fault period;
     txn_files: its transactions log (transactional variants);
     sends: rows of the delivery log (no value it holds may reach it); None: not checked;
-    read: the final read's record (read.json); only a complete one proves each partition's range."""
+    read: the final read's record (read.json); only a complete one proves each partition's range;
+    other_files: the same topic read with read_uncommitted (transactional variants), compared offset by offset."""
     found = partitions_in(log_files + acks_files)
     if found is None:  # files without statistics: read them all once to learn
         found = set()
@@ -336,13 +348,14 @@ def analyze_variant(spark, log_files: list[str], acks_files: list[str], periods:
         found |= set(ranges)  # a partition read empty (its start deleted, say) is analysed too
     windows = json.dumps([(p["id"], p["start_ms"], p["end_ms"]) for p in periods])
     txns = json.dumps(list(txn_files))
-    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows, txns, sends, ranges.get(p))
+    others = json.dumps(list(other_files))
+    tasks = [(p, json.dumps(log_files), json.dumps(acks_files), windows, txns, sends, ranges.get(p), others)
              for p in sorted(found)]
     schema = FINDINGS.empty_table()
     if tasks:
         rows = spark.sparkContext.parallelize(tasks, len(tasks)).toDF(
             "partition int, log_files string, acks_files string, periods string, txn_files string, sends long, "
-            "read string")
+            "read string, other_files string")
         schema = rows.mapInArrow(_task, FINDINGS_DDL).toArrow()
         damaged = schema.filter(pc.starts_with(schema.column("table_name"), DATA_ERROR))
         if damaged.num_rows:

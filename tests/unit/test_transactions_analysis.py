@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from harness.analysis import metrics
-from harness.analysis.anomalies import DeliveryLogError, check_partition, torn_transactions
+from harness.analysis.anomalies import DeliveryLogError, changed_offsets, check_partition, torn_transactions
 
 
 def acks(rows, partition=0):
@@ -191,3 +191,19 @@ def test_torn_is_counted_across_partitions_by_the_driver():
     assert table.to_pylist() == [
         {"txn": 2, "session": 0, "outcome": "committed", "cause": None, "sent": 3, "visible": 2},
         {"txn": 9, "session": 0, "outcome": "unknown", "cause": "error", "sent": 2, "visible": 1}]
+
+
+def test_an_offset_that_held_another_record_in_the_read_uncommitted_read_is_inconsistent():
+    # The same partition read twice: read_committed leaves aborted records out (offsets only one read has are
+    # no change), but an offset both reads hold must hold the same record. Offset 2 changed from 5 to 7, offset
+    # 3 from a number to a record that is not one; offset 4 holds a non-number in both (no change).
+    committed = pa.table({"offset": pa.array([0, 2, 3, 4], pa.int64()), "value": pa.array([0, 5, 6, None], pa.int64())})
+    uncommitted = pa.table({"offset": pa.array([0, 1, 2, 3, 4], pa.int64()),
+                            "value": pa.array([0, 9, 7, None, None], pa.int64())})
+    changed = changed_offsets(committed, uncommitted, "read_uncommitted")
+    cause = "another record in the read_uncommitted read"
+    assert changed == [(5, 2, 7, cause, 2), (6, 3, None, cause, 3)]
+    f = check_partition(0, [acks([(0, "acked", 0, 0, 0)])], [log([(0, 0)])], transactions=BOOK, changed=changed)
+    assert f.metrics["inconsistent_offsets"] == 2
+    assert [(r["value"], r["offset"], r["found_value"]) for r in rows(f, "inconsistent_offsets")] == [
+        (5, 2, 7), (6, 3, None)]
