@@ -94,10 +94,9 @@ def test_accounting():
 
 
 def test_a_variant_that_did_not_do_what_it_planned_never_passes():
-    # Its client failed for good, it acknowledged nothing, or a planned fault was never applied: unknown (exit 3)
-    # with the reason, whatever its anomaly metrics say.
-    for facts, metric in (({"producer_error": "_FATAL: Fenced"}, "producer_error"), ({"acked": 0}, "acked"),
-                          ({"faults_not_applied": 2}, "faults_not_applied")):
+    # Its client failed for good, or it acknowledged nothing: unknown (exit 3) with the reason, whatever its
+    # anomaly metrics say.
+    for facts, metric in (({"producer_error": "_FATAL: Fenced"}, "producer_error"), ({"acked": 0}, "acked")):
         entry = summary.variant_entry(clean(**facts), {}, [])
         unknown = [c["metric"] for c in entry["expectations"] if c["status"] == verdict.UNKNOWN]
         assert unknown == [metric] and entry["verdict"] == verdict.UNKNOWN, facts
@@ -105,4 +104,3 @@ def test_a_variant_that_did_not_do_what_it_planned_never_passes():
         assert exit_for_verdict(run["verdict"]) == Exit.INFRA
     # Unless the experiment says it expects exactly that (a rule on acked).
     assert summary.variant_entry(clean(acked=0), {"acked": Rule("==", 0)}, [])["verdict"] == PASS
-    assert summary.variant_entry(clean(faults_not_applied=0), {}, [])["verdict"] == PASS
