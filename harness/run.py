@@ -11,7 +11,6 @@ never change a verdict. `reanalyze` is the same ending for a stored run folder.
 from __future__ import annotations
 
 import errno
-import logging
 import threading
 import time
 import traceback
@@ -26,6 +25,7 @@ from .cluster.watchdog import Watchdog
 from .exits import exit_for_exception
 from .faults.nemesis import Nemesis
 from .faults.schedule import PlannedFault, plan
+from .logfile import FileLogger
 from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .workload.consumers import ConsumerGroup
@@ -63,17 +63,6 @@ def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str
             "as lost (that is the truth about this broker), and an idempotent producer then gets "
             "UnknownProducerId and times out until it is recreated. Use Apache Kafka to test failover.")
     return out
-
-
-def client_logger(path) -> logging.Logger:
-    """librdkafka's log lines go to a file in the run folder, not to the terminal."""
-    logger = logging.getLogger(f"kafka-chaos.{path}")
-    logger.propagate = False
-    logger.setLevel(logging.INFO)
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    logger.addHandler(handler)
-    return logger
 
 
 class Run:
@@ -132,13 +121,19 @@ class Run:
 
     def _run_variant(self, spark, variant) -> None:
         self.group = None  # the variant's consumer group, stopped whatever happens
-        try:
-            self._variant(spark, variant)
-        finally:
-            if self.group is not None:
-                self.group.stop()
+        # librdkafka's log lines (producer, transactional producer) go to the run folder; the file is
+        # closed with the variant, however it ends (a --repeat series runs many in one process).
+        with FileLogger(self.folder.client_log(variant.name)) as logger:
+            try:
+                self._variant(spark, variant, logger)
+            finally:
+                if self.group is not None:
+                    try:
+                        self.group.stop()
+                    finally:
+                        self.group.close()  # its sink connection, when the variant ended before finish()
 
-    def _variant(self, spark, variant) -> None:
+    def _variant(self, spark, variant, logger: FileLogger) -> None:
         spec, cluster, name = self.spec, self.cluster, variant.name
         self.folder.variant_dir(name).mkdir()
         topic = f"kc-{name}-{self.folder.run_id[-6:]}"
@@ -164,7 +159,7 @@ class Run:
         txlog = TransactionsLog(self.folder.transactions_path(name)) if transactional else None
         settings = dict(rate=spec.workload.rate, flush_timeout=spec.workload.flush_timeout, stop=self.stop,
                         on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
-                        logger=client_logger(self.folder.client_log(name)),
+                        logger=logger,
                         faults=None if after else nemesis.workload)
         before_flush = None if after else nemesis.stop
         try:

@@ -272,6 +272,11 @@ class ConsumerGroup:
                     self.error = (f"consumer {slot.name} exited with code {slot.proc.returncode} when asked to "
                                   f"stop (log: {self.member_log(slot.name)})")
 
+    def close(self) -> None:
+        """After stop(): the harness's connection to the sink is closed (finish() closes it too); safe twice."""
+        if self.sink is not None:
+            self.sink.close()
+
     def finish(self, ends: dict[int, int]) -> None:
         """After stop(): the final positions, and a transactional group's output as processed rows."""
         at = self.positions()
