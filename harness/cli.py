@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import __version__
+from .analysis.metrics import METRICS
 from .exits import Exit, UsageError, exit_for_exception, exit_for_verdict
 
 console = Console(soft_wrap=True, highlight=False)  # never break paths or messages: CI logs get read and grepped
@@ -137,6 +138,23 @@ class ProgressListener:
         self.progress.console.print(Text(f"note: {text}", style="yellow"))
 
 
+def exit_help(**meanings: str) -> str:
+    """The exit statuses of a command, for its --help: every Exit, the fatal anomalies from the metric
+    registry (never a hand-written list); `meanings` (by Exit name) replaces or extends a default."""
+    fatal = ", ".join(m.key for m in METRICS if m.fatal)
+    default = {
+        "OK": "every check held (allowed anomalies are reported as allowed)",
+        "FAILED": f"an expectation failed, or a fatal anomaly occurred that the variant does not allow ({fatal})",
+        "USAGE": "bad input (nothing was started)",
+        "INFRA": "the cluster, Spark or the harness failed, or the data cannot be trusted (a verdict "
+                 "neither pass nor fail)",
+        "SIGINT": "interrupted by Ctrl-C",
+        "SIGTERM": "interrupted by SIGTERM",
+    }
+    default.update(meanings)
+    return "Exit status: " + "; ".join(f"{int(code)} {default[code.name]}" for code in Exit) + "."
+
+
 class OneLineErrors(click.Group):
     """click, but a wrong option or argument is one line too (click prints the usage and a hint first)."""
 
@@ -175,7 +193,8 @@ def main(debug: bool) -> None:
     """
 
 
-@main.command()
+@main.command(epilog=exit_help() + " With --repeat: 1 if any run failed, else 3 if any errored or could not be "
+              "judged, else 0.")
 @click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
               help="Folder that receives the run folder <run-id>/ and the list of runs index.html.")
@@ -200,12 +219,6 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     broker tansu (the default: started here, no install), local with broker
     kafka (KRaft nodes from KAFKA_HOME), compose (compose/docker-compose.yml:
     3 Apache Kafka brokers behind Toxiproxy) or external (bootstrap_servers).
-
-    Exit 0 when every check held, 1 when an expectation or a fatal anomaly
-    (lost, unexpected, inconsistent offsets, rejected-visible, aborted reads,
-    lost committed, torn transactions, zombie writes visible) failed, 2 on bad
-    input, 3 when the cluster or the harness failed, 130/143 when interrupted.
-    With --repeat: 1 if any run failed, else 3 if any errored, else 0.
     """
     from . import signals
     from .preflight import prepare
@@ -394,7 +407,12 @@ def _publish(folder, out: Path, code: Exit) -> Exit:
     return code
 
 
-@main.command()
+@main.command(epilog=exit_help(
+    OK="every check held (with --partial, also when variants are incomplete)",
+    USAGE="something is missing (spec.yaml, a variant's acks.parquet or log.parquet), or bad input; nothing "
+          "is rewritten",
+    INFRA="something is damaged (the message names the file), or Spark failed, or a verdict neither pass nor "
+          "fail; nothing is rewritten when damaged"))
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
 @click.option("--partial", is_flag=True,
@@ -405,7 +423,6 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
 
     Needs spec.yaml (expectations and allow lists), <variant>/acks.parquet and
     <variant>/log.parquet; rewrites summary.json, index.html and anomalies/.
-    Exit as for `run`; a damaged file exits 3 naming it, a missing one exits 2.
     """
     from . import signals
     from .preflight import stored_spec
