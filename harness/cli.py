@@ -22,6 +22,8 @@ from rich.text import Text
 from . import __version__
 from .analysis.metrics import METRICS
 from .exits import Exit, UsageError, exit_for_exception, exit_for_verdict
+from .status import COMPLETE, INTERRUPTED
+from .verdict import ALLOWED, FAIL, PASS
 
 console = Console(soft_wrap=True, highlight=False)  # never break paths or messages: CI logs get read and grepped
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -104,7 +106,7 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
             console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
         for c in x.get("expectations", []):
             status = status_of(c)
-            mark = {"pass": ("pass", "green"), "fail": ("FAIL", "bold red"), "allowed": ("allowed", "yellow")}[status]
+            mark = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow")}[status]
             actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
             console.print(Text.assemble("  ", mark, f"  {name}: {c['metric']} {c['rule']} (actual {actual})"))
     if summary.get("reason"):
@@ -305,7 +307,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
             line = f"run {index + 1}/{count} (seed {seed}): {summary.get('verdict')}"
             if failure is not None:
                 line += f" ({exit_for_exception(failure)[1]})"
-            say(f"{line} · {folder.path / 'index.html'}", "green" if summary.get("verdict") == "pass" else "yellow")
+            say(f"{line} · {folder.path / 'index.html'}", "green" if summary.get("verdict") == PASS else "yellow")
         return folder, summary, failure
 
     doc = series.execute(run_one)
@@ -334,7 +336,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
     say(f"aggregate: {series.folder.aggregate_path}")
     say(f"report: {series.folder.report}")
     if series.interrupted is not None:
-        complete = sum(1 for x in series.summaries if x.get("status") == "complete")
+        complete = sum(1 for x in series.summaries if x.get("status") == COMPLETE)
         say(f"interrupted after {len(series.summaries)} of {count} runs; the aggregate covers the {complete} "
             "complete one(s)", "yellow", err=True)
     _exit(code)
@@ -393,10 +395,10 @@ def _publish(folder, out: Path, code: Exit) -> Exit:
     except signals.Interrupted as e:
         with signals.deferred():  # the summary is rewritten whole, whatever signal comes next
             summary = folder.read_summary() or {}
-            if summary.get("status") == "complete":
+            if summary.get("status") == COMPLETE:
                 from .summary import with_status
 
-                folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
+                folder.write_summary(with_status(summary, INTERRUPTED, "interrupted while rendering the report; "
                                                  f"`kafka-chaos report {folder.path}` renders it"))
         say(f"interrupted while rendering the report; render it with: kafka-chaos report {folder.path}",
             "yellow", err=True)

@@ -28,6 +28,7 @@ from .faults.schedule import PlannedFault, plan
 from .logfile import FileLogger
 from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
+from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.consumers import ConsumerGroup
 from .workload.producer import DeliveryLog, produce
 from .workload.readback import save_log
@@ -83,7 +84,7 @@ class Run:
     def execute(self) -> dict:
         """Run everything; always leaves summary.json (status complete, interrupted or error).
         Raises what ended the run early (Interrupted, InfraError, ...) after the summary is written."""
-        status, reason, failure = "complete", "", None
+        status, reason, failure = COMPLETE, "", None
         spark = None
         try:
             self.folder.write_spec({**self.spec.public_dict(), "seed": self.seed})
@@ -102,9 +103,9 @@ class Run:
         except BaseException as e:
             failure = e
             _, message = exit_for_exception(e)
-            status = "interrupted" if signals.interrupt_code(e) is not None else "error"
-            reason = "the run was interrupted before it finished" if status == "interrupted" else message
-            if status == "error" and not isinstance(e, InfraError):
+            status = INTERRUPTED if signals.interrupt_code(e) is not None else ERROR
+            reason = "the run was interrupted before it finished" if status == INTERRUPTED else message
+            if status == ERROR and not isinstance(e, InfraError):
                 self.folder.error_log.write_text("".join(traceback.format_exception(e)))
                 reason += f" (traceback in {self.folder.error_log})"
         with signals.deferred():  # a Ctrl-C now is recorded, not allowed to cut the clean-up short
@@ -112,7 +113,7 @@ class Run:
             if self.cluster is not None:
                 self.cluster.down()
             if spark is not None:
-                spark.stop(keep_classes=status == "complete")
+                spark.stop(keep_classes=status == COMPLETE)
             self.summary, disk_full = self._write_summary(status, reason)
         failure = failure or disk_full
         if failure is not None:
@@ -280,7 +281,7 @@ class Run:
                 raise
             # A full disk: keep whatever fits, the status and the reason first; the run ends in exit 3.
             full = OSError(errno.ENOSPC, "No space left on device", str(self.folder.path))
-            s = summary_mod.build(self.folder.run_id, self.spec.name, "error", {},
+            s = summary_mod.build(self.folder.run_id, self.spec.name, ERROR, {},
                                   {"reason": f"no space left on the device holding {self.folder.path}"})
             self.folder.write_summary(s)
             return s, full
@@ -330,9 +331,9 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
         why = metrics.pop("incomplete", "")
         variants[name] = summary_mod.variant_entry({**kept, **metrics}, spec.rules(name) if spec else {},
                                                    allow.get(name, []), why)
-    status = old.get("status", "complete")
-    if status not in ("interrupted", "error"):
-        status = "incomplete" if any(v.get("incomplete") for v in variants.values()) else "complete"
+    status = old.get("status", COMPLETE)
+    if status not in (INTERRUPTED, ERROR):
+        status = INCOMPLETE if any(v.get("incomplete") for v in variants.values()) else COMPLETE
     facts = {k: old[k] for k in KEPT_RUN_FACTS if k in old}
     s = summary_mod.build(old.get("run_id", folder.run_id), spec.name if spec else old.get("experiment", folder.run_id),
                           status, variants, facts)

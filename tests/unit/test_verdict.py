@@ -79,3 +79,24 @@ def test_summaries_written_before_statuses_existed_still_get_a_verdict():
 def test_accounting():
     assert metrics.accounting_holds({"sent": 10, "acked": 8, "rejected": 1, "unknown": 1})
     assert not metrics.accounting_holds({"sent": 10, "acked": 8, "rejected": 1, "unknown": 0})
+
+
+@pytest.mark.parametrize("runs, expected", [
+    (["pass", "pass"], "pass"),
+    (["pass", "error", "fail"], "fail"),  # a broken guarantee is the finding, whatever else happened
+    (["pass", "incomplete", "error"], "incomplete"),  # could not be judged: the first such verdict
+    (["unknown", "pass"], "unknown"),  # any verdict that is neither pass nor fail
+    ([], "incomplete"),
+])
+def test_the_series_verdict(runs, expected):
+    assert verdict.series_verdict(runs) == expected
+
+
+@pytest.mark.parametrize("word", ["pass", "fail", "incomplete", "interrupted", "error", "unknown"])
+def test_one_verdict_to_exit_mapping_for_a_run_and_a_series(word):
+    """The series' exit status is exit_for_verdict of its verdict (repeat.py has no mapping of its own);
+    anything not pass or fail exits 3."""
+    from harness import repeat
+
+    assert exit_for_verdict(word) == {"pass": Exit.OK, "fail": Exit.FAILED}.get(word, Exit.INFRA)
+    assert repeat.exit_code([{"verdict": "pass"}, {"verdict": word}]) == exit_for_verdict(word)
