@@ -21,6 +21,7 @@ import statistics
 
 from . import verdict
 from .analysis.metrics import METRICS
+from .status import COMPLETE
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); beyond, the normal 1.96 is close enough.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -68,7 +69,7 @@ def acked_per_s(variant: dict) -> float | None:
 
 def aggregate(summaries: list[dict]) -> dict:
     """Summaries of the runs of one experiment (complete or not) -> the aggregate."""
-    judged = [s for s in summaries if s.get("status") == "complete"]
+    judged = [s for s in summaries if s.get("status") == COMPLETE]
     variants: dict[str, dict] = {}
     names = list(dict.fromkeys(name for s in judged for name in s.get("variants", {})))
     for name in names:
@@ -92,6 +93,7 @@ def aggregate(summaries: list[dict]) -> dict:
         }
     return {
         "experiment": summaries[0].get("experiment") if summaries else "",
+        "verdict": verdict.series_verdict([s.get("verdict") for s in summaries]),
         "runs": [{"run_id": s.get("run_id"), "seed": s.get("seed"), "status": s.get("status"),
                   "verdict": s.get("verdict")} for s in summaries],
         "verdicts": {v: sum(1 for s in summaries if s.get("verdict") == v)

@@ -20,7 +20,10 @@ from rich.table import Table
 from rich.text import Text
 
 from . import __version__
+from .analysis.metrics import METRICS
 from .exits import Exit, UsageError, exit_for_exception, exit_for_verdict
+from .status import COMPLETE, INTERRUPTED
+from .verdict import ALLOWED, FAIL, PASS, UNKNOWN
 
 console = Console(soft_wrap=True, highlight=False)  # never break paths or messages: CI logs get read and grepped
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -103,8 +106,8 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
             console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
         for c in x.get("expectations", []):
             status = status_of(c)
-            mark = {"pass": ("pass", "green"), "fail": ("FAIL", "bold red"), "allowed": ("allowed", "yellow"),
-                    "unknown": ("UNKNOWN", "bold magenta")}[status]
+            mark = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow"),
+                    UNKNOWN: ("UNKNOWN", "bold magenta")}[status]
             actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
             console.print(Text.assemble("  ", mark, f"  {name}: {c['metric']} {c['rule']} (actual {actual})"))
     if summary.get("reason"):
@@ -136,6 +139,23 @@ class ProgressListener:
 
     def warning(self, text: str) -> None:
         self.progress.console.print(Text(f"note: {text}", style="yellow"))
+
+
+def exit_help(**meanings: str) -> str:
+    """The exit statuses of a command, for its --help: every Exit, the fatal anomalies from the metric
+    registry (never a hand-written list); `meanings` (by Exit name) replaces or extends a default."""
+    fatal = ", ".join(m.key for m in METRICS if m.fatal)
+    default = {
+        "OK": "every check held (allowed anomalies are reported as allowed)",
+        "FAILED": f"an expectation failed, or a fatal anomaly occurred that the variant does not allow ({fatal})",
+        "USAGE": "bad input (nothing was started)",
+        "INFRA": "the cluster, Spark or the harness failed, or the data cannot be trusted (a verdict "
+                 "neither pass nor fail)",
+        "SIGINT": "interrupted by Ctrl-C",
+        "SIGTERM": "interrupted by SIGTERM",
+    }
+    default.update(meanings)
+    return "Exit status: " + "; ".join(f"{int(code)} {default[code.name]}" for code in Exit) + "."
 
 
 class OneLineErrors(click.Group):
@@ -176,7 +196,8 @@ def main(debug: bool) -> None:
     """
 
 
-@main.command()
+@main.command(epilog=exit_help() + " With --repeat: 1 if any run failed, else 3 if any errored or could not be "
+              "judged, else 0.")
 @click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
               help="Folder that receives the run folder <run-id>/ and the list of runs index.html.")
@@ -201,12 +222,6 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     broker tansu (the default: started here, no install), local with broker
     kafka (KRaft nodes from KAFKA_HOME), compose (compose/docker-compose.yml:
     3 Apache Kafka brokers behind Toxiproxy) or external (bootstrap_servers).
-
-    Exit 0 when every check held, 1 when an expectation or a fatal anomaly
-    (lost, unexpected, inconsistent offsets, rejected-visible, aborted reads,
-    lost committed, torn transactions, zombie writes visible) failed, 2 on bad
-    input, 3 when the cluster or the harness failed, 130/143 when interrupted.
-    With --repeat: 1 if any run failed, else 3 if any errored, else 0.
     """
     from . import signals
     from .preflight import prepare
@@ -293,7 +308,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
             line = f"run {index + 1}/{count} (seed {seed}): {summary.get('verdict')}"
             if failure is not None:
                 line += f" ({exit_for_exception(failure)[1]})"
-            say(f"{line} · {folder.path / 'index.html'}", "green" if summary.get("verdict") == "pass" else "yellow")
+            say(f"{line} · {folder.path / 'index.html'}", "green" if summary.get("verdict") == PASS else "yellow")
         return folder, summary, failure
 
     doc = series.execute(run_one)
@@ -322,7 +337,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
     say(f"aggregate: {series.folder.aggregate_path}")
     say(f"report: {series.folder.report}")
     if series.interrupted is not None:
-        complete = sum(1 for x in series.summaries if x.get("status") == "complete")
+        complete = sum(1 for x in series.summaries if x.get("status") == COMPLETE)
         say(f"interrupted after {len(series.summaries)} of {count} runs; the aggregate covers the {complete} "
             "complete one(s)", "yellow", err=True)
     _exit(code)
@@ -381,10 +396,10 @@ def _publish(folder, out: Path, code: Exit) -> Exit:
     except signals.Interrupted as e:
         with signals.deferred():  # the summary is rewritten whole, whatever signal comes next
             summary = folder.read_summary() or {}
-            if summary.get("status") == "complete":
+            if summary.get("status") == COMPLETE:
                 from .summary import with_status
 
-                folder.write_summary(with_status(summary, "interrupted", "interrupted while rendering the report; "
+                folder.write_summary(with_status(summary, INTERRUPTED, "interrupted while rendering the report; "
                                                  f"`kafka-chaos report {folder.path}` renders it"))
         say(f"interrupted while rendering the report; render it with: kafka-chaos report {folder.path}",
             "yellow", err=True)
@@ -395,7 +410,12 @@ def _publish(folder, out: Path, code: Exit) -> Exit:
     return code
 
 
-@main.command()
+@main.command(epilog=exit_help(
+    OK="every check held (with --partial, also when variants are incomplete)",
+    USAGE="something is missing (spec.yaml, a variant's acks.parquet or log.parquet), or bad input; nothing "
+          "is rewritten",
+    INFRA="something is damaged (the message names the file), or Spark failed, or a verdict neither pass nor "
+          "fail; nothing is rewritten when damaged"))
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
 @click.option("--partial", is_flag=True,
@@ -406,7 +426,6 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
 
     Needs spec.yaml (expectations and allow lists), <variant>/acks.parquet and
     <variant>/log.parquet; rewrites summary.json, index.html and anomalies/.
-    Exit as for `run`; a damaged file exits 3 naming it, a missing one exits 2.
     """
     from . import signals
     from .preflight import stored_spec

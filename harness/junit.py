@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import verdict as v
 from .analysis.metrics import METRICS
+from .status import COMPLETE
 
 
 def _counts(variant: dict) -> str:
@@ -58,7 +59,7 @@ def _suite(summary: dict, seconds: float, name: str | None = None) -> ET.Element
     run_case = ET.SubElement(suite, "testcase", classname=experiment, name="run", time=f"{seconds:.3f}")
     tests += 1
     incomplete = [f"{name}: {x['incomplete']}" for name, x in summary.get("variants", {}).items() if x.get("incomplete")]
-    if summary.get("status") != "complete" or incomplete:
+    if summary.get("status") != COMPLETE or incomplete:
         errors += 1
         text = "; ".join(filter(None, [summary.get("reason", ""), *incomplete]))
         ET.SubElement(run_case, "error", message=f"run {summary.get('status')}: {text}",

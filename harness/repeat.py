@@ -19,10 +19,11 @@ from typing import Callable
 
 from . import signals, verdict
 from .aggregate import aggregate
-from .exits import Exit
+from .exits import Exit, exit_for_verdict
 from .faults.schedule import ScheduleError, plan
 from .runfolder import RunFolder, SeriesFolder
 from .spec import ExperimentSpec
+from .status import COMPLETE, INCOMPLETE, INTERRUPTED
 
 
 def seeds(first: int, count: int, same: bool = False) -> list[int]:
@@ -39,16 +40,11 @@ def check_schedules(spec: ExperimentSpec, experiment: Path, series_seeds: list[i
 
 
 def exit_code(summaries: list[dict], interrupted: int | None = None) -> Exit:
-    """Interrupted: 130/143; else 1 when any run failed (a guarantee broke, whatever else happened),
+    """Interrupted: 130/143; else the series verdict's (verdict.series_verdict): 1 when any run failed,
     3 when any run errored or could not be judged, 0 when every run passed."""
     if interrupted is not None:
         return Exit(interrupted)
-    verdicts = {s.get("verdict") for s in summaries}
-    if verdict.FAIL in verdicts:
-        return Exit.FAILED
-    if verdicts - {verdict.PASS} or not summaries:
-        return Exit.INFRA
-    return Exit.OK
+    return exit_for_verdict(verdict.series_verdict([s.get("verdict") for s in summaries]))
 
 
 RunOne = Callable[[int, int], "tuple[RunFolder, dict | None, BaseException | None]"]
@@ -102,13 +98,13 @@ class Series:
 
     def facts(self, ran: int) -> dict:
         if self.interrupted is not None:
-            status = "interrupted"
+            status = INTERRUPTED
         elif self.failed_run is not None:
             status = "stopped at the first failure"
         else:
-            status = "complete" if ran == self.count else "incomplete"
-        out = {"status": status, "complete": status != "interrupted" and (ran == self.count or
-                                                                          self.failed_run is not None),
+            status = COMPLETE if ran == self.count else INCOMPLETE
+        out = {"status": status, "complete": status != INTERRUPTED and (ran == self.count or
+                                                                        self.failed_run is not None),
                "requested": self.count, "seeds": self.seeds[:ran], "same_seed": self.same_seed,
                "until_fail": self.until_fail, "started_at": self.started_at, "ended_at": _now()}
         if self.replay is not None:

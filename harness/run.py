@@ -11,7 +11,6 @@ never change a verdict. `reanalyze` is the same ending for a stored run folder.
 from __future__ import annotations
 
 import errno
-import logging
 import threading
 import time
 import traceback
@@ -26,8 +25,10 @@ from .cluster.watchdog import Watchdog
 from .exits import exit_for_exception
 from .faults.nemesis import Nemesis
 from .faults.schedule import PlannedFault, plan
+from .logfile import FileLogger
 from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
+from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.consumers import ConsumerGroup
 from .workload.producer import DeliveryLog, produce
 from .workload.readback import final_read, save_log
@@ -65,17 +66,6 @@ def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str
     return out
 
 
-def client_logger(path) -> logging.Logger:
-    """librdkafka's log lines go to a file in the run folder, not to the terminal."""
-    logger = logging.getLogger(f"kafka-chaos.{path}")
-    logger.propagate = False
-    logger.setLevel(logging.INFO)
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    logger.addHandler(handler)
-    return logger
-
-
 class Run:
     def __init__(self, spec: ExperimentSpec, folder: RunFolder, seed: int, listener: Listener | None = None,
                  spark_master: str | None = None, schedule: list[PlannedFault] | None = None):
@@ -94,7 +84,7 @@ class Run:
     def execute(self) -> dict:
         """Run everything; always leaves summary.json (status complete, interrupted or error).
         Raises what ended the run early (Interrupted, InfraError, ...) after the summary is written."""
-        status, reason, failure = "complete", "", None
+        status, reason, failure = COMPLETE, "", None
         spark = None
         try:
             self.folder.write_spec({**self.spec.public_dict(), "seed": self.seed})
@@ -113,9 +103,9 @@ class Run:
         except BaseException as e:
             failure = e
             _, message = exit_for_exception(e)
-            status = "interrupted" if signals.interrupt_code(e) is not None else "error"
-            reason = "the run was interrupted before it finished" if status == "interrupted" else message
-            if status == "error" and not isinstance(e, InfraError):
+            status = INTERRUPTED if signals.interrupt_code(e) is not None else ERROR
+            reason = "the run was interrupted before it finished" if status == INTERRUPTED else message
+            if status == ERROR and not isinstance(e, InfraError):
                 self.folder.error_log.write_text("".join(traceback.format_exception(e)))
                 reason += f" (traceback in {self.folder.error_log})"
         with signals.deferred():  # a Ctrl-C now is recorded, not allowed to cut the clean-up short
@@ -123,7 +113,7 @@ class Run:
             if self.cluster is not None:
                 self.cluster.down()
             if spark is not None:
-                spark.stop(keep_classes=status == "complete")
+                spark.stop(keep_classes=status == COMPLETE)
             self.summary, disk_full = self._write_summary(status, reason)
         failure = failure or disk_full
         if failure is not None:
@@ -132,13 +122,19 @@ class Run:
 
     def _run_variant(self, spark, variant) -> None:
         self.group = None  # the variant's consumer group, stopped whatever happens
-        try:
-            self._variant(spark, variant)
-        finally:
-            if self.group is not None:
-                self.group.stop()
+        # librdkafka's log lines (producer, transactional producer) go to the run folder; the file is
+        # closed with the variant, however it ends (a --repeat series runs many in one process).
+        with FileLogger(self.folder.client_log(variant.name)) as logger:
+            try:
+                self._variant(spark, variant, logger)
+            finally:
+                if self.group is not None:
+                    try:
+                        self.group.stop()
+                    finally:
+                        self.group.close()  # its sink connection, when the variant ended before finish()
 
-    def _variant(self, spark, variant) -> None:
+    def _variant(self, spark, variant, logger: FileLogger) -> None:
         spec, cluster, name = self.spec, self.cluster, variant.name
         self.folder.variant_dir(name).mkdir()
         topic = f"kc-{name}-{self.folder.run_id[-6:]}"
@@ -164,7 +160,7 @@ class Run:
         txlog = TransactionsLog(self.folder.transactions_path(name)) if transactional else None
         settings = dict(rate=spec.workload.rate, flush_timeout=spec.workload.flush_timeout, stop=self.stop,
                         on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
-                        logger=client_logger(self.folder.client_log(name)),
+                        logger=logger,
                         faults=None if after else nemesis.workload)
         before_flush = None if after else nemesis.stop
         try:
@@ -299,7 +295,7 @@ class Run:
                 raise
             # A full disk: keep whatever fits, the status and the reason first; the run ends in exit 3.
             full = OSError(errno.ENOSPC, "No space left on device", str(self.folder.path))
-            s = summary_mod.build(self.folder.run_id, self.spec.name, "error", {},
+            s = summary_mod.build(self.folder.run_id, self.spec.name, ERROR, {},
                                   {"reason": f"no space left on the device holding {self.folder.path}"})
             self.folder.write_summary(s)
             return s, full
@@ -349,9 +345,9 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
         why = metrics.pop("incomplete", "")
         variants[name] = summary_mod.variant_entry({**kept, **metrics}, spec.rules(name) if spec else {},
                                                    allow.get(name, []), why)
-    status = old.get("status", "complete")
-    if status not in ("interrupted", "error"):
-        status = "incomplete" if any(v.get("incomplete") for v in variants.values()) else "complete"
+    status = old.get("status", COMPLETE)
+    if status not in (INTERRUPTED, ERROR):
+        status = INCOMPLETE if any(v.get("incomplete") for v in variants.values()) else COMPLETE
     facts = {k: old[k] for k in KEPT_RUN_FACTS if k in old}
     s = summary_mod.build(old.get("run_id", folder.run_id), spec.name if spec else old.get("experiment", folder.run_id),
                           status, variants, facts)

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 
 from .analysis.metrics import METRICS
+# Run verdicts besides pass and fail: the run's status when it did not produce numbers to judge.
+from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 
 PASS, FAIL, ALLOWED, UNKNOWN = "pass", "fail", "allowed", "unknown"
-# Run verdicts besides pass and fail: the run did not produce numbers to judge.
-INCOMPLETE, INTERRUPTED, ERROR = "incomplete", "interrupted", "error"
 
 _OPS = {"==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
 _RULE = re.compile(r"^\s*(==|!=|<=|>=|<|>)?\s*(\d{1,18})\s*$")
@@ -99,7 +99,7 @@ def variant_verdict(checks: list[dict]) -> str:
 
 def run_verdict(summary: dict) -> str:
     """pass, fail, unknown, incomplete, interrupted or error for a whole summary.json."""
-    status = summary.get("status", "complete")
+    status = summary.get("status", COMPLETE)
     if status in (INTERRUPTED, ERROR):
         return status
     variants = summary.get("variants", {})
@@ -109,6 +109,17 @@ def run_verdict(summary: dict) -> str:
     if status == INCOMPLETE or any(v.get("incomplete") for v in variants.values()):
         return INCOMPLETE
     return UNKNOWN if UNKNOWN in verdicts else PASS
+
+
+def series_verdict(run_verdicts: list[str]) -> str:
+    """The verdict of a series of runs (--repeat): fail if any run failed (a guarantee broke, whatever
+    else happened), pass if every run passed, else the first run verdict that is neither (the series
+    could not be judged); incomplete when no run finished."""
+    if FAIL in run_verdicts:
+        return FAIL
+    if run_verdicts and all(x == PASS for x in run_verdicts):
+        return PASS
+    return next((x for x in run_verdicts if x != PASS), INCOMPLETE)
 
 
 def status_of(check: dict) -> str:

@@ -2,7 +2,10 @@
 
     spark-submit harness/analysis/job.py --run reports/<run-id> [--partial]
 
-It rewrites the run's summary.json, anomalies/ and index.html, and prints the summary.
+It rewrites the run's summary.json, anomalies/ and index.html, prints the summary, and exits as
+`kafka-chaos analyze` does: 0 pass (with --partial, also when variants are incomplete), 1 fail, 2 a
+missing file, 3 damaged data or a verdict neither pass nor fail. The status is decided from the
+verdict before the report is rendered: a rendering failure is a warning, never another status.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # spark-submit runs this file by path
-    from harness.exits import exit_for_exception
+    from harness.exits import exit_for_exception, exit_for_verdict
     from harness.preflight import stored_spec
     from harness.report import write_report
     from harness.run import reanalyze
@@ -29,12 +32,18 @@ def main(argv: list[str] | None = None) -> None:
     folder = RunFolder(args.run)
     try:
         summary = reanalyze(folder, stored_spec(folder, args.partial), args.master, args.partial)
-        write_report(folder)
     except Exception as e:
         code, message = exit_for_exception(e)
         print(f"error: {message}", file=sys.stderr)
         sys.exit(int(code))
+    code = exit_for_verdict(summary["verdict"], args.partial)
     print(json.dumps(summary, indent=2))
+    try:
+        write_report(folder)
+    except Exception as e:
+        print(f"warning: the report could not be rendered ({type(e).__name__}: {e}); the verdict stands; "
+              f"retry with: kafka-chaos report {folder.path}", file=sys.stderr)
+    sys.exit(int(code))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ their own threads, so the state is guarded by one lock.
 
 from __future__ import annotations
 
-import logging
 import socket
 import threading
 from collections import Counter
@@ -24,6 +23,7 @@ from typing import Protocol
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from ..logfile import FileLogger
 from ..spec import FAULT_KINDS, BaseClusterSpec
 from ..workload.topic import restore_topic, wait_until_replicated
 from . import InfraError
@@ -42,15 +42,6 @@ def peer_proxy_names(broker: int, brokers: int) -> list[str]:
     """
     return [f"{kind}-{a}-{b}" for other in range(brokers) if other != broker
             for kind in ("replication", "controller") for a, b in ((broker, other), (other, broker))]
-
-
-def _file_logger(path: Path) -> logging.Logger:
-    logger = logging.getLogger(f"kafka-chaos.{path}")
-    if not logger.handlers:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        logger.addHandler(logging.FileHandler(path))
-        logger.propagate = False
-    return logger
 
 
 def _start_or_kill(handle) -> None:
@@ -97,6 +88,7 @@ class ProxiedCluster:
         self._cuts: Counter[str] = Counter()  # proxy name -> faults holding it disabled
         self._restarted = False  # a broker started again since the last settle
         self._admin: AdminClient | None = None  # kept for lookups while faults run: no new connections
+        self._admin_log: FileLogger | None = None
 
     # -- what a backend provides ----------------------------------------------
     @classmethod
@@ -154,7 +146,12 @@ class ProxiedCluster:
 
     def down(self) -> None:
         """Stop what this run started; safe to call twice."""
-        self._stop()
+        try:
+            self._stop()
+        finally:
+            self._admin = None  # the client goes (its sockets with it), then its log file
+            if self._admin_log is not None:
+                self._admin_log.close()
 
     def preflight(self) -> None:
         """Prove that all client traffic crosses the proxies, before any workload.
@@ -188,7 +185,8 @@ class ProxiedCluster:
 
     def _metadata(self, timeout: float, topic: str | None = None):
         if self._admin is None:  # its log (disconnects while faults run) goes to the run folder, not the terminal
-            self._admin = AdminClient({**self.client, "logger": _file_logger(self.log_dir / "admin.log")})
+            self._admin_log = self._admin_log or FileLogger(self.log_dir / "admin.log")
+            self._admin = AdminClient({**self.client, "logger": self._admin_log})
         try:
             return self._admin.list_topics(topic, timeout=timeout)
         except KafkaException as e:

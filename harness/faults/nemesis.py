@@ -31,11 +31,11 @@ TOLERANCE late or held more than TOLERANCE short gets a `deviation` text, and
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ..clock import REAL, Clock
 from ..spec import BROKER_FAULTS, WORKLOAD_FAULTS
 from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault, Workload
 
@@ -107,8 +107,8 @@ class WorkloadFaults:
     is a plain attribute so the produce loop's check costs nothing when no fault is asked for.
     """
 
-    def __init__(self, stop: threading.Event):
-        self._stop = stop
+    def __init__(self, stop: threading.Event, clock: Clock = REAL):
+        self._stop, self._clock = stop, clock
         self._lock = threading.Lock()
         self._asks: list[_Ask] = []
         self.pending = False
@@ -118,7 +118,7 @@ class WorkloadFaults:
         with self._lock:
             self._asks.append(ask)
             self.pending = True
-        while not ask.done.wait(0.02):
+        while not self._clock.wait(ask.done, 0.02):
             if self._stop.is_set():
                 with self._lock:
                     if ask.state == "asked":  # the loop never took it: it will not
@@ -154,9 +154,10 @@ class WorkloadFaults:
 
 class Nemesis:
     def __init__(self, cluster, schedule: list[PlannedFault], variant: str,
-                 journal: Callable[[list[dict]], None], topic: str):
+                 journal: Callable[[list[dict]], None], topic: str, clock: Clock = REAL):
         """journal: writes the variant's fault lines to faults.jsonl (RunFolder.append_faults)."""
         self.cluster = cluster
+        self.clock = clock
         self.schedule = schedule
         self.variant = variant
         self.journal = journal
@@ -168,13 +169,12 @@ class Nemesis:
         self._journaled = False
         self.errors: list[str] = []
         self._t0 = 0.0
-        self.workload = WorkloadFaults(self._stop)  # served by the produce loop
+        self.workload = WorkloadFaults(self._stop, clock)  # served by the produce loop
 
     # -- the run's side ----------------------------------------------------------------
     def start(self) -> None:
-        self._t0 = time.monotonic()
-        self._dispatcher = threading.Thread(target=self._dispatch, name=f"nemesis-{self.variant}", daemon=True)
-        self._dispatcher.start()
+        self._t0 = self.clock.monotonic()
+        self._dispatcher = self.clock.start_thread(self._dispatch, f"nemesis-{self.variant}")
 
     def stop(self) -> None:
         """Stop applying faults, heal whatever is active, and journal every fault of the variant (once)."""
@@ -199,15 +199,13 @@ class Nemesis:
 
     # -- the timelines -------------------------------------------------------------------
     def _offset(self) -> float:
-        return time.monotonic() - self._t0
+        return self.clock.monotonic() - self._t0
 
     def _dispatch(self) -> None:
         for fault in sorted(self.schedule, key=lambda f: (f.at, f.id)):
-            if self._stop.wait(max(0.0, fault.at - self._offset())):
+            if self.clock.wait(self._stop, max(0.0, fault.at - self._offset())):
                 return
-            thread = threading.Thread(target=self._hold, args=(fault,), name=f"fault-{fault.id}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+            self._threads.append(self.clock.start_thread(self._hold, f"fault-{fault.id}", (fault,)))
 
     def _hold(self, fault: PlannedFault) -> None:
         """Apply one fault, hold it for its duration (or until stop), heal it, and record all of it."""
@@ -235,7 +233,7 @@ class Nemesis:
         applied = self._offset()
         rec.update(outcome="applied", applied_at=_now(), applied_offset=round(applied, 3),
                    late_s=round(applied - fault.at, 3))
-        cut_short = self._stop.wait(max(0.0, applied + fault.duration - self._offset()))
+        cut_short = self.clock.wait(self._stop, max(0.0, applied + fault.duration - self._offset()))
         healing = self._offset()
         rec.update(healed_at=_now(), healed_offset=round(healing, 3), held_s=round(healing - applied, 3))
         try:
@@ -283,7 +281,7 @@ class Nemesis:
                         waited = f"{target} was broker {broker}, {state}"
                 except (LookupError, RuntimeError) as e:  # no leader yet, no metadata yet (InfraError)
                     waited = f"{target}: {e}"
-                if brokers is None and self._stop.wait(RETRY):
+                if brokers is None and self.clock.wait(self._stop, RETRY):
                     return None, waited
         if fault.kind in BROKER_FAULTS:
             for broker in brokers:

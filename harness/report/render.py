@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from ..aggregate import RANKED
 from ..analysis.metrics import BY_KEY, FIGURES, METRICS
 from .. import verdict as v
+from ..status import COMPLETE, INTERRUPTED
 from . import charts
 from .load import DETAIL_TABLES, LISTING_CAP
 
@@ -27,6 +28,7 @@ from .load import DETAIL_TABLES, LISTING_CAP
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("harness.report", "templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(COMPLETE=COMPLETE, PASS=v.PASS)
     env.filters["fig"] = fig
     env.filters["path"] = lambda *parts: "/".join(quote(str(p), safe="") for p in parts)
     env.filters["num"] = lambda x: f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else ("-" if x is None
@@ -186,21 +188,21 @@ def render_aggregate(view: dict) -> str:
     doc = view["aggregate"]
     variants = doc.get("variants", {})
     shown = [m for m in METRICS if not m.accounting and m.key != "acked"]
-    ran = len(doc.get("runs", []))
-    if doc.get("status") == "interrupted":
+    runs = [r.get("verdict") for r in doc.get("runs", [])]
+    ran, series = len(runs), v.series_verdict(runs)  # computed again: an older aggregate.json has no verdict
+    if doc.get("status") == INTERRUPTED:
         css, line = "fail", f"INTERRUPTED: {ran} of {doc.get('requested')} runs; the aggregate covers those"
     elif doc.get("failed_run"):
         css, line = "fail", f"FAIL: run {doc['failed_run']} failed; replay it with --replay {doc.get('failed_faults')}"
+    elif series == v.FAIL:
+        failed = {name: x["failed_runs"] for name, x in variants.items() if x.get("failed_runs")}
+        css, line = "fail", "FAIL: " + ("; ".join(f"{n}: {k} of {variants[n]['runs']} runs failed"
+                                                  for n, k in failed.items()) or
+                                        f"{runs.count(v.FAIL)} of {ran} runs failed")
+    elif series == v.PASS:
+        css, line = "pass", f"PASS: every check held in all {ran} runs"
     else:
-        failed = {name: v["failed_runs"] for name, v in variants.items() if v.get("failed_runs")}
-        bad = ran - sum(doc.get("verdicts", {}).get(x, 0) for x in (v.PASS, v.FAIL))
-        if failed:
-            css, line = "fail", "FAIL: " + "; ".join(f"{n}: {k} of {variants[n]['runs']} runs failed"
-                                                       for n, k in failed.items())
-        elif bad:
-            css, line = "fail", f"{bad} of {ran} runs did not complete"
-        else:
-            css, line = "pass", f"PASS: every check held in all {ran} runs"
+        css, line = "fail", f"{ran - runs.count(v.PASS)} of {ran} runs did not complete" if ran else "no run finished"
     return _env().get_template("aggregate.html.j2").render(
         a=doc, headline=line, headline_class=css, metrics=shown, variants=variants, ranking=view["ranking"],
         setting_keys=view["setting_keys"], settings=view["settings"], ci=interval_text, ranked=RANKED,

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import procs
+from ..clock import REAL, Clock
 from ..spec import CONSUMER_FAULTS, ConsumerSpec
 from . import sink as sinks
 from .member import UNSUPPORTED
@@ -57,7 +58,8 @@ class ConsumerGroupError(RuntimeError):
 class ConsumerGroup:
     def __init__(self, client: dict, topic: str, partitions: int, spec: ConsumerSpec, sink_path: Path,
                  member_log: Callable[[str], Path], group_id: str, stop: threading.Event,
-                 output: str | None = None):
+                 output: str | None = None, clock: Clock = REAL):
+        self.clock = clock
         self.client, self.topic, self.partitions, self.spec = client, topic, partitions, spec
         self.sink_path, self.member_log, self.group_id = Path(sink_path), member_log, group_id
         self.output = output
@@ -104,8 +106,7 @@ class ConsumerGroup:
         self.sink = sinks.Sink(self.sink_path, "harness")
         for i in range(self.spec.members):
             self._spawn_slot(i)
-        self._thread = threading.Thread(target=self._watch, name="consumer-group", daemon=True)
-        self._thread.start()
+        self._thread = self.clock.start_thread(self._watch, "consumer-group")
 
     def serve(self, faults) -> None:
         """Apply the consumer faults asked for through this WorkloadFaults from now on (None: stop)."""
@@ -113,7 +114,7 @@ class ConsumerGroup:
 
     # -- the supervisor's thread: faults asked for, members alive --------------------------------
     def _watch(self) -> None:
-        while not self._done.wait(TICK):
+        while not self.clock.wait(self._done, TICK):
             faults = self._faults
             if faults is not None and faults.pending:
                 try:
@@ -182,9 +183,8 @@ class ConsumerGroup:
                         break
             elif kind == "rebalance-storm" and step == "apply":
                 self._storm_stop.clear()
-                self._storm_thread = threading.Thread(target=self._storm, args=(params.get("interval", 2.0),),
-                                                      name="rebalance-storm", daemon=True)
-                self._storm_thread.start()
+                self._storm_thread = self.clock.start_thread(self._storm, "rebalance-storm",
+                                                             (params.get("interval", 2.0),))
             elif kind == "rebalance-storm":
                 self._end_storm()
         if kind == "rebalance-storm" and step == "heal":
@@ -194,7 +194,7 @@ class ConsumerGroup:
         self._storm_stop.set()
 
     def _storm(self, interval: float) -> None:
-        while not self._storm_stop.wait(interval):
+        while not self.clock.wait(self._storm_stop, interval):
             with self._lock:
                 if self.storm:
                     self._leave(self.storm.pop())
@@ -271,6 +271,11 @@ class ConsumerGroup:
                 if slot.proc.returncode not in (0, -signal.SIGTERM) and not self.error:
                     self.error = (f"consumer {slot.name} exited with code {slot.proc.returncode} when asked to "
                                   f"stop (log: {self.member_log(slot.name)})")
+
+    def close(self) -> None:
+        """After stop(): the harness's connection to the sink is closed (finish() closes it too); safe twice."""
+        if self.sink is not None:
+            self.sink.close()
 
     def finish(self, ends: dict[int, int]) -> None:
         """After stop(): the final positions, and a transactional group's output as processed rows."""

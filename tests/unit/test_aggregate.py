@@ -33,6 +33,7 @@ def test_aggregate_counts_complete_runs_and_their_verdicts():
     assert off["metrics"]["lost"]["runs_with"] == 1
     assert off["unavailable_s"] == {"mean": 1.0, "min": 1.0, "max": 1.0}
     assert a["verdicts"] == {"pass": 2, "fail": 1, "interrupted": 1}
+    assert a["verdict"] == "fail"  # verdict.series_verdict's
     assert [r["run_id"] for r in a["runs"]] == ["r1", "r2", "r3", "r4"]
     assert set(off["metrics"]) == {m.key for m in metrics.METRICS if not m.accounting and m.key != "acked"}
 

@@ -1,6 +1,7 @@
 """The consumer group's supervisor (workload/consumers.py) and its faults, with stand-in member processes
 (no broker): the nemesis asks, the supervisor kills, freezes, replaces and storms members, a member that
-dies on its own stops the workload, and no member outlives stop()."""
+dies on its own stops the workload, and no member outlives stop(). The supervisor's time is virtual
+(tests/fakeclock.py): a storm's intervals and a fault's timeline do not depend on the machine's load."""
 
 import sqlite3
 import sys
@@ -14,19 +15,36 @@ from harness.faults.nemesis import Nemesis
 from harness.faults.schedule import PlannedFault, Workload
 from harness.spec import ConsumerSpec, ExperimentSpec
 from harness.workload import consumers
+from tests.fakeclock import FakeClock
 
 # A member that only waits: SIGTERM ends it cleanly (exit 0), like the real one after its batch.
 STAND_IN = [sys.executable, "-c", "import signal, sys, time\n"
             "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+            "print('ready', flush=True)\n"
             "while True: time.sleep(0.05)"]
+
+
+def spawn_ready(spawn):
+    """The supervisor's spawn, returning once the stand-in handles SIGTERM (a real member is slower to
+    start than virtual time: without this, a storm member would leave before its handler is set)."""
+    def spawn_and_wait(self, name, transactional_id):
+        slot = spawn(self, name, transactional_id)
+        log, deadline = self.member_log(name), time.monotonic() + 60  # a deadlock guard, not a timing
+        while not (log.exists() and "ready" in log.read_text()) and slot.proc.poll() is None:
+            assert time.monotonic() < deadline, f"{name} never started"
+            time.sleep(0.01)
+        return slot
+    return spawn_and_wait
 
 
 @pytest.fixture
 def group(tmp_path, monkeypatch):
     monkeypatch.setattr(consumers, "MEMBER", STAND_IN)
+    monkeypatch.setattr(consumers.ConsumerGroup, "_spawn", spawn_ready(consumers.ConsumerGroup._spawn))
     stop = threading.Event()
     g = consumers.ConsumerGroup({"bootstrap.servers": "127.0.0.1:9"}, "t", 3, ConsumerSpec(members=3),
-                                tmp_path / "sink.sqlite", lambda m: tmp_path / "logs" / f"{m}.log", "g", stop)
+                                tmp_path / "sink.sqlite", lambda m: tmp_path / "logs" / f"{m}.log", "g", stop,
+                                clock=FakeClock())
     g.start()
     yield g
     g.stop(timeout=5)
@@ -88,7 +106,7 @@ def test_no_running_member_left_is_a_failed_fault(group):
 
 def test_a_storm_joins_and_leaves_every_interval_and_heal_sends_the_rest_away(group):
     group._act("rebalance-storm", "apply", {"interval": 0.3})
-    time.sleep(1.05)  # joins at 0.3 and 0.9, a leave at 0.6
+    group.clock.sleep(1.05)  # joins at 0.3 and 0.9, a leave at 0.6
     group._act("rebalance-storm", "heal", {"interval": 0.3})
     kinds = [(m, e) for m, e, _ in events(group)]
     assert kinds[:4] == [("s1.0", "joined"), ("s1.0", "left"), ("s2.0", "joined"), ("s2.0", "left")]
@@ -99,21 +117,21 @@ def test_the_nemesis_applies_consumer_faults_through_the_supervisor(group):
     lines = []
     schedule = [PlannedFault(0, "consumer-kill", Workload(), 0.1, 0.3, {}),
                 PlannedFault(1, "consumer-pause", Workload(), 0.2, 0.3, {})]
-    nemesis = Nemesis(None, schedule, "v", lines.extend, "t")
+    nemesis = Nemesis(None, schedule, "v", lines.extend, "t", clock=group.clock)
     group.serve(nemesis.workload)
     nemesis.start()
-    time.sleep(0.8)
+    group.clock.sleep(0.8)
     nemesis.stop()
     assert [(line["kind"], line["outcome"]) for line in lines] == [("consumer-kill", "healed"),
                                                                   ("consumer-pause", "healed")]
-    assert all(abs(line["late_s"]) < 0.25 for line in lines)
+    assert all(0 <= line["late_s"] <= consumers.TICK for line in lines)  # served at the supervisor's next look
     assert [s.name for s in group.current] == ["m0.1", "m1.0", "m2.0"]
     assert all(s.state == "running" for s in group.current)
 
 
 def test_a_member_dying_on_its_own_stops_the_workload_and_names_its_log(group):
     group.current[2].proc.kill()
-    assert group.stop_workload.wait(2)
+    assert group.stop_workload.wait(60)  # seen at the supervisor's next look (60 s: a deadlock guard)
     assert "consumer m2.0 exited with code -9 outside the fault schedule" in group.error
     assert "m2.0.log" in group.error
 
@@ -121,8 +139,9 @@ def test_a_member_dying_on_its_own_stops_the_workload_and_names_its_log(group):
 def test_stop_ends_every_member_even_a_paused_one(group):
     group._act("consumer-pause", "apply", {})
     group._act("rebalance-storm", "apply", {"interval": 0.1})
-    time.sleep(0.15)
+    group.clock.sleep(0.15)
     procs = [s.proc for s in group.current + group.storm]
+    assert len(procs) == 4  # the storm's first member joined
     group.stop(timeout=5)
     # A storm member still starting when stopped dies of the SIGTERM itself (no handler yet).
     assert all(p.returncode in (0, -15) for p in procs) and group.error == ""

@@ -1,9 +1,8 @@
 """The nemesis against a stand-in cluster (the real ProxiedCluster state machine over fake brokers and a
-fake Toxiproxy): what it calls, when, what it journals, and replay."""
+fake Toxiproxy): what it calls, when, what it journals, and replay. Time is virtual (tests/fakeclock.py):
+a broker that takes 10 s to start takes no real time, and every time checked is exact."""
 
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from harness.cluster.base import DOWN, PAUSED, RUNNING, ProxiedCluster
 from harness.faults.nemesis import Nemesis
 from harness.faults.schedule import AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault, ScheduleError, load, plan
 from harness.spec import ExperimentSpec, LocalClusterSpec
+from tests.fakeclock import FakeClock
 
 ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset", "late_s", "held_s", "heal_s"}
 
@@ -34,15 +34,15 @@ class FakeToxiproxy:
 
 
 class FakeBroker:
-    """A broker handle that records what was done to it; start takes `start_s` seconds."""
+    """A broker handle that records what was done to it; start takes `start_s` seconds of the clock."""
 
-    def __init__(self, index, calls, start_s=0.0):
-        self.index, self.calls, self.start_s = index, calls, start_s
+    def __init__(self, index, calls, clock, start_s=0.0):
+        self.index, self.calls, self.clock, self.start_s = index, calls, clock, start_s
         self.up, self.log_path = True, f"broker-{index}.log"
 
     def start(self):
         self.calls.append(("start_broker", self.index))
-        time.sleep(self.start_s)
+        self.clock.sleep(self.start_s)
         self.up = True
 
     def stop(self):
@@ -68,9 +68,17 @@ class FakeCluster(ProxiedCluster):
         super().__init__(LocalClusterSpec(broker="kafka", brokers=brokers), run_dir=Path("unused"))
         self.calls = []
         self.leader = leader
+        self.clock = FakeClock()
         self.toxi = FakeToxiproxy(self.calls)
-        self.brokers = [FakeBroker(i, self.calls, start_s) for i in range(brokers)]
+        self.brokers = [FakeBroker(i, self.calls, self.clock, start_s) for i in range(brokers)]
         self.states = [RUNNING] * brokers
+
+    def wait_running(self, broker, give_up):
+        """ProxiedCluster's, on the clock: its wait on a condition would hold virtual time still."""
+        while self.broker_state(broker) != RUNNING:
+            if self.clock.wait(give_up, 0.05):
+                return False
+        return True
 
     def leader_of(self, topic, partition):
         self.calls.append(("leader_of", topic, partition))
@@ -79,6 +87,11 @@ class FakeCluster(ProxiedCluster):
     def follower_of(self, topic, partition):
         self.calls.append(("follower_of", topic, partition))
         return (self.leader + 1) % self.broker_count
+
+
+def after(clock, seconds, action):
+    """threading.Timer on the clock."""
+    clock.start_thread(lambda: (clock.sleep(seconds), action()), "timer")
 
 
 def spec(faults, **over):
@@ -93,9 +106,9 @@ def run_nemesis(schedule, tmp_path, cluster=None, wait=None, name="faults.jsonl"
         with open(tmp_path / name, "a") as f:
             f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in records)
 
-    nemesis = Nemesis(cluster, schedule, "a", journal, "topic-a")
+    nemesis = Nemesis(cluster, schedule, "a", journal, "topic-a", clock=cluster.clock)
     nemesis.start()
-    time.sleep(wait if wait is not None else max(f.at + f.duration for f in schedule) + 0.3)
+    cluster.clock.sleep(wait if wait is not None else max(f.at + f.duration for f in schedule) + 0.3)
     nemesis.stop()
     lines = [json.loads(x) for x in (tmp_path / name).read_text().splitlines()]
     return cluster, nemesis, lines
@@ -160,15 +173,14 @@ def test_a_slow_broker_start_delays_no_other_fault(tmp_path):
     cluster = FakeCluster(leader=1, start_s=10.0)
     cluster.brokers[1].start_s = 0.0
     states = []
-    watcher = threading.Timer(5.0, lambda: states.append(cluster.broker_state(0)))
-    watcher.start()
+    after(cluster.clock, 5.0, lambda: states.append(cluster.broker_state(0)))
     _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=7.5)
     assert states == ["starting"]  # broker 0 was still starting while the others ran on time
     for line in lines:
         assert line["outcome"] == "healed", line
-        assert abs(line["late_s"]) <= 0.1 and abs(line["held_s"] - line["planned_duration"]) <= 0.1, line
+        assert line["late_s"] == 0 and line["held_s"] == line["planned_duration"], line
         assert "deviation" not in line
-    assert lines[0]["heal_s"] >= 10  # the kill's start took its 10 s, on its own thread
+    assert lines[0]["heal_s"] == 10  # the kill's start took its 10 s, on its own thread
     assert nemesis.warnings == []
 
 
@@ -178,8 +190,8 @@ def test_a_fault_due_on_a_broker_still_starting_waits_and_is_marked_late(tmp_pat
     cluster = FakeCluster(start_s=1.0)
     _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=2.5)
     pause = lines[1]
-    assert pause["outcome"] == "healed" and 0.6 <= pause["late_s"] <= 1.1
-    assert abs(pause["held_s"] - 0.5) < 0.1  # held its full duration from when it took effect
+    assert pause["outcome"] == "healed" and pause["late_s"] == 0.8  # broker 0 runs again at 0.2 + 1.0 s
+    assert pause["held_s"] == 0.5  # held its full duration from when it took effect
     assert "late (broker 0 was starting)" in pause["deviation"]
     [warning] = nemesis.warnings
     assert warning.startswith("a: fault 1 (broker-pause of broker 0") and "late" in warning
@@ -189,10 +201,11 @@ def test_a_fault_due_on_a_broker_still_starting_waits_and_is_marked_late(tmp_pat
 def test_a_role_target_waits_for_a_running_broker_and_never_hits_a_dead_one(tmp_path):
     cluster = FakeCluster(leader=1)
     cluster.states[1] = DOWN  # the metadata still names a broker that was just killed
-    threading.Timer(0.5, lambda: setattr(cluster, "leader", 2)).start()  # then the controller moves the leadership
+    after(cluster.clock, 0.5, lambda: setattr(cluster, "leader", 2))  # then the controller moves the leadership
     _, nemesis, lines = run_nemesis([PlannedFault(0, "broker-pause", LeaderOf(0), 0.0, 0.2, {})], tmp_path,
                                     cluster=cluster, wait=1.2)
     assert lines[0]["brokers"] == [2] and ("pause_broker", 1) not in cluster.calls
+    assert lines[0]["late_s"] == 0.6  # the first look after 0.5 s (one every 0.2 s)
     assert "the leader of partition 0 was broker 1, down" in lines[0]["deviation"]
 
 
@@ -284,9 +297,9 @@ def test_settle_heals_every_state_and_waits_out_a_start_in_progress(monkeypatch)
     cluster.pause_broker(0)
     cluster.kill_broker(1)
     cluster.kill_broker(2)
-    starter = threading.Thread(target=cluster.start_broker, args=(2,))  # a fault's heal, still running
-    starter.start()
-    time.sleep(0.1)
+    starter = cluster.clock.start_thread(cluster.start_broker, "heal", (2,))  # a fault's heal, 0.5 s long
+    cluster.clock.sleep(0.1)
+    assert cluster.states[2] == "starting"
     cluster.settle("t", 3)
     starter.join()
     assert cluster.states == [RUNNING] * 3 and waited == [3]

@@ -22,7 +22,7 @@ time.sleep(60)
 """
 
 
-def gone(pid: int, timeout: float = 5) -> bool:
+def gone(pid: int, timeout: float = 60) -> bool:  # a deadlock guard: a gone child is seen at once
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -40,8 +40,10 @@ def test_a_child_dies_with_a_kill_9_of_the_harness(tmp_path):
                                stdout=subprocess.PIPE, text=True)
     try:
         child = int(harness.stdout.readline())
-        time.sleep(0.3)
         proc = psutil.Process(child)
+        deadline = time.monotonic() + 60  # a deadlock guard: the launcher execs at once
+        while proc.cmdline() != ["sleep", "60"] and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert proc.cmdline() == ["sleep", "60"]  # the launcher exec'd the command in its own place
         assert proc.ppid() == harness.pid
     finally:

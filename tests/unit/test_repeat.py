@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 import xmlschema
 
 from harness import junit, repeat, signals
@@ -55,6 +56,18 @@ def test_series_writes_the_aggregate_and_its_pages(tmp_path):
     stale = {**doc, "variants": {}}  # an aggregate written by an older release: computed again from the runs
     series.folder.write_aggregate(stale)
     assert repeat.reaggregate(series.folder) == doc and series.folder.read_aggregate() == doc
+
+
+@pytest.mark.parametrize("second, word, code, says", [
+    (run("x0", 0, lost=1), "fail", Exit.FAILED, "FAIL: off: 1 of 2 runs failed"),
+    (run("x0", 0, status="error"), "error", Exit.INFRA, "1 of 2 runs did not complete"),
+    (run("x0", 0), "pass", Exit.OK, "PASS: every check held in all 2 runs"),
+])
+def test_one_series_verdict_for_the_aggregate_its_page_and_the_exit_status(tmp_path, second, word, code, says):
+    series = repeat.Series(SPEC, tmp_path, 2, first_seed=1)
+    doc = series.execute(fake_runs(tmp_path, {0: run("x0", 0), 1: second}))
+    assert doc["verdict"] == word and series.exit_code == code
+    assert says in write_aggregate_report(series.folder).read_text()
 
 
 def test_until_fail_stops_at_the_first_failed_run(tmp_path):

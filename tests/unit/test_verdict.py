@@ -104,3 +104,24 @@ def test_a_variant_that_did_not_do_what_it_planned_never_passes():
         assert exit_for_verdict(run["verdict"]) == Exit.INFRA
     # Unless the experiment says it expects exactly that (a rule on acked).
     assert summary.variant_entry(clean(acked=0), {"acked": Rule("==", 0)}, [])["verdict"] == PASS
+
+
+@pytest.mark.parametrize("runs, expected", [
+    (["pass", "pass"], "pass"),
+    (["pass", "error", "fail"], "fail"),  # a broken guarantee is the finding, whatever else happened
+    (["pass", "incomplete", "error"], "incomplete"),  # could not be judged: the first such verdict
+    (["unknown", "pass"], "unknown"),  # any verdict that is neither pass nor fail
+    ([], "incomplete"),
+])
+def test_the_series_verdict(runs, expected):
+    assert verdict.series_verdict(runs) == expected
+
+
+@pytest.mark.parametrize("word", ["pass", "fail", "incomplete", "interrupted", "error", "unknown"])
+def test_one_verdict_to_exit_mapping_for_a_run_and_a_series(word):
+    """The series' exit status is exit_for_verdict of its verdict (repeat.py has no mapping of its own);
+    anything not pass or fail exits 3."""
+    from harness import repeat
+
+    assert exit_for_verdict(word) == {"pass": Exit.OK, "fail": Exit.FAILED}.get(word, Exit.INFRA)
+    assert repeat.exit_code([{"verdict": "pass"}, {"verdict": word}]) == exit_for_verdict(word)

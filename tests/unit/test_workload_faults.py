@@ -1,6 +1,8 @@
 """Workload faults (producer-restart, producer-pause): planned like every fault, asked for by the nemesis,
 applied by the produce loops between two sends, journaled; sessions and resends in the delivery log; the
-transactional workload's transactions log. Producers run against librdkafka's in-process mock cluster."""
+transactional workload's transactions log. Producers run against librdkafka's in-process mock cluster.
+The nemesis runs on a virtual clock (tests/fakeclock.py), and a produce loop is asked for a fault at a
+point of its progress, not after a real delay: what is checked does not depend on the machine's load."""
 
 import json
 import logging
@@ -16,6 +18,7 @@ from harness.faults.schedule import PlannedFault, ScheduleError, Workload, load,
 from harness.spec import ExperimentSpec
 from harness.workload.producer import CHUNK, DeliveryLog, produce
 from harness.workload.transactional import TransactionalWorkload, TransactionsLog
+from tests.fakeclock import FakeClock
 from tests.unit.test_delivery_log import Report, rows
 
 MOCK = {"bootstrap.servers": "unused:1", "test.mock.num.brokers": 1}
@@ -86,17 +89,17 @@ def journal_into(lines):
 def test_the_nemesis_waits_until_the_loop_applied_the_fault_and_journals_when_it_took_effect():
     lines, served = [], []
     schedule = [PlannedFault(0, "producer-pause", Workload(), 0.1, 0.3, {})]
-    nemesis = Nemesis(None, schedule, "a", journal_into(lines), "topic")
+    clock = FakeClock()
+    nemesis = Nemesis(None, schedule, "a", journal_into(lines), "topic", clock=clock)
     nemesis.start()
 
     def loop():  # a produce loop that looks for asks every 50 ms
         for _ in range(20):
-            time.sleep(0.05)
+            clock.sleep(0.05)
             if nemesis.workload.pending:
-                nemesis.workload.serve(lambda kind, step: served.append((kind, step, time.monotonic())))
+                nemesis.workload.serve(lambda kind, step: served.append((kind, step, clock.monotonic())))
 
-    worker = threading.Thread(target=loop)
-    worker.start()
+    worker = clock.start_thread(loop, "produce-loop")
     worker.join()
     nemesis.stop()
     assert [(k, s) for k, s, _ in served] == [("producer-pause", "apply"), ("producer-pause", "heal")]
@@ -107,10 +110,11 @@ def test_the_nemesis_waits_until_the_loop_applied_the_fault_and_journals_when_it
 
 def test_an_ask_the_workload_never_takes_is_withdrawn_and_journaled_not_reached():
     lines = []
+    clock = FakeClock()
     nemesis = Nemesis(None, [PlannedFault(0, "producer-restart", Workload(), 0.0, 0.05, {})], "a",
-                      journal_into(lines), "topic")
+                      journal_into(lines), "topic", clock=clock)
     nemesis.start()
-    time.sleep(0.2)  # nobody serves
+    clock.sleep(0.2)  # nobody serves
     nemesis.stop()
     assert lines[0]["outcome"] == "not-reached" and "the workload ended first" in lines[0]["deviation"]
     assert nemesis.errors == [] and not nemesis.workload.pending
@@ -183,27 +187,56 @@ def test_a_paused_sessions_reports_are_written_as_its_own():
 
 # -- the produce loops -----------------------------------------------------------------------------
 
-def asked(faults, plan_):
-    """A thread that asks for (delay, kind, step) in turn, like the nemesis."""
-    def run():
-        for delay, kind, step in plan_:
-            time.sleep(delay)
-            faults.ask(kind, step)
-    t = threading.Thread(target=run)
-    t.start()
-    return t
+class Asks:
+    """A produce loop's on_progress that asks for faults as the nemesis would, each when its condition
+    holds: for (condition, kind, step) in turn, once condition(reports since the last ask) is true, a
+    thread asks (blocking there until the loop applied it), and the report returns once the ask is
+    pending, so the loop applies it at its next look."""
+
+    def __init__(self, faults, plan_):
+        self.faults, self.plan, self.since, self.threads, self.errors = faults, list(plan_), 0, [], []
+
+    def __call__(self, count):
+        self.since += 1
+        if self.plan and self.plan[0][0](self.since):
+            _, kind, step = self.plan.pop(0)
+            self.since = 0
+            t = threading.Thread(target=self._ask, args=(kind, step))
+            t.start()
+            self.threads.append(t)
+            deadline = time.monotonic() + 60  # a deadlock guard, not a timing
+            while not self.faults.pending and t.is_alive():
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+
+    def _ask(self, kind, step):
+        try:
+            self.faults.ask(kind, step)
+        except Exception as e:
+            self.errors.append(e)
+
+    def join(self):
+        for t in self.threads:
+            t.join()
+        assert not self.plan and not self.errors, (self.plan, self.errors)
+
+
+def mid_transaction(w, after: int = 0):
+    """A condition: the workload `w` has handed some but not all of its open transaction (and allotted
+    at least `after` fresh messages)."""
+    return lambda since: (w.open is not None and 0 < w.open.handed < len(w.open.indices) and w.count >= after)
 
 
 def test_a_restarted_plain_producer_sends_again_what_was_not_acknowledged(tmp_path):
     stop = threading.Event()
     faults = WorkloadFaults(stop)
     log = DeliveryLog(tmp_path / "acks.parquet", partitions=3)
-    t = asked(faults, [(0.3, "producer-restart", "apply")])
+    asks = Asks(faults, [(lambda since: since == 3, "producer-restart", "apply")])  # after the third chunk
     # linger.ms 1000: the chunks handed before the restart (one every 0.1 s) are still unacknowledged when it
     # comes, whatever the machine's load (with 50 ms they could all be acked while the loop paced).
     r = produce(MOCK, "t", 3, 6 * CHUNK, {"enable.idempotence": True, "linger.ms": 1000}, log, rate=10 * CHUNK,
-                logger=quiet(), faults=faults, before_flush=stop.set)
-    t.join()
+                logger=quiet(), faults=faults, before_flush=stop.set, on_progress=asks)
+    asks.join()
     table = pq.read_table(tmp_path / "acks.parquet").to_pandas()
     assert set(table["session"]) == {0, 1}
     # Every value sent twice was unacknowledged in session 0 and sent again in session 1.
@@ -221,12 +254,12 @@ def test_transactions_commit_abort_on_purpose_and_restart_mid_transaction(tmp_pa
     faults = WorkloadFaults(stop)
     log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
     txlog = TransactionsLog(tmp_path / "transactions.parquet")
-    t = asked(faults, [(0.5, "producer-restart", "apply")])
-    # Filling a transaction takes 100 ms and ending it a few: the restart lands in the middle of one.
+    # The restart lands in the middle of a transaction, after some 500 sends.
     w = TransactionalWorkload(MOCK, "t", 2, 3000, {"transactional.id": "kc-test", "linger.ms": 5}, log, txlog,
                               size=100, abort_ratio=0.25, seed=7, rate=1000, logger=quiet(), faults=faults)
+    w.on_progress = asks = Asks(faults, [(mid_transaction(w, after=500), "producer-restart", "apply")])
     r = w.run(before_flush=stop.set)
-    t.join()
+    asks.join()
     acks = pq.read_table(tmp_path / "acks.parquet").to_pandas()
     txns = pq.read_table(tmp_path / "transactions.parquet").to_pandas()
     assert txns.txn.tolist() == list(range(len(txns)))  # every transaction begun has its row
@@ -254,11 +287,13 @@ def test_a_paused_transactional_instance_resumes_as_a_zombie_in_its_own_session(
     faults = WorkloadFaults(stop)
     log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
     txlog = TransactionsLog(tmp_path / "transactions.parquet")
-    t = asked(faults, [(0.4, "producer-pause", "apply"), (0.5, "producer-pause", "heal")])
     w = TransactionalWorkload(MOCK, "t", 2, 3000, {"transactional.id": "kc-zombie", "linger.ms": 5}, log, txlog,
                               size=40, abort_ratio=0.0, seed=1, rate=2000, logger=quiet(), faults=faults)
+    # Paused in a transaction after some 800 sends; resumed 10 reports (200 sends of its successor) later.
+    w.on_progress = asks = Asks(faults, [(mid_transaction(w, after=800), "producer-pause", "apply"),
+                                         (lambda since: since == 10, "producer-pause", "heal")])
     w.run(before_flush=stop.set)
-    t.join()
+    asks.join()
     acks = pq.read_table(tmp_path / "acks.parquet").to_pandas()
     txns = pq.read_table(tmp_path / "transactions.parquet").to_pandas()
     [z] = txns[txns.cause == "fenced"].itertuples()
