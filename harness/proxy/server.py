@@ -4,8 +4,8 @@ Why it exists: the harness injects network faults through the Toxiproxy HTTP API
 but a `toxiproxy-server` binary cannot be installed on every machine (it ships
 from GitHub releases or Docker images, not from the package registries). This
 server speaks the part of the API that clients use (toxiproxy-python included),
-so the same fault code drives either. When a real `toxiproxy-server` is on PATH
-or in $TOXIPROXY_SERVER, the harness runs that instead (see cluster/toxiproxy.py).
+so the same fault code drives either. It is the default; `cluster.proxy: toxiproxy`
+runs a real toxiproxy-server instead (see cluster/toxiproxy.py).
 
 The proxy data path runs on one asyncio loop; the HTTP API runs on the stdlib's
 threaded HTTP server (no extra dependency for a handful of JSON routes) and hands

@@ -1,8 +1,8 @@
-"""The embedded proxy driven through toxiproxy-python, each toxic measured on a real TCP stream
-as real Toxiproxy 2.x behaves (timeout: toxics/timeout.go, link.go in Shopify/toxiproxy).
-
-The server comes from ToxiproxyServer, so a real toxiproxy-server is tested instead
-when one is on PATH or in $TOXIPROXY_SERVER.
+"""Conformance, side by side: every check drives the embedded proxy and a real toxiproxy-server the same way
+(toxiproxy-python and raw HTTP) and measures each toxic on a real TCP stream. Each test runs against both
+(`[embedded]`, `[toxiproxy]`); a difference is a bug of the embedded proxy, fixed there (the differences found
+so far are listed in harness/proxy/CONFORMANCE.md). Without a toxiproxy-server on PATH or in
+$TOXIPROXY_SERVER the `[toxiproxy]` half skips, saying so.
 """
 
 import re
@@ -17,7 +17,9 @@ from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 from toxiproxy.server import Toxiproxy
 
-from harness.cluster.toxiproxy import ToxiproxyServer
+from harness.cluster.toxiproxy import ToxiproxyServer, find_toxiproxy_server
+
+PROXIES = ["embedded", "toxiproxy"]
 
 
 class Echo(socketserver.BaseRequestHandler):
@@ -36,13 +38,27 @@ def echo():
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    server = ToxiproxyServer(tmp_path_factory.mktemp("proxy"))
+@pytest.fixture(scope="module", params=PROXIES)
+def server(request, tmp_path_factory):
+    """One server of each kind per module: (kind, host, port)."""
+    if request.param == "embedded":
+        program = None
+    else:
+        program = find_toxiproxy_server()
+        if program is None:
+            pytest.skip("no toxiproxy-server on PATH or in $TOXIPROXY_SERVER: only the embedded proxy is checked")
+    server = ToxiproxyServer(tmp_path_factory.mktemp(request.param), program)
     client = server.start()
-    APIConsumer.host, APIConsumer.port = client.host, client.port
-    yield Toxiproxy()
+    yield request.param, client.host, client.port
     server.stop()
+    assert server.proc.returncode is not None
+
+
+@pytest.fixture
+def api(server):
+    _, host, port = server
+    APIConsumer.host, APIConsumer.port = host, port  # toxiproxy-python keeps its address here
+    return Toxiproxy()
 
 
 @pytest.fixture
