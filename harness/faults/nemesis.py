@@ -13,6 +13,11 @@ is, and a leader-of/follower-of target waits until a running broker holds that r
 The plan's overlap rule (schedule.py) makes that wait rare; when it happens the journal
 says so.
 
+A leader-of/follower-of target is resolved ahead of its planned time: its thread starts
+AHEAD seconds early and looks the role up every REFRESH seconds until the fault is due, so
+at the planned time it acts on a recent answer instead of asking the brokers then (a
+metadata round trip on a loaded machine took up to 0.4 s, making a leader kill late).
+
 Workload faults (producer-restart, producer-pause, and the consumer group's consumer-kill,
 consumer-pause, rebalance-storm; target "workload") have no broker: the nemesis asks the workload
 through WorkloadFaults (the produce loop between two sends, the consumer group's supervisor on its
@@ -41,6 +46,8 @@ from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault
 
 TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
 RETRY = 0.2  # seconds between looks for a target that is not there yet
+AHEAD = 2.0  # seconds before its planned time a role target starts being looked up
+REFRESH = 0.25  # seconds between those look-ups: the answer used at the planned time is at most this old
 
 
 @dataclass(frozen=True)
@@ -201,9 +208,14 @@ class Nemesis:
     def _offset(self) -> float:
         return time.monotonic() - self._t0
 
+    @staticmethod
+    def _start_at(fault: PlannedFault) -> float:
+        """When the fault's thread starts: role targets AHEAD early, to resolve them before they are due."""
+        return max(0.0, fault.at - AHEAD) if isinstance(fault.target, ROLE_TARGETS) else fault.at
+
     def _dispatch(self) -> None:
-        for fault in sorted(self.schedule, key=lambda f: (f.at, f.id)):
-            if self._stop.wait(max(0.0, fault.at - self._offset())):
+        for fault in sorted(self.schedule, key=lambda f: (self._start_at(f), f.id)):
+            if self._stop.wait(max(0.0, self._start_at(fault) - self._offset())):
                 return
             thread = threading.Thread(target=self._hold, args=(fault,), name=f"fault-{fault.id}", daemon=True)
             self._threads.append(thread)
@@ -212,8 +224,10 @@ class Nemesis:
     def _hold(self, fault: PlannedFault) -> None:
         """Apply one fault, hold it for its duration (or until stop), heal it, and record all of it."""
         rec: dict = {}
-        self._records[fault.id] = rec
         brokers, waited = self._targets(fault)
+        if brokers is None and self._offset() < fault.at:
+            return  # stopped before it was due (resolving ahead): not-reached, as a fault never dispatched
+        self._records[fault.id] = rec
         if brokers is None:
             rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied before the "
                                                         f"workload ended: {waited}")
@@ -272,10 +286,14 @@ class Nemesis:
         elif isinstance(target, Broker):
             brokers = [target.index]
         else:
+            ahead = self._resolve_ahead(fault)
+            if ahead is None:
+                return None, waited
+            ahead = ahead if isinstance(ahead, int) else None  # a failed look-up is tried again now
             brokers = None
             while brokers is None:
                 try:
-                    broker = self._role(target)
+                    broker = ahead if isinstance(ahead, int) else self._role(target)
                     state = self.cluster.broker_state(broker)
                     if state == "running":
                         brokers = [broker]
@@ -283,6 +301,7 @@ class Nemesis:
                         waited = f"{target} was broker {broker}, {state}"
                 except (LookupError, RuntimeError) as e:  # no leader yet, no metadata yet (InfraError)
                     waited = f"{target}: {e}"
+                ahead = None  # the answer from ahead is used once; after that, look again each time
                 if brokers is None and self._stop.wait(RETRY):
                     return None, waited
         if fault.kind in BROKER_FAULTS:
@@ -292,6 +311,28 @@ class Nemesis:
                     if not self.cluster.wait_running(broker, self._stop):
                         return None, waited
         return brokers, waited
+
+    def _resolve_ahead(self, fault: PlannedFault) -> int | Exception | None:
+        """Look the fault's role target up until it is due, every REFRESH seconds; returns, at the planned
+        time, the last answer (a broker, or the error of the last look-up); None when stopped before.
+
+        No look-up starts that would end after the planned time (each is assumed to take as long as the
+        last one), so the answer used is at most REFRESH plus one look-up old, and never makes it late."""
+        while True:
+            started = self._offset()
+            try:
+                answer: int | Exception = self._role(fault.target)
+            except (LookupError, RuntimeError) as e:
+                answer = e
+            took = self._offset() - started
+            left = fault.at - self._offset()
+            if left <= 0:
+                return answer
+            last = left <= REFRESH + took  # the next look-up would end after the fault is due
+            if self._stop.wait(left if last else REFRESH):
+                return None
+            if last:
+                return answer
 
     def _role(self, target) -> int:
         assert isinstance(target, ROLE_TARGETS)

@@ -292,3 +292,26 @@ def test_settle_heals_every_state_and_waits_out_a_start_in_progress(monkeypatch)
     assert cluster.states == [RUNNING] * 3 and waited == [3]
     assert ("resume_broker", 0) in cluster.calls and cluster.calls.count(("start_broker", 2)) == 1
     assert ("reset",) in cluster.calls
+
+
+def test_a_role_target_is_resolved_ahead_so_a_slow_lookup_does_not_make_the_fault_late(tmp_path):
+    class SlowMetadata(FakeCluster):
+        def leader_of(self, topic, partition):
+            time.sleep(0.4)  # a metadata round trip on a loaded machine
+            return super().leader_of(topic, partition)
+
+    cluster = SlowMetadata(leader=1)
+    threading.Timer(0.6, lambda: setattr(cluster, "leader", 2)).start()  # leadership moves before the fault is due
+    schedule = [PlannedFault(0, "broker-kill", LeaderOf(0), 1.5, 0.2, {})]
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=2.3)
+    assert lines[0]["outcome"] == "healed" and lines[0]["brokers"] == [2], lines[0]  # the leader at the time
+    assert abs(lines[0]["late_s"]) <= 0.1, lines[0]
+    assert sum(1 for c in cluster.calls if c[0] == "leader_of") >= 2  # looked up more than once ahead
+    assert nemesis.warnings == []
+
+
+def test_a_fault_stopped_while_resolving_ahead_was_never_due(tmp_path):
+    schedule = [PlannedFault(0, "broker-pause", LeaderOf(0), 1.5, 0.2, {})]
+    cluster, nemesis, lines = run_nemesis(schedule, tmp_path, wait=0.3)
+    assert lines[0]["outcome"] == "not-reached" and "deviation" not in lines[0]
+    assert ("pause_broker", 2) not in cluster.calls and nemesis.warnings == []
