@@ -28,7 +28,9 @@ faults.jsonl, one line per fault and variant, sorted by id: the plan (id, kind, 
 planned_at, planned_duration, params), then what happened: outcome, applied_at / healed_at
 (wall clock), applied_offset / healed_offset (seconds after the workload started; healing
 starts at healed_offset and took heal_s), the brokers hit, late_s (applied_offset -
-planned_at) and held_s (healed_offset - applied_offset). A fault applied more than
+planned_at) and held_s (healed_offset - applied_offset). A fault is applied when it took effect: for a
+broker kill, when SIGKILL was sent (the broker runs no more), not when its process was reaped. Every fault's
+thread starts before it is due (WAKE, or AHEAD for role targets) and waits for its planned time itself. A fault applied more than
 TOLERANCE late or held more than TOLERANCE short gets a `deviation` text, and
 `warnings` lists each as one line for the run's summary.
 """
@@ -47,6 +49,7 @@ from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault
 TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
 RETRY = 0.2  # seconds between looks for a target that is not there yet
 AHEAD = 2.0  # seconds before its planned time a role target starts being looked up
+WAKE = 0.5  # seconds before its planned time any other fault's thread starts (and then waits to be due)
 REFRESH = 0.25  # seconds between those look-ups: the answer used at the planned time is at most this old
 
 
@@ -210,8 +213,9 @@ class Nemesis:
 
     @staticmethod
     def _start_at(fault: PlannedFault) -> float:
-        """When the fault's thread starts: role targets AHEAD early, to resolve them before they are due."""
-        return max(0.0, fault.at - AHEAD) if isinstance(fault.target, ROLE_TARGETS) else fault.at
+        """When the fault's thread starts: role targets AHEAD early, to resolve them before they are due; any
+        other WAKE early, so starting a thread on a loaded machine does not make it late."""
+        return max(0.0, fault.at - (AHEAD if isinstance(fault.target, ROLE_TARGETS) else WAKE))
 
     def _dispatch(self) -> None:
         for fault in sorted(self.schedule, key=lambda f: (self._start_at(f), f.id)):
@@ -234,11 +238,12 @@ class Nemesis:
             return
         if brokers:
             rec["brokers"] = brokers
+        took_effect = []  # when an action says it took effect before it returned (a kill, before the reaping)
         try:
             if fault.kind in WORKLOAD_FAULTS:
                 self.workload.ask(fault.kind, "apply", fault.params)
             for broker in brokers:
-                FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params)
+                took_effect.append(FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params))
         except NotReached as e:
             rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied: {e}")
             return
@@ -247,6 +252,8 @@ class Nemesis:
             self.errors.append(f"fault {fault.id} ({fault.kind}): {rec['error']}")
             return
         applied = self._offset()
+        if took_effect and all(isinstance(t, float) for t in took_effect):
+            applied = min(applied, max(took_effect) - self._t0)
         rec.update(outcome="applied", applied_at=_now(), applied_offset=round(applied, 3),
                    late_s=round(applied - fault.at, 3))
         cut_short = self._stop.wait(max(0.0, applied + fault.duration - self._offset()))
@@ -279,6 +286,9 @@ class Nemesis:
         The second value says what was waited for ("" when nothing was)."""
         waited = ""
         target = fault.target
+        if isinstance(target, (Workload, AllBrokers, Broker)):
+            if self._stop.wait(max(0.0, fault.at - self._offset())):  # started WAKE early: wait until due
+                return None, waited
         if isinstance(target, Workload):
             return [], waited
         if isinstance(target, AllBrokers):

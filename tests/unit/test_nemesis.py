@@ -315,3 +315,22 @@ def test_a_fault_stopped_while_resolving_ahead_was_never_due(tmp_path):
     cluster, nemesis, lines = run_nemesis(schedule, tmp_path, wait=0.3)
     assert lines[0]["outcome"] == "not-reached" and "deviation" not in lines[0]
     assert ("pause_broker", 2) not in cluster.calls and nemesis.warnings == []
+
+
+def test_a_kill_counts_from_the_signal_not_from_the_reaping_and_threads_start_before_they_are_due(tmp_path):
+    class SlowReaping(FakeBroker):
+        def kill(self):
+            super().kill()
+            sent = time.monotonic()
+            time.sleep(0.4)  # the kernel tearing a large JVM down on a loaded machine
+            return sent
+
+    cluster = FakeCluster(leader=1)
+    cluster.brokers = [SlowReaping(i, cluster.calls) for i in range(3)]
+    schedule = [PlannedFault(0, "broker-kill", LeaderOf(0), 1.0, 0.5, {}),
+                PlannedFault(1, "broker-kill", Broker(2), 1.0, 0.5, {})]
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=2.5)
+    for line in lines:
+        assert line["outcome"] == "healed" and abs(line["late_s"]) <= 0.1, line
+        assert line["applied_offset"] >= 1.0 and abs(line["held_s"] - 0.5) <= 0.1, line
+    assert nemesis.warnings == []
