@@ -33,12 +33,6 @@ class ToxicError(ValueError):
     """A toxic definition the API must refuse with 400."""
 
 
-def shown(value) -> str:
-    """A request value for an error message: as JSON, cut short."""
-    text = json.dumps(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 @dataclass
 class Toxic:
     name: str
