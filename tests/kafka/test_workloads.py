@@ -38,6 +38,8 @@ def test_consumer_crashes_reprocess_or_skip_by_commit_strategy(tmp_path):
     doc = shipped("consumer-crash", topic={"partitions": 6, "replication_factor": 3},
                   workload={"messages": 15000, "rate": 15000}, fault_window=12,
                   faults=[{"kind": "consumer-kill", "every": 4.0, "jitter": 1.0, "start": 2.0, "duration": 1.0}])
+    # auto-commit is left out: its comment promises nothing ("either can happen"), and each variant costs a minute
+    doc["variants"] = [v for v in doc["variants"] if v["name"] != "auto-commit"]
     r, summary, faults = run(tmp_path, doc)
     ok(r, summary)
     v = summary["variants"]
