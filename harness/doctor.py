@@ -62,10 +62,17 @@ def _toxiproxy() -> Check:
     from .cluster.toxiproxy import find_toxiproxy_server
 
     path = find_toxiproxy_server()
-    if path:
-        return Check("toxiproxy-server", True, path)
-    return Check("toxiproxy-server", False, "not found: the embedded Toxiproxy-API proxy is used instead",
-                 "optional: put toxiproxy-server on PATH or set $TOXIPROXY_SERVER")
+    fix = "optional, for cluster.proxy: toxiproxy: put toxiproxy-server on PATH or set $TOXIPROXY_SERVER"
+    if not path:
+        return Check("toxiproxy-server", False, "not found: the embedded Toxiproxy-API proxy serves (the default)", fix)
+    try:
+        out = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as e:
+        return Check("toxiproxy-server", False, f"{path} does not run ({type(e).__name__}: {e})", fix)
+    m = re.search(r"version (\S+)", out.stdout + out.stderr)
+    if out.returncode != 0 or not m:
+        return Check("toxiproxy-server", False, f"{path} -version failed (exit {out.returncode})", fix)
+    return Check("toxiproxy-server", True, f"{path} ({m.group(1)}; used with cluster.proxy: toxiproxy)", fix)
 
 
 def _docker() -> Check:

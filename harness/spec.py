@@ -117,6 +117,12 @@ def _toxiproxy_url(url: str | None) -> str | None:
     return url
 
 
+def _proxy_choice(proxy: str) -> str:
+    if not proxy.strip() or any(c in proxy for c in "\n\r\0"):
+        raise ValueError(f"{proxy!r} is not embedded, toxiproxy or the path of a toxiproxy-server")
+    return proxy
+
+
 def _kafka_only(backend: str):
     def check(broker: str) -> str:
         if broker != "kafka":
@@ -149,6 +155,10 @@ class LocalClusterSpec(BaseClusterSpec):
     broker: Literal["tansu", "kafka"] = "tansu"
     brokers: Annotated[int, Field(ge=1, le=9)] = 1
     kafka_home: str | None = Field(None, description="broker kafka: Kafka distribution (default $KAFKA_HOME)")
+    proxy: Annotated[str, AfterValidator(_proxy_choice)] = Field(
+        "embedded", description="the Toxiproxy server in front of every broker: embedded (the default, the "
+                                "harness's own), toxiproxy (a real toxiproxy-server from $TOXIPROXY_SERVER or PATH), "
+                                "or the path of a toxiproxy-server")
     client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
 
     @field_validator("brokers")

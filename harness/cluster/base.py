@@ -236,8 +236,9 @@ class ProxiedCluster:
                 self._state_lock.wait(0.1)
             return True
 
-    def _transition(self, broker: int, expected: str, during: str, after: str, action) -> None:
-        """Move `broker` from `expected` through `during` (while `action` runs) to `after`."""
+    def _transition(self, broker: int, expected: str, during: str, after: str, action):
+        """Move `broker` from `expected` through `during` (while `action` runs) to `after`; returns what
+        `action` returned."""
         if not self.brokers:
             raise InfraError(f"backend {self.spec.backend} cannot act on brokers")
         with self._state_lock:
@@ -245,7 +246,7 @@ class ProxiedCluster:
                 raise InfraError(f"broker {broker} is {self.states[broker]}, not {expected}")
             self.states[broker] = during
         try:
-            action(self.brokers[broker])
+            result = action(self.brokers[broker])
         except BaseException:
             with self._state_lock:  # the action failed: record what the broker is now
                 alive = self.brokers[broker].alive()
@@ -255,6 +256,7 @@ class ProxiedCluster:
         with self._state_lock:
             self.states[broker] = after
             self._state_lock.notify_all()
+        return result
 
     def pause_broker(self, broker: int) -> None:
         self._transition(broker, RUNNING, PAUSED, PAUSED, lambda b: b.pause())
@@ -262,8 +264,10 @@ class ProxiedCluster:
     def resume_broker(self, broker: int) -> None:
         self._transition(broker, PAUSED, PAUSED, RUNNING, lambda b: b.resume())
 
-    def kill_broker(self, broker: int) -> None:
-        self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.kill())
+    def kill_broker(self, broker: int) -> float | None:
+        """Kill it; returns the monotonic time the kill took effect when the handle knows it (SIGKILL sent:
+        nothing runs after it, however long the kernel then takes to tear a JVM down)."""
+        return self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.kill())
 
     def stop_broker(self, broker: int) -> None:
         self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.stop())

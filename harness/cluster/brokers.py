@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import subprocess
 from pathlib import Path
 
@@ -61,10 +62,14 @@ class BrokerProcess:
         """Graceful: SIGTERM, SIGKILL only if it does not exit in time."""
         procs.stop(self.proc, self.stop_timeout)
 
-    def kill(self) -> None:
+    def kill(self) -> float | None:
+        """SIGKILL, then wait for the exit; returns when the signal was sent (time.monotonic())."""
         if self.alive():
             self.proc.kill()
+            sent = time.monotonic()
             self.proc.wait()
+            return sent
+        return None
 
     def pause(self) -> None:
         self._signal(signal.SIGSTOP)

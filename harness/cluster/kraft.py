@@ -29,8 +29,14 @@ class NodePorts:
 
 
 def cluster_id(raw: bytes | None = None) -> str:
-    """A Kafka cluster id: 16 bytes in URL-safe base64 without padding, as `kafka-storage.sh random-uuid` prints."""
-    raw = raw if raw is not None else uuid.uuid4().bytes
+    """A Kafka cluster id: 16 bytes in URL-safe base64 without padding, as `kafka-storage.sh random-uuid` prints.
+
+    A random one never starts with "-" (Kafka's Uuid.randomUuid draws again too): `kafka-storage.sh format
+    --cluster-id -x...` reads it as an option and fails, which stopped 1 run in 64 with exit 3."""
+    if raw is None:
+        while (cid := cluster_id(uuid.uuid4().bytes)).startswith("-"):
+            pass
+        return cid
     if len(raw) != 16:
         raise ValueError("a cluster id is 16 bytes")
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")

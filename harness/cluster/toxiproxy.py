@@ -1,12 +1,16 @@
 """The Toxiproxy server the run uses, and a small client over toxiproxy-python.
 
-A real `toxiproxy-server` ($TOXIPROXY_SERVER, else on PATH) is preferred; otherwise
-the embedded stand-in (harness.proxy) runs as its own process, so proxying never
-competes with the producer for the GIL.
+The local backends start one Toxiproxy API server per run, chosen by `cluster.proxy`:
+`embedded` (the default) runs the harness's own stand-in (harness.proxy) as its own process,
+so proxying never competes with the producer for the GIL; `toxiproxy` runs a real
+`toxiproxy-server` ($TOXIPROXY_SERVER, else on PATH), and any other value is the path of one.
+Either is a child tied to the run (procs.spawn) on a free loopback port, driven through
+toxiproxy-python.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,36 +25,82 @@ from toxiproxy.server import Toxiproxy
 
 from .. import procs
 
+EMBEDDED, REAL = "embedded", "toxiproxy"
+
 
 def find_toxiproxy_server() -> str | None:
+    """A real toxiproxy-server: $TOXIPROXY_SERVER, else the one on PATH."""
     return os.environ.get("TOXIPROXY_SERVER") or shutil.which("toxiproxy-server")
 
 
-class ToxiproxyServer:
-    """A Toxiproxy API server process on a free loopback port."""
+def toxiproxy_server_for(proxy: str) -> str | None:
+    """The toxiproxy-server program `cluster.proxy` names: None for embedded (and for `toxiproxy` when
+    none is found); for a path, the path (checked by proxy_problem)."""
+    if proxy == EMBEDDED:
+        return None
+    if proxy == REAL:
+        return find_toxiproxy_server()
+    return shutil.which(proxy) or proxy
 
-    def __init__(self, log_dir: Path):
+
+def proxy_problem(proxy: str) -> str | None:
+    """Why `cluster.proxy` cannot run on this machine (exit 2, nothing started), or None."""
+    if proxy == EMBEDDED:
+        return None
+    program = toxiproxy_server_for(proxy)
+    if program is None:
+        return ("cluster.proxy: toxiproxy needs a toxiproxy-server on PATH or in $TOXIPROXY_SERVER "
+                "(or give its path as cluster.proxy, or use proxy: embedded)")
+    if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+        named = "$TOXIPROXY_SERVER" if proxy == REAL else "cluster.proxy"
+        return f"cluster.proxy: {program} ({named}) is not an executable file"
+    return None
+
+
+def version_number(answer: str) -> str:
+    """The version in a GET /version answer: Toxiproxy 2.x sends {"version": "..."}, older ones plain text."""
+    try:
+        return str(json.loads(answer)["version"])
+    except (ValueError, TypeError, KeyError):
+        return answer.strip()
+
+
+class ToxiproxyServer:
+    """A Toxiproxy API server process on a free loopback port: the embedded stand-in when `program` is
+    None, else that toxiproxy-server."""
+
+    def __init__(self, log_dir: Path, program: str | None = None):
         self.log_dir = log_dir
+        self.program = program
         self.proc: subprocess.Popen | None = None
         self.port = 0
-        self.kind = ""
+        self.kind = "toxiproxy-server" if program else EMBEDDED
+        self.version = ""  # as its API reports it, once started
 
     def start(self) -> "ToxiproxyClient":
-        real = find_toxiproxy_server()
         for _ in range(3):  # the free port may be taken before the server binds it
             self.port = procs.free_port()
-            if real:
-                self.kind, cmd = "toxiproxy-server", [real, "-host", "127.0.0.1", "-port", str(self.port)]
+            if self.program:
+                cmd = [self.program, "-host", "127.0.0.1", "-port", str(self.port)]
             else:
-                self.kind = "embedded"
                 cmd = [sys.executable, "-m", "harness.proxy", "--host", "127.0.0.1", "--port", str(self.port)]
             self.proc = procs.spawn(cmd, self.log_dir / "toxiproxy.log")
             try:
                 procs.wait_for_port("127.0.0.1", self.port, timeout=15, proc=self.proc)
-                return ToxiproxyClient("127.0.0.1", self.port)
-            except RuntimeError:
+            except (RuntimeError, TimeoutError):
+                procs.stop(self.proc)
                 continue
+            client = ToxiproxyClient("127.0.0.1", self.port)
+            self.version = version_number(client.version())
+            return client
         raise RuntimeError(f"the {self.kind} Toxiproxy server did not start; see {self.log_dir / 'toxiproxy.log'}")
+
+    @property
+    def description(self) -> str:
+        """For the run's cluster line: `embedded`, or `toxiproxy-server VERSION`."""
+        if self.kind == EMBEDDED:
+            return EMBEDDED
+        return f"{self.kind} {self.version}".strip()
 
     def stop(self) -> None:
         procs.stop(self.proc)

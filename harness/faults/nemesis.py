@@ -13,6 +13,11 @@ is, and a leader-of/follower-of target waits until a running broker holds that r
 The plan's overlap rule (schedule.py) makes that wait rare; when it happens the journal
 says so.
 
+A leader-of/follower-of target is resolved ahead of its planned time: its thread starts
+AHEAD seconds early and looks the role up every REFRESH seconds until the fault is due, so
+at the planned time it acts on a recent answer instead of asking the brokers then (a
+metadata round trip on a loaded machine took up to 0.4 s, making a leader kill late).
+
 Workload faults (producer-restart, producer-pause, and the consumer group's consumer-kill,
 consumer-pause, rebalance-storm; target "workload") have no broker: the nemesis asks the workload
 through WorkloadFaults (the produce loop between two sends, the consumer group's supervisor on its
@@ -23,7 +28,9 @@ faults.jsonl, one line per fault and variant, sorted by id: the plan (id, kind, 
 planned_at, planned_duration, params), then what happened: outcome, applied_at / healed_at
 (wall clock), applied_offset / healed_offset (seconds after the workload started; healing
 starts at healed_offset and took heal_s), the brokers hit, late_s (applied_offset -
-planned_at) and held_s (healed_offset - applied_offset). A fault applied more than
+planned_at) and held_s (healed_offset - applied_offset). A fault is applied when it took effect: for a
+broker kill, when SIGKILL was sent (the broker runs no more), not when its process was reaped. Every fault's
+thread starts before it is due (WAKE, or AHEAD for role targets) and waits for its planned time itself. A fault applied more than
 TOLERANCE late or held more than TOLERANCE short gets a `deviation` text, and
 `warnings` lists each as one line for the run's summary.
 """
@@ -41,6 +48,9 @@ from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault
 
 TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
 RETRY = 0.2  # seconds between looks for a target that is not there yet
+AHEAD = 2.0  # seconds before its planned time a role target starts being looked up
+WAKE = 0.5  # seconds before its planned time any other fault's thread starts (and then waits to be due)
+REFRESH = 0.25  # seconds between those look-ups: the answer used at the planned time is at most this old
 
 
 @dataclass(frozen=True)
@@ -201,28 +211,37 @@ class Nemesis:
     def _offset(self) -> float:
         return self.clock.monotonic() - self._t0
 
+    @staticmethod
+    def _start_at(fault: PlannedFault) -> float:
+        """When the fault's thread starts: role targets AHEAD early, to resolve them before they are due; any
+        other WAKE early, so starting a thread on a loaded machine does not make it late."""
+        return max(0.0, fault.at - (AHEAD if isinstance(fault.target, ROLE_TARGETS) else WAKE))
+
     def _dispatch(self) -> None:
-        for fault in sorted(self.schedule, key=lambda f: (f.at, f.id)):
-            if self.clock.wait(self._stop, max(0.0, fault.at - self._offset())):
+        for fault in sorted(self.schedule, key=lambda f: (self._start_at(f), f.id)):
+            if self.clock.wait(self._stop, max(0.0, self._start_at(fault) - self._offset())):
                 return
             self._threads.append(self.clock.start_thread(self._hold, f"fault-{fault.id}", (fault,)))
 
     def _hold(self, fault: PlannedFault) -> None:
         """Apply one fault, hold it for its duration (or until stop), heal it, and record all of it."""
         rec: dict = {}
-        self._records[fault.id] = rec
         brokers, waited = self._targets(fault)
+        if brokers is None and self._offset() < fault.at:
+            return  # stopped before it was due (resolving ahead): not-reached, as a fault never dispatched
+        self._records[fault.id] = rec
         if brokers is None:
             rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied before the "
                                                         f"workload ended: {waited}")
             return
         if brokers:
             rec["brokers"] = brokers
+        took_effect = []  # when an action says it took effect before it returned (a kill, before the reaping)
         try:
             if fault.kind in WORKLOAD_FAULTS:
                 self.workload.ask(fault.kind, "apply", fault.params)
             for broker in brokers:
-                FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params)
+                took_effect.append(FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params))
         except NotReached as e:
             rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied: {e}")
             return
@@ -231,6 +250,8 @@ class Nemesis:
             self.errors.append(f"fault {fault.id} ({fault.kind}): {rec['error']}")
             return
         applied = self._offset()
+        if took_effect and all(isinstance(t, float) for t in took_effect):
+            applied = min(applied, max(took_effect) - self._t0)
         rec.update(outcome="applied", applied_at=_now(), applied_offset=round(applied, 3),
                    late_s=round(applied - fault.at, 3))
         cut_short = self.clock.wait(self._stop, max(0.0, applied + fault.duration - self._offset()))
@@ -263,6 +284,9 @@ class Nemesis:
         The second value says what was waited for ("" when nothing was)."""
         waited = ""
         target = fault.target
+        if isinstance(target, (Workload, AllBrokers, Broker)):
+            if self.clock.wait(self._stop, max(0.0, fault.at - self._offset())):  # started WAKE early: wait until due
+                return None, waited
         if isinstance(target, Workload):
             return [], waited
         if isinstance(target, AllBrokers):
@@ -270,10 +294,14 @@ class Nemesis:
         elif isinstance(target, Broker):
             brokers = [target.index]
         else:
+            ahead = self._resolve_ahead(fault)
+            if ahead is None:
+                return None, waited
+            ahead = ahead if isinstance(ahead, int) else None  # a failed look-up is tried again now
             brokers = None
             while brokers is None:
                 try:
-                    broker = self._role(target)
+                    broker = ahead if isinstance(ahead, int) else self._role(target)
                     state = self.cluster.broker_state(broker)
                     if state == "running":
                         brokers = [broker]
@@ -281,6 +309,7 @@ class Nemesis:
                         waited = f"{target} was broker {broker}, {state}"
                 except (LookupError, RuntimeError) as e:  # no leader yet, no metadata yet (InfraError)
                     waited = f"{target}: {e}"
+                ahead = None  # the answer from ahead is used once; after that, look again each time
                 if brokers is None and self.clock.wait(self._stop, RETRY):
                     return None, waited
         if fault.kind in BROKER_FAULTS:
@@ -290,6 +319,28 @@ class Nemesis:
                     if not self.cluster.wait_running(broker, self._stop):
                         return None, waited
         return brokers, waited
+
+    def _resolve_ahead(self, fault: PlannedFault) -> int | Exception | None:
+        """Look the fault's role target up until it is due, every REFRESH seconds; returns, at the planned
+        time, the last answer (a broker, or the error of the last look-up); None when stopped before.
+
+        No look-up starts that would end after the planned time (each is assumed to take as long as the
+        last one), so the answer used is at most REFRESH plus one look-up old, and never makes it late."""
+        while True:
+            started = self._offset()
+            try:
+                answer: int | Exception = self._role(fault.target)
+            except (LookupError, RuntimeError) as e:
+                answer = e
+            took = self._offset() - started
+            left = fault.at - self._offset()
+            if left <= 0:
+                return answer
+            last = left <= REFRESH + took  # the next look-up would end after the fault is due
+            if self.clock.wait(self._stop, left if last else REFRESH):
+                return None
+            if last:
+                return answer
 
     def _role(self, target) -> int:
         assert isinstance(target, ROLE_TARGETS)

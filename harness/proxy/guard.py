@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
+BROWSER_REFUSAL = "User agent not allowed"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 HOST_HEADER = re.compile(r"(\[[^\]]+\]|[^:\[\]]+)(?::([0-9]{1,5}))?")
 
@@ -60,7 +61,7 @@ class Guard:
     def refusal(self, headers, version: str) -> tuple[int, str] | None:
         """(status, message) when the request must be refused before it is read, else None."""
         if headers.get("User-Agent", "").startswith("Mozilla/"):
-            return 403, "User agent not allowed"  # Toxiproxy's exact answer
+            return 403, BROWSER_REFUSAL  # Toxiproxy's exact answer
         if "Origin" in headers or "Sec-Fetch-Mode" in headers:
             return 403, "requests from web pages are not allowed"
         hosts = headers.get_all("Host") or []

@@ -12,6 +12,12 @@ connection opens, when the toxic is added or updated, and when a toxic is added
 right after it or the one right after it is removed (link.go interrupts that
 neighbour). `Link.start_toxic` is that (re)start.
 
+`reset_peer` follows Toxiproxy's ResetToxic (toxics/reset_peer.go, link.go): it waits for
+the next chunk on its stream, drops it, waits `timeout` ms and closes the connection. The
+close is a reset (RST) only when the toxic was already present when the connection opened
+(Toxiproxy sets SO_LINGER 0 in ToxicLink.Start); on a connection that was open before the
+toxic was added, it is an ordinary close (FIN).
+
 `timeout` follows Toxiproxy's TimeoutToxic (toxics/timeout.go): data reaching it
 is dropped, never delivered; with timeout > 0 the connection is closed once no
 data has reached it for `timeout` ms (each dropped chunk restarts the clock);
@@ -50,8 +56,13 @@ class Proxy:
             "listen": self.listen,
             "upstream": self.upstream,
             "enabled": self.enabled,
-            "toxics": [t.to_json() for t in self.toxics.values()],
+            "Logger": {},  # Toxiproxy 2.12 serialises its Proxy's exported Logger field, empty
+            "toxics": [t.to_json() for t in self.listed()],
         }
+
+    def listed(self) -> list[Toxic]:
+        """The toxics as Toxiproxy lists them (GetToxicArray): the upstream chain, then the downstream one."""
+        return sorted(self.toxics.values(), key=lambda t: t.direction != "upstream")
 
     async def start(self) -> None:
         host, port = split_hostport(self.listen)
@@ -78,10 +89,10 @@ class Proxy:
         self.enabled = enabled
 
     def _last_toxic(self, stream: str) -> Toxic | None:
-        return next((t for t in reversed(self.toxics.values()) if t.stream == stream), None)
+        return next((t for t in reversed(self.toxics.values()) if t.direction == stream), None)
 
     def add_toxic(self, toxic: Toxic) -> None:
-        before = self._last_toxic(toxic.stream)
+        before = self._last_toxic(toxic.direction)
         self.toxics[toxic.name] = toxic
         for link in list(self.links):
             link.start_toxic(toxic)
@@ -90,7 +101,7 @@ class Proxy:
 
     def remove_toxic(self, name: str) -> None:
         toxic = self.toxics[name]
-        same_stream = [n for n, t in self.toxics.items() if t.stream == toxic.stream]
+        same_stream = [n for n, t in self.toxics.items() if t.direction == toxic.direction]
         i = same_stream.index(name)
         before = self.toxics[same_stream[i - 1]] if i else None
         del self.toxics[name]
@@ -133,6 +144,7 @@ class Proxy:
         finally:
             self._dialling.discard(link)
         self.links.add(link)
+        link.linger0 = any(t.type == "reset_peer" for t in self.toxics.values())
         for toxic in list(self.toxics.values()):
             link.start_toxic(toxic)
         try:
@@ -158,6 +170,7 @@ class Link:
         self.sent: dict[int, int] = {}  # id(limit_data toxic) -> bytes passed since it was added
         self.deadline: dict[int, float] = {}  # id(timeout toxic) -> when it closes the link
         self._timers: dict[int, asyncio.Task] = {}  # id(toxic) -> its timer task
+        self.linger0 = False  # a reset_peer toxic was present when the link started: closes are resets
         self.closed = asyncio.Event()
         self.task: asyncio.Task | None = None  # the proxy's task serving this link
 
@@ -171,8 +184,6 @@ class Link:
         if toxic.type == "timeout" and toxic.attr("timeout") > 0:
             self.deadline[id(toxic)] = time.monotonic() + toxic.attr("timeout") / 1000
             self._timers[id(toxic)] = asyncio.ensure_future(self._timeout(toxic))
-        elif toxic.type == "reset_peer":
-            self._timers[id(toxic)] = asyncio.ensure_future(self._reset_after(toxic))
 
     def toxic_removed(self, toxic: Toxic, before: Toxic | None) -> None:
         self._stop_timer(toxic)
@@ -190,16 +201,12 @@ class Link:
         self.deadline.pop(id(toxic), None)
 
     def chain(self, stream: str) -> list[Toxic]:
-        return [t for t in self.proxy.toxics.values() if t.stream == stream and self.active.get(id(t))]
+        return [t for t in self.proxy.toxics.values() if t.direction == stream and self.active.get(id(t))]
 
     async def _timeout(self, toxic: Toxic) -> None:
         while (left := self.deadline[id(toxic)] - time.monotonic()) > 0:
             await asyncio.sleep(left)
         self.close()
-
-    async def _reset_after(self, toxic: Toxic) -> None:
-        await asyncio.sleep(toxic.attr("timeout") / 1000)
-        self.close(reset=True)
 
     # -- data path ---------------------------------------------------------
     async def connect(self) -> bool:
@@ -215,7 +222,7 @@ class Link:
             try:
                 host, port = split_hostport(self.proxy.upstream)
                 self.server_r, self.server_w = await asyncio.open_connection(host, port)
-            except OSError:
+            except (OSError, ValueError):  # ValueError: an upstream that is no HOST:PORT (Go fails to dial it)
                 self.close()
                 return False
         if self.closed.is_set():  # close() came while we were at it: finish its job
@@ -268,6 +275,12 @@ class Link:
             if id(timeout) in self.deadline:
                 self.deadline[id(timeout)] = time.monotonic() + timeout.attr("timeout") / 1000
             return True
+        reset = next((t for t in chain if t.type == "reset_peer"), None)
+        if reset is not None:
+            # The chunk that reaches it is dropped; `timeout` ms later the connection closes.
+            await asyncio.sleep(reset.attr("timeout") / 1000)
+            self.close(reset=self.linger0)
+            return False
         for t in chain:
             if t.type == "latency":
                 jitter = random.uniform(-t.attr("jitter"), t.attr("jitter"))
@@ -298,7 +311,7 @@ class Link:
         avg, var = max(1, toxic.attr("average_size")), toxic.attr("size_variation")
         pos = 0
         while pos < len(data):
-            size = max(1, avg + random.randint(-var, var)) if var else avg
+            size = max(1, avg + random.randint(-var, var)) if var > 0 else avg
             writer.write(data[pos:pos + size])
             await writer.drain()
             pos += size

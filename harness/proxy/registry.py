@@ -9,13 +9,14 @@ in toxics.py) before anything changes, so a bad request is a 400, never a crash.
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import unquote
 
 from .. import __version__
 from .guard import listen_refusal
 from .link import Proxy
-from .toxics import ToxicError, parse_toxic, shown, update_toxic
+from .toxics import ToxicError, field_of, go_kind, parse_toxic, update_toxic
 
 VERSION = f"2.12.0-kafka-chaos-{__version__}"
 
@@ -24,7 +25,18 @@ PROXY_FIELDS = {"name": str, "listen": str, "upstream": str, "enabled": bool}
 ADDRESS = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s\[\]:/]*):([0-9]{1,5})")
 
 
+PLAIN = "text/plain; charset=utf-8"
+
+
+def go_json(value) -> bytes:
+    """JSON as Go's encoding/json writes it: no spaces."""
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
 class ApiError(Exception):
+    """An error answer. As Toxiproxy's apiError (api.go): the JSON {"error", "status"} written by Go's
+    http.Error, so labelled text/plain and ended by a line break."""
+
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
@@ -32,28 +44,56 @@ class ApiError(Exception):
     def to_json(self) -> dict:
         return {"error": str(self), "status": self.status}
 
+    def answer(self) -> tuple[bytes, str | None]:
+        """(body, Content-Type)."""
+        return go_json(self.to_json()) + b"\n", PLAIN
 
-def proxy_fields(body, where: str = "", new: bool = False) -> dict:
-    """The Proxy fields given in one JSON object, type-checked; a `new` proxy needs name and upstream."""
+
+class PlainError(ApiError):
+    """An answer of Go's own (router, middleware): the text as it is (no body and no type when empty)."""
+
+    def __init__(self, status: int, text: str):
+        super().__init__(status, text)
+
+    def answer(self) -> tuple[bytes, str | None]:
+        return (str(self).encode(), PLAIN) if str(self) else (b"", None)
+
+
+class PopulateError(ApiError):
+    """Populate's own error answer (api.go Populate): JSON labelled as such, with "proxies": null."""
+
+    def answer(self) -> tuple[bytes, str | None]:
+        return go_json({**self.to_json(), "proxies": None}), "application/json"
+
+
+POPULATE_TYPE = '[]struct { toxiproxy.Proxy; Enabled *bool "json:\\"enabled\\"" }'
+
+
+def proxy_fields(body, where: str = "", new: bool = False, go_value: str = "toxiproxy.Proxy") -> dict:
+    """The Proxy fields given in one JSON object, type-checked as Go decodes them (names matched ignoring
+    case); a `new` proxy needs name and upstream."""
     if not isinstance(body, dict):
-        raise ApiError(400, f"bad request body: a proxy must be a JSON object{where}, got {shown(body)}")
+        raise ApiError(400, f"bad request body: json: cannot unmarshal {go_kind(body)} into Go value of type "
+                            f"{go_value}")
     fields = {}
     for key, kind in PROXY_FIELDS.items():
-        value = body.get(key)
+        value = field_of(body, key)
         if value is None:
             continue
         if not isinstance(value, kind):
-            kind_name = "true or false" if kind is bool else "a string"
-            raise ApiError(400, f"bad request body: {key} must be {kind_name}{where}, got {shown(value)}")
+            raise ApiError(400, f"bad request body: json: cannot unmarshal {go_kind(value, literal=False)} into "
+                                f"Go struct field Proxy.{key} of type {'bool' if kind is bool else 'string'}")
         fields[key] = value
     for key in ("name", "upstream") if new else ():
         if not fields.get(key):
             raise ApiError(400, f"missing required field: {key}{where}")
     if fields.get("listen") == "":
-        fields["listen"] = "127.0.0.1:0"  # Go's net.Listen("") picks a port; here on loopback
-    for key in ("listen", "upstream"):
-        if key in fields and not is_address(fields[key]):
-            raise ApiError(400, f"bad request body: {key} must be HOST:PORT{where}, got {shown(fields[key])}")
+        fields["listen"] = "127.0.0.1:0"  # Go's net.Listen("") picks a port on every address; here on loopback
+    # As Toxiproxy: a listen address that cannot be listened on fails the start (500, Go's net error);
+    # an upstream is only dialled when a client connects, so any string is taken (a bad one closes clients).
+    if "listen" in fields and not is_address(fields["listen"]):
+        net = "listen tcp: " if new else ""  # Proxy.Update resolves the address first, with its own words
+        raise ApiError(500, f"{net}address {fields['listen']}: missing port in address")
     return fields
 
 
@@ -118,17 +158,26 @@ class ProxyRegistry:
 
     async def populate(self, body) -> list[dict]:
         if not isinstance(body, list):
-            raise ApiError(400, f"bad request body: populate takes a JSON list of proxies, got {shown(body)}")
+            raise ApiError(400, f"bad request body: json: cannot unmarshal {go_kind(body)} into Go value of type "
+                                f"{POPULATE_TYPE}")
         # Check every proxy before changing any, as Toxiproxy's PopulateJson does.
-        items = [proxy_fields(item, f" at proxy {i}", new=True) for i, item in enumerate(body, 1)]
+        items = [proxy_fields(item, f" at proxy {i}", new=True, go_value=POPULATE_TYPE[2:])
+                 for i, item in enumerate(body, 1)]
         for i, fields in enumerate(items, 1):
             self._check_listen(fields, f"proxy {i}: ")
         out = []
         for fields in items:
-            if fields["name"] in self.proxies:
-                out.append(await self._update(self.proxies[fields["name"]], fields))
-            else:
-                out.append(await self._create(fields))
+            existing = self.proxies.get(fields["name"])
+            if existing is not None:
+                # As Toxiproxy's AddOrReplace: the same listen and upstream keep the proxy as it is (its
+                # toxics, its enabled state); anything else stops it and puts a new one, without toxics,
+                # in its place.
+                if (fields.get("listen", "127.0.0.1:0"), fields["upstream"]) == (existing.listen, existing.upstream):
+                    out.append(existing.to_json())
+                    continue
+                await existing.stop()
+                del self.proxies[existing.name]
+            out.append(await self._create(fields))
         return out
 
     async def delete(self, name: str) -> None:
@@ -187,7 +236,11 @@ class ProxyRegistry:
             case ("POST", ["proxies"]):
                 return 201, await self.create(body)
             case ("POST", ["populate"]):
-                return 201, {"proxies": await self.populate(body)}
+                try:
+                    proxies = await self.populate(body)
+                except ApiError as e:
+                    raise PopulateError(e.status, str(e)) from e
+                return 201, {"proxies": proxies or None}  # Go marshals an empty result as null
             case ("GET", ["proxies", name]):
                 return 200, self._get(name).to_json()
             case ("POST" | "PATCH", ["proxies", name]):
@@ -196,7 +249,7 @@ class ProxyRegistry:
                 await self.delete(name)
                 return 204, None
             case ("GET", ["proxies", name, "toxics"]):
-                return 200, [t.to_json() for t in self._get(name).toxics.values()]
+                return 200, [t.to_json() for t in self._get(name).listed()]
             case ("POST", ["proxies", name, "toxics"]):
                 return 200, await self.add_toxic(name, body)
             case ("GET", ["proxies", name, "toxics", toxic]):
@@ -207,8 +260,8 @@ class ProxyRegistry:
                 await self.delete_toxic(name, toxic)
                 return 204, None
         if _is_route(parts):
-            raise ApiError(405, "method not allowed")
-        raise ApiError(404, "not found")
+            raise PlainError(405, "")  # gorilla/mux: 405, empty
+        raise PlainError(404, "404 page not found\n")
 
 
 def _is_route(parts: list[str]) -> bool:

@@ -4,8 +4,8 @@ Why it exists: the harness injects network faults through the Toxiproxy HTTP API
 but a `toxiproxy-server` binary cannot be installed on every machine (it ships
 from GitHub releases or Docker images, not from the package registries). This
 server speaks the part of the API that clients use (toxiproxy-python included),
-so the same fault code drives either. When a real `toxiproxy-server` is on PATH
-or in $TOXIPROXY_SERVER, the harness runs that instead (see cluster/toxiproxy.py).
+so the same fault code drives either. It is the default; `cluster.proxy: toxiproxy`
+runs a real toxiproxy-server instead (see cluster/toxiproxy.py).
 
 The proxy data path runs on one asyncio loop; the HTTP API runs on the stdlib's
 threaded HTTP server (no extra dependency for a handful of JSON routes) and hands
@@ -27,8 +27,8 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from .guard import Guard
-from .registry import ApiError, ProxyRegistry
+from .guard import BROWSER_REFUSAL, Guard
+from .registry import ApiError, PlainError, ProxyRegistry, go_json
 
 
 MAX_BODY = 1 << 20  # bytes; Toxiproxy's largest bodies (populate) are a few KB
@@ -70,12 +70,17 @@ def _handler(registry: ProxyRegistry, loop: asyncio.AbstractEventLoop):
                 refusal = self.server.guard.refusal(self.headers, self.request_version)
                 if refusal is not None:
                     self.close_connection = True  # its body is left unread
-                    raise ApiError(*refusal)
+                    status, why = refusal
+                    # Toxiproxy's own refusal (a browser) in its own words; the others are the embedded proxy's
+                    raise PlainError(status, why + "\n") if why == BROWSER_REFUSAL else ApiError(status, why)
                 body = parse_body(self._read_body())
                 status, payload = self._call(registry.route(self.command, self.path, body))
             except ApiError as e:
-                status, payload = e.status, e.to_json()
-            self._send(status, payload)
+                self._send_bytes(e.status, *e.answer())
+                return
+            # Toxiproxy's Version handler labels its JSON with a charset, its other handlers do not
+            version = self.command == "GET" and self.path.split("?")[0].rstrip("/") == "/version"
+            self._send(status, payload, "application/json;charset=utf-8" if version else "application/json")
 
         def _read_body(self) -> bytes:
             if "Transfer-Encoding" in self.headers:
@@ -111,12 +116,14 @@ def _handler(registry: ProxyRegistry, loop: asyncio.AbstractEventLoop):
                 coro.close()
                 raise ApiError(500, f"internal error: {type(e).__name__}: {e}") from e
 
-        def _send(self, status: int, payload) -> None:
-            data = b"" if payload is None else json.dumps(payload).encode()
+        def _send(self, status: int, payload, content_type: str = "application/json") -> None:
+            self._send_bytes(status, b"" if payload is None else go_json(payload), content_type)
+
+        def _send_bytes(self, status: int, data: bytes, content_type: str | None) -> None:
             try:
                 self.send_response(status)
-                if data:
-                    self.send_header("Content-Type", "application/json")
+                if data and content_type:
+                    self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 if self.close_connection:
                     self.send_header("Connection", "close")
@@ -130,7 +137,7 @@ def _handler(registry: ProxyRegistry, loop: asyncio.AbstractEventLoop):
             # The stdlib calls this for requests it cannot parse (bad request line, headers too
             # long, unknown method); it would answer with an HTML page.
             self.close_connection = True
-            self._send(code, {"error": message or HTTPStatus(code).phrase, "status": code})
+            self._send_bytes(code, *ApiError(code, message or HTTPStatus(code).phrase).answer())
 
         do_GET = do_POST = do_DELETE = do_PATCH = do_PUT = do_HEAD = do_OPTIONS = _serve
 

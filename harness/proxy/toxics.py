@@ -1,9 +1,13 @@
 """Toxic definitions for the embedded proxy: names, attributes and their defaults.
 
 The behaviour lives in `link.py`, which applies these to each connection; this
-module only validates what the HTTP API receives, the way Toxiproxy 2.x does
-(400 on an unknown type or stream, or a field of the wrong JSON type; null
-counts as not given). It also refuses unknown and negative attributes.
+module only validates what the HTTP API receives, the way Toxiproxy 2.12 does
+(toxic_collection.go, decoding into Go structs): 400 "stream was invalid..." and
+"invalid toxic type", 400 "bad request body: json: cannot unmarshal ..." for a field
+of the wrong JSON type (null counts as not given). As in Toxiproxy, attributes it
+does not know are ignored, names match case-insensitively, and any int64 (negative
+too) and any toxicity are taken as given: a negative time waits nothing, toxicity
+above 1 always applies, below 0 never.
 """
 
 from __future__ import annotations
@@ -29,12 +33,6 @@ class ToxicError(ValueError):
     """A toxic definition the API must refuse with 400."""
 
 
-def shown(value) -> str:
-    """A request value for an error message: as JSON, cut short."""
-    text = json.dumps(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 @dataclass
 class Toxic:
     name: str
@@ -52,45 +50,82 @@ class Toxic:
             "attributes": dict(self.attributes),
         }
 
+    @property
+    def direction(self) -> str:
+        """upstream or downstream: the stream, whatever its case."""
+        return self.stream.lower()
+
     def attr(self, key: str) -> int:
         return self.attributes[key]
 
 
 INT64_MAX = 2**63 - 1
+UPDATE_TYPE = 'struct { Attributes interface {} "json:\\"attributes\\""; Toxicity float32 "json:\\"toxicity\\"" }'
+GO_STRUCT = {"latency": "LatencyToxic", "bandwidth": "BandwidthToxic", "slow_close": "SlowCloseToxic",
+             "timeout": "TimeoutToxic", "reset_peer": "ResetToxic", "slicer": "SlicerToxic",
+             "limit_data": "LimitDataToxic"}
 
 
-def _integer(value, what: str) -> int:
-    # Toxiproxy decodes attributes into Go int64 fields, which refuse 1.5, 1e3 and "1".
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
-        raise ToxicError(f"{what} must be a whole number from 0 to {INT64_MAX}, got {shown(value)}")
+def go_kind(value, literal: bool = True) -> str:
+    """How Go's encoding/json names a JSON value it cannot decode: "string", "array", ..., and a number as
+    "number 1.5" when decoding it into a number type failed (`literal`), else just "number"."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return f"number {json.dumps(value)}" if literal else "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
+
+
+def _cannot(value, where: str, gotype: str) -> ToxicError:
+    return ToxicError(f"bad request body: json: cannot unmarshal {go_kind(value)} into Go {where} of type {gotype}")
+
+
+def _integer(value, ttype: str, key: str) -> int:
+    # Toxiproxy decodes attributes into Go int64 fields, which refuse 1.5, 1e3, "1" and 2**63.
+    if isinstance(value, bool) or not isinstance(value, int) or not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise _cannot(value, f"struct field {GO_STRUCT[ttype]}.attributes.{key}", "int64")
     return value
 
 
 def _toxicity(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ToxicError(f"toxicity must be a number from 0 to 1, got {shown(value)}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _cannot(value, "struct field ToxicWrapper.toxicity", "float32")
     return float(value)
 
 
 def _string(body: dict, key: str) -> str | None:
-    value = body.get(key)
+    value = field_of(body, key)
     if value is not None and not isinstance(value, str):
-        raise ToxicError(f"bad request body: {key} must be a string, got {shown(value)}")
+        raise ToxicError(f"bad request body: json: cannot unmarshal {go_kind(value, literal=False)} into Go struct "
+                         f"field ToxicWrapper.{key} of type string")
     return value
 
 
+def field_of(body: dict, key: str):
+    """body[key] as Go's decoder finds it: the exact key, else one that matches ignoring case (the last)."""
+    if key in body:
+        return body[key]
+    found = [v for k, v in body.items() if k.lower() == key]
+    return found[-1] if found else None
+
+
 def parse_toxic(body) -> Toxic:
-    """Build a Toxic from an API request body, or raise ToxicError."""
+    """Build a Toxic from an API request body, or raise ToxicError (checks in Toxiproxy's order)."""
     if not isinstance(body, dict):
-        raise ToxicError(f"bad request body: a toxic must be a JSON object, got {shown(body)}")
-    ttype, stream, name = _string(body, "type"), _string(body, "stream") or "downstream", _string(body, "name")
+        raise _cannot(body, "value", "toxics.ToxicWrapper")
+    name, ttype, stream = _string(body, "name"), _string(body, "type"), _string(body, "stream")
+    stream = "downstream" if stream is None else stream
+    toxicity = 1.0 if field_of(body, "toxicity") is None else _toxicity(field_of(body, "toxicity"))
+    given = field_of(body, "attributes")
+    if given is not None and not isinstance(given, dict):  # decoded first into the no-op toxic
+        raise _cannot(given, "struct field ToxicWrapper.attributes", "toxics.NoopToxic")
+    if stream.lower() not in STREAMS:
+        raise ToxicError("stream was invalid, can be either upstream or downstream")
     if ttype not in TOXIC_ATTRIBUTES:
-        raise ToxicError(f"invalid toxic type: {shown(ttype)}; allowed: {', '.join(TOXIC_ATTRIBUTES)}")
-    if stream not in STREAMS:
-        raise ToxicError(f"invalid stream: {shown(stream)}; allowed: upstream, downstream")
-    toxicity = 1.0 if body.get("toxicity") is None else _toxicity(body["toxicity"])
+        raise ToxicError("invalid toxic type")
     attributes = dict(TOXIC_ATTRIBUTES[ttype])
-    attributes.update(_attributes(ttype, body.get("attributes")))
+    attributes.update(_attributes(ttype, given))
+    # The stream is shown as given ("UPSTREAM" stays so), and acts by its direction
     return Toxic(name=name or f"{ttype}_{stream}", type=ttype, stream=stream, toxicity=toxicity,
                  attributes=attributes)
 
@@ -99,21 +134,16 @@ def _attributes(ttype: str, given) -> dict[str, int]:
     if given is None:
         return {}
     if not isinstance(given, dict):
-        raise ToxicError(f"bad request body: attributes must be a JSON object, got {shown(given)}")
-    allowed = TOXIC_ATTRIBUTES[ttype]
-    out = {}
-    for key, value in given.items():
-        if key not in allowed:
-            raise ToxicError(f"unknown attribute {shown(key)} for {ttype}; allowed: {', '.join(allowed)}")
-        out[key] = _integer(value, f"{ttype}.{key}")
-    return out
+        raise _cannot(given, "value", f"toxics.{GO_STRUCT[ttype]}")
+    return {key: _integer(value, ttype, key) for key in TOXIC_ATTRIBUTES[ttype]
+            if (value := field_of(given, key)) is not None}
 
 
 def update_toxic(toxic: Toxic, body) -> None:
-    """Apply a POST /proxies/{p}/toxics/{t} body: attributes and toxicity may change."""
+    """Apply a POST /proxies/{p}/toxics/{t} body: attributes and toxicity may change (nothing else)."""
     if not isinstance(body, dict):
-        raise ToxicError(f"bad request body: a toxic update must be a JSON object, got {shown(body)}")
-    toxicity = toxic.toxicity if body.get("toxicity") is None else _toxicity(body["toxicity"])
-    attributes = _attributes(toxic.type, body.get("attributes"))  # checked before anything changes
+        raise _cannot(body, "value", UPDATE_TYPE)
+    toxicity = toxic.toxicity if field_of(body, "toxicity") is None else _toxicity(field_of(body, "toxicity"))
+    attributes = _attributes(toxic.type, field_of(body, "attributes"))  # checked before anything changes
     toxic.toxicity = toxicity
     toxic.attributes.update(attributes)

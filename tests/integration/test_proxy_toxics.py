@@ -1,8 +1,8 @@
-"""The embedded proxy driven through toxiproxy-python, each toxic measured on a real TCP stream
-as real Toxiproxy 2.x behaves (timeout: toxics/timeout.go, link.go in Shopify/toxiproxy).
-
-The server comes from ToxiproxyServer, so a real toxiproxy-server is tested instead
-when one is on PATH or in $TOXIPROXY_SERVER.
+"""Conformance, side by side: every check drives the embedded proxy and a real toxiproxy-server the same way
+(toxiproxy-python and raw HTTP) and measures each toxic on a real TCP stream. Each test runs against both
+(`[embedded]`, `[toxiproxy]`); a difference is a bug of the embedded proxy, fixed there (the differences found
+so far are listed in harness/proxy/CONFORMANCE.md). Without a toxiproxy-server on PATH or in
+$TOXIPROXY_SERVER the `[toxiproxy]` half skips, saying so.
 """
 
 import re
@@ -17,7 +17,9 @@ from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 from toxiproxy.server import Toxiproxy
 
-from harness.cluster.toxiproxy import ToxiproxyServer
+from harness.cluster.toxiproxy import ToxiproxyServer, find_toxiproxy_server
+
+PROXIES = ["embedded", "toxiproxy"]
 
 
 class Echo(socketserver.BaseRequestHandler):
@@ -36,13 +38,27 @@ def echo():
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    server = ToxiproxyServer(tmp_path_factory.mktemp("proxy"))
+@pytest.fixture(scope="module", params=PROXIES)
+def server(request, tmp_path_factory):
+    """One server of each kind per module: (kind, host, port)."""
+    if request.param == "embedded":
+        program = None
+    else:
+        program = find_toxiproxy_server()
+        if program is None:
+            pytest.skip("no toxiproxy-server on PATH or in $TOXIPROXY_SERVER: only the embedded proxy is checked")
+    server = ToxiproxyServer(tmp_path_factory.mktemp(request.param), program)
     client = server.start()
-    APIConsumer.host, APIConsumer.port = client.host, client.port
-    yield Toxiproxy()
+    yield request.param, client.host, client.port
     server.stop()
+    assert server.proc.returncode is not None
+
+
+@pytest.fixture
+def api(server):
+    _, host, port = server
+    APIConsumer.host, APIConsumer.port = host, port  # toxiproxy-python keeps its address here
+    return Toxiproxy()
 
 
 @pytest.fixture
@@ -83,19 +99,30 @@ def test_latency_adds_delay_then_goes_away(proxy, stream):
         assert roundtrip(s) < 0.1
 
 
-def test_reset_peer_resets_the_connection(proxy):
+# reset_peer follows toxics/reset_peer.go and link.go: the next chunk on its stream is dropped, `timeout` ms
+# later the connection closes; with a reset (RST) only when the toxic was there when the connection opened.
+
+def test_reset_peer_added_to_an_open_connection_closes_it_on_the_next_data(proxy):
     with connect(proxy) as s:
         roundtrip(s)
         proxy.add_toxic(type="reset_peer", name="rst", attributes={"timeout": 0})
-        with pytest.raises(ConnectionResetError):
-            for _ in range(50):
-                s.sendall(b"x")
-                if not s.recv(10):
-                    break
-                time.sleep(0.02)
+        assert stays_open(s, 0.3) == b""  # no data, no close
+        s.sendall(b"x")  # its echo reaches the toxic (downstream): dropped, then the close
+        got, waited = until_closed(s)
+        assert got == b"" and waited < 1  # an ordinary close (FIN), not a reset
     proxy.destroy_toxic("rst")
     with connect(proxy) as s:
         roundtrip(s)
+
+
+def test_reset_peer_present_when_the_connection_opens_resets_it_after_its_timeout(proxy):
+    proxy.add_toxic(type="reset_peer", name="rst", stream="upstream", attributes={"timeout": 300})
+    with connect(proxy) as s:
+        t = time.monotonic()
+        s.sendall(b"x")  # reaches the upstream toxic: dropped, never echoed
+        with pytest.raises(ConnectionResetError):
+            until_closed(s)
+        assert 0.25 <= time.monotonic() - t < 2
 
 
 def until_closed(sock, timeout=5) -> tuple[bytes, float]:
@@ -235,6 +262,19 @@ def recorder(proxy):
     server.server_close()
 
 
+def test_limit_data_upstream_counts_across_chunks_then_closes(proxy, recorder):
+    proxy.add_toxic(type="limit_data", name="lim", stream="upstream", attributes={"bytes": 12})
+    with connect(proxy) as s:
+        s.sendall(b"01234567")  # 8 of 12 bytes
+        assert s.recv(10) == b"ack"
+        s.sendall(b"89abcdef")  # only 4 more pass, then the connection closes
+        until_closed(s)
+    deadline = time.monotonic() + 2
+    while b"".join(recorder) != b"0123456789ab" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert b"".join(recorder) == b"0123456789ab"
+
+
 @pytest.mark.parametrize("fault_ms, cut_after_ms", [(2000, 200), (300, 10_000)])
 def test_lost_acks_request_arrives_ack_never_does(proxy, recorder, fault_ms, cut_after_ms):
     # The lost-acks fault: a downstream timeout toxic removed after the fault's duration.
@@ -269,6 +309,34 @@ def test_api_errors_and_listing(api, proxy):
     api.reset()
     assert proxy.toxics() == {}
     assert api.version()
+
+
+def test_disabling_closes_open_connections_and_enabling_listens_again_on_the_same_address(proxy, api):
+    with connect(proxy) as s:
+        roundtrip(s)
+        proxy.disable()
+        assert until_closed(s)[0] == b""
+    proxy.enable()
+    assert api.get_proxy(proxy.name).listen == proxy.listen
+    with connect(proxy) as s:
+        roundtrip(s)
+
+
+def test_populate_keeps_an_unchanged_proxy_and_replaces_a_changed_one(api, proxy, echo):
+    base = f"http://{APIConsumer.host}:{APIConsumer.port}"
+    proxy.add_toxic(type="latency", name="kept", attributes={"latency": 1})
+    same = {"name": proxy.name, "upstream": proxy.upstream, "listen": proxy.listen}
+    with connect(proxy) as s:
+        roundtrip(s)
+        r = requests.post(f"{base}/populate", json=[same])
+        assert r.status_code == 201 and [t["name"] for t in r.json()["proxies"][0]["toxics"]] == ["kept"]
+        roundtrip(s)  # untouched: the connection still works
+        r = requests.post(f"{base}/populate", json=[{**same, "listen": "127.0.0.1:0"}])
+        assert r.status_code == 201 and r.json()["proxies"][0]["toxics"] == []  # a new proxy in its place
+        assert until_closed(s)[0] == b""
+    proxy.listen = r.json()["proxies"][0]["listen"]
+    with connect(proxy) as s:
+        roundtrip(s)
 
 
 def test_disabled_proxy_refuses_connections(proxy):
@@ -359,10 +427,12 @@ def test_raw_http_routes_and_status_codes(api, echo):
     assert requests.get(f"{base}/proxies/raw/toxics/lat").json()["stream"] == "upstream"
     r = requests.post(f"{base}/proxies/raw/toxics/lat", json={"attributes": {"latency": 20}})
     assert r.status_code == 200 and r.json()["attributes"]["latency"] == 20
-    assert requests.post(f"{base}/proxies/raw/toxics", json={"name": "x", "type": "latency",
-                                                             "attributes": {"latency": -1}}).status_code == 400
-    assert requests.post(f"{base}/proxies/raw/toxics", json={"name": "y", "type": "latency",
-                                                             "stream": "sideways"}).status_code == 400
+    r = requests.post(f"{base}/proxies/raw/toxics", json={"name": "x", "type": "latency", "toxicity": 2,
+                                                          "attributes": {"latency": -1, "bogus": 3}})
+    assert r.status_code == 200 and r.json()["attributes"] == {"latency": -1, "jitter": 0}  # taken as given
+    assert requests.delete(f"{base}/proxies/raw/toxics/x").status_code == 204
+    r = requests.post(f"{base}/proxies/raw/toxics", json={"name": "y", "type": "latency", "stream": "sideways"})
+    assert (r.status_code, r.json()["error"]) == (400, "stream was invalid, can be either upstream or downstream")
     assert requests.get(f"{base}/proxies/raw/toxics/absent").status_code == 404
     assert requests.delete(f"{base}/proxies/raw/toxics/lat").status_code == 204
     assert requests.get(f"{base}/proxies/raw/toxics").json() == []

@@ -1,6 +1,8 @@
 """Tests here run a real Apache Kafka from KAFKA_HOME (a 4.x distribution); without it they skip, saying so.
 
     KAFKA_HOME=/path/to/kafka_2.13-4.1.0 python -m pytest tests/kafka
+
+All are marked `slow` (and `kafka`): CI runs them; `-m 'not slow'` leaves them out of a quick local loop.
 """
 
 import os
@@ -14,6 +16,7 @@ def pytest_collection_modifyitems(config, items):
     home = os.environ.get("KAFKA_HOME")
     for item in here:
         item.add_marker(pytest.mark.kafka)
+        item.add_marker(pytest.mark.slow)  # each starts 3 KRaft nodes and Spark: minutes
         if not home:
             item.add_marker(pytest.mark.skip(reason="KAFKA_HOME not set: no Apache Kafka distribution to run"))
         elif not (Path(home) / "bin" / "kafka-server-start.sh").is_file():

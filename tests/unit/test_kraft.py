@@ -84,3 +84,12 @@ def test_properties_text_round_trips_and_refuses_what_needs_escaping():
     assert dict(line.split("=", 1) for line in text.splitlines()) == p
     with pytest.raises(ValueError, match="escaping"):
         render_properties({"log.dirs": "C:\\kafka"})
+
+
+def test_a_random_cluster_id_never_starts_with_a_dash(monkeypatch):
+    # kafka-storage.sh would read "-..." as an option (seen in CI: exit 3, "expected one argument")
+    dash = b"\xf8" + bytes(15)  # encodes as "-A..."
+    assert cluster_id(dash).startswith("-")
+    draws = iter([dash, dash, bytes(16)])
+    monkeypatch.setattr("harness.cluster.kraft.uuid.uuid4", lambda: type("U", (), {"bytes": next(draws)}))
+    assert cluster_id() == cluster_id(bytes(16))

@@ -305,3 +305,45 @@ def test_settle_heals_every_state_and_waits_out_a_start_in_progress(monkeypatch)
     assert cluster.states == [RUNNING] * 3 and waited == [3]
     assert ("resume_broker", 0) in cluster.calls and cluster.calls.count(("start_broker", 2)) == 1
     assert ("reset",) in cluster.calls
+
+
+def test_a_role_target_is_resolved_ahead_so_a_slow_lookup_does_not_make_the_fault_late(tmp_path):
+    class SlowMetadata(FakeCluster):
+        def leader_of(self, topic, partition):
+            self.clock.sleep(0.4)  # a metadata round trip on a loaded machine
+            return super().leader_of(topic, partition)
+
+    cluster = SlowMetadata(leader=1)
+    after(cluster.clock, 0.6, lambda: setattr(cluster, "leader", 2))  # leadership moves before the fault is due
+    schedule = [PlannedFault(0, "broker-kill", LeaderOf(0), 1.5, 0.2, {})]
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=2.3)
+    assert lines[0]["outcome"] == "healed" and lines[0]["brokers"] == [2], lines[0]  # the leader at the time
+    assert abs(lines[0]["late_s"]) <= 0.1, lines[0]
+    assert sum(1 for c in cluster.calls if c[0] == "leader_of") >= 2  # looked up more than once ahead
+    assert nemesis.warnings == []
+
+
+def test_a_fault_stopped_while_resolving_ahead_was_never_due(tmp_path):
+    schedule = [PlannedFault(0, "broker-pause", LeaderOf(0), 1.5, 0.2, {})]
+    cluster, nemesis, lines = run_nemesis(schedule, tmp_path, wait=0.3)
+    assert lines[0]["outcome"] == "not-reached" and "deviation" not in lines[0]
+    assert ("pause_broker", 2) not in cluster.calls and nemesis.warnings == []
+
+
+def test_a_kill_counts_from_the_signal_not_from_the_reaping_and_threads_start_before_they_are_due(tmp_path):
+    class SlowReaping(FakeBroker):
+        def kill(self):
+            super().kill()
+            sent = self.clock.monotonic()
+            self.clock.sleep(0.4)  # the kernel tearing a large JVM down on a loaded machine
+            return sent
+
+    cluster = FakeCluster(leader=1)
+    cluster.brokers = [SlowReaping(i, cluster.calls, cluster.clock) for i in range(3)]
+    schedule = [PlannedFault(0, "broker-kill", LeaderOf(0), 1.0, 0.5, {}),
+                PlannedFault(1, "broker-kill", Broker(2), 1.0, 0.5, {})]
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=2.5)
+    for line in lines:
+        assert line["outcome"] == "healed" and abs(line["late_s"]) <= 0.1, line
+        assert line["applied_offset"] >= 1.0 and abs(line["held_s"] - 0.5) <= 0.1, line
+    assert nemesis.warnings == []
