@@ -39,7 +39,8 @@ def ci_environment(tmp_path, with_kafka: bool, with_toxiproxy: bool) -> tuple[st
     setup = before_tests[before_tests.index("shared="):]
     (clone / ".ci" / "env").write_text(f'cd "$(dirname "$0")/.."\nset -euo pipefail\n{setup}'
                                        'echo "KAFKA_HOME=${KAFKA_HOME:-}"; echo "PATH=$PATH"\n')
-    env = {k: v for k, v in os.environ.items() if k != "KAFKA_HOME"}
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_HOME", "PATH")}
+    env["PATH"] = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "toxiproxy" not in p)
     out = subprocess.run(["bash", str(clone / ".ci" / "env")], capture_output=True, text=True, env=env, check=True)
     lines = out.stdout.splitlines()
     return lines[0], dict(line.split("=", 1) for line in lines[1:])
