@@ -8,7 +8,6 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from harness import procs
 from tests.integration.test_quickstart import SMALL, kafka_chaos
 
 TINY = {**SMALL, "name": "tiny-repeat", "workload": {"messages": 8000, "rate": 8000},
@@ -68,44 +67,46 @@ def test_ctrl_c_stops_the_series_and_keeps_the_aggregate_of_what_ran(tmp_path):
     assert processes_of(second) == []
 
 
-@pytest.fixture
-def own_spark_jvm(monkeypatch):
-    """A run in this process starts Spark's JVM here (tagged with the run's folder): it goes at the end."""
-    from pyspark import SparkContext
+SERIES_IN_ONE_PROCESS = """
+import json, os, sys
+from pathlib import Path
+from harness import cli
+from harness.preflight import prepare
+from harness.repeat import Series
 
-    monkeypatch.delenv(procs.RUN_ENV, raising=False)  # restored afterwards: run.execute() sets it
-    yield
-    gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.kill()
-        gateway.proc.wait()
+exp, out = Path(sys.argv[1]), Path(sys.argv[2])
+spec, _ = prepare(exp, None, None, None)
+open_after = []
+
+def run_one(index, seed):
+    folder, summary, failure, _ = cli._run_once(spec, None, out, seed, None, None, None, brief=True)
+    open_after.append(len(os.listdir("/proc/self/fd")))
+    return folder, summary, failure
+
+series = Series(spec, out, 4, first_seed=1)
+series.execute(run_one)
+print(json.dumps({"exit": int(series.exit_code), "open_after": open_after}))
+"""
 
 
-def test_a_series_in_one_process_keeps_no_descriptor_of_a_finished_run(tmp_path, own_spark_jvm):
+def test_a_series_in_one_process_keeps_no_descriptor_of_a_finished_run(tmp_path):
     """Every run of a series runs in the harness's process: a log file, client or sink a run leaves
-    open would pile up (3 descriptors a run did, until a long series ran out of them)."""
-    import os
-
-    from harness import cli
-    from harness.preflight import prepare
-    from harness.repeat import Series
+    open would pile up (3 descriptors a run did, until a long series ran out of them). The series runs
+    in a process of its own, so its Spark JVM is not the one other tests of this worker share."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
     exp = tmp_path / "fd.yaml"
     exp.write_text(yaml.safe_dump({"name": "fd", "seed": 1, "topic": {"partitions": 1},
                                    "workload": {"messages": 50}, "variants": [{"name": "a"}]}))
-    out = tmp_path / "reports"
-    spec, _ = prepare(exp, None, None, None)
-    open_after = []
-
-    def run_one(index, seed):
-        folder, summary, failure, _ = cli._run_once(spec, None, out, seed, None, None, None, brief=True)
-        open_after.append(len(os.listdir("/proc/self/fd")))
-        return folder, summary, failure
-
-    series = Series(spec, out, 4, first_seed=1)
-    series.execute(run_one)
-    assert series.exit_code == 0 and len(open_after) == 4, series.aggregate
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-c", SERIES_IN_ONE_PROCESS, str(exp), str(tmp_path / "reports")],
+                       cwd=root, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    open_after = got["open_after"]
+    assert got["exit"] == 0 and len(open_after) == 4, got
     # Run 1 starts what lives as long as the process (Spark's JVM and its connections), so runs 2 and 4
     # are compared. One descriptor of slack for a connection that comes and goes (py4j's pool); a leak of
     # one descriptor a run shows as 2.
