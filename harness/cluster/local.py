@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import procs
@@ -115,15 +116,22 @@ class LocalKafkaCluster(LocalCluster):
         self.data_dir = self.run_dir / "kafka-data"
         cid = cluster_id()
         env = {**os.environ, "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx512m")}
-        nodes = []
+        configs = []
         for i, listen in enumerate(listens):
             config = self.log_dir / f"kafka-{i}.properties"
             props = node_properties(i, ports, listen, str(self.data_dir / f"node-{i}"), routes)
             config.write_text(render_properties(props))
-            fmt = subprocess.run([str(home / "bin" / "kafka-storage.sh"), "format", "--cluster-id", cid,
-                                  "--config", str(config)], env=env, capture_output=True, text=True, timeout=120)
+            configs.append(config)
+        # Formatted side by side: each format is a JVM start (2 s on a quiet machine, several on a loaded one).
+        with ThreadPoolExecutor(len(configs)) as pool:
+            formats = list(pool.map(lambda c: subprocess.run(
+                [str(home / "bin" / "kafka-storage.sh"), "format", "--cluster-id", cid, "--config", str(c)],
+                env=env, capture_output=True, text=True, timeout=120), configs))
+        for i, fmt in enumerate(formats):
             if fmt.returncode != 0:
                 raise RuntimeError(f"kafka-storage.sh format failed for node {i}: {fmt.stderr.strip()[-500:]}")
+        nodes = []
+        for i, config in enumerate(configs):
             node_env = {**env, "LOG_DIR": str(self.log_dir / f"kafka-{i}")}  # Kafka's own log4j files
             nodes.append(BrokerProcess(i, [str(home / "bin" / "kafka-server-start.sh"), str(config)],
                                        ports[i].client, self.log_dir / f"broker-{i}.log", env=node_env,

@@ -82,10 +82,16 @@ def test_the_embedded_experiments_are_all_checked():
     assert {"quickstart", "lost-acks", "connection-kills", "transactions", "producer-restart"} <= names
 
 
-def test_no_shipped_experiment_allows_inconsistent_offsets():
+def test_no_shipped_experiment_allows_inconsistent_offsets_but_under_unclean_election():
     # The embedded broker's base offset -1 answer has its own name (base_offset_minus_one); allowing every
-    # inconsistent offset to cover it could hide a real one.
+    # inconsistent offset to cover it could hide a real one. The one exception is an unclean election on
+    # Apache Kafka, where Kafka promises nothing about what the old leader told (seen on 4.1.0).
+    allowing = set()
     for path in EXPERIMENTS:
         spec = load_spec(path)
         for v in spec.variants:
-            assert "inconsistent_offsets" not in v.allow, (path.name, v.name)
+            if "inconsistent_offsets" in v.allow:
+                allowing.add(path.name)
+                assert spec.cluster.broker == "kafka", path.name
+                assert str(spec.topic.config.get("unclean.leader.election.enable")).lower() == "true", path.name
+    assert allowing == {"unclean-election.yaml"}
