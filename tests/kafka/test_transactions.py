@@ -22,7 +22,7 @@ SMALL = {
     "seed": 3,
     "cluster": LOCAL,
     "topic": {"partitions": 3, "replication_factor": 3},
-    "workload": {"messages": 6000, "rate": 3000, "transaction.size": 50, "abort_ratio": 0.3},
+    "workload": {"messages": 6000, "rate": 3000, "transaction.size": 200, "abort_ratio": 0.3},
     "producer": {"acks": "all", "linger.ms": 5},
     "variants": [{"name": "transactional", "producer": {"transactional.id": "kc-small"}}],
     "expectations": {"transactional": {"duplicates": 0, "missing": "> 0"}},
@@ -75,7 +75,9 @@ def test_every_committed_value_is_read_once_and_no_aborted_one_under_read_commit
 
 def test_a_zombie_is_fenced_and_nothing_it_wrote_is_visible(tmp_path):
     doc = yaml.safe_load((ROOT / "experiments" / "zombie-fencing.yaml").read_text())
-    doc.update(cluster=LOCAL, topic={"partitions": 3, "replication_factor": 3})
+    # 80 transactions instead of 400: each costs ~0.2 s on Kafka here (400 took 84 s for a nominal 10 s)
+    doc.update(cluster=LOCAL, topic={"partitions": 3, "replication_factor": 3},
+               workload={**doc["workload"], "messages": 32000, "transaction.size": 400})
     r, run_dir, summary = run(tmp_path, doc)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     t = summary["variants"]["transactional"]
@@ -86,7 +88,11 @@ def test_a_zombie_is_fenced_and_nothing_it_wrote_is_visible(tmp_path):
     assert zombie.outcome == "aborted" and zombie.error in FENCING_ERRORS, zombie
     acks = pd.read_parquet(run_dir / "transactional" / "acks.parquet")
     mine = acks[(acks.txn == zombie.txn) & (acks.outcome != "acked")]
-    assert set(mine.error) & FENCING_ERRORS, set(mine.error)  # the fenced instance's error, per send
+    # Each of its sends failed with the fencing error itself or, when librdkafka raised the fatal error before
+    # the send's own response came back, with its consequences: _FATAL, or purged by the abort (_PURGE_*).
+    # Seen in runs: {_FATAL, _PURGE_QUEUE}, {INVALID_PRODUCER_EPOCH, _PURGE_INFLIGHT}.
+    consequences = FENCING_ERRORS | {"_FATAL", "_PURGE_QUEUE", "_PURGE_INFLIGHT"}
+    assert len(mine) > 0 and set(mine.error) <= consequences, set(mine.error)
     faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
     assert {(f["variant"], f["kind"], f["outcome"]) for f in faults} == {
         ("idempotent", "producer-pause", "healed"), ("transactional", "producer-pause", "healed")}
