@@ -31,7 +31,7 @@ from harness.cluster.brokers import BrokerProcess, tansu_command  # noqa: E402
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import LocalClusterSpec  # noqa: E402
 from harness.workload.producer import DeliveryLog, produce  # noqa: E402
-from harness.workload.topic import create_topic  # noqa: E402
+from harness.cluster.topic import create_topic  # noqa: E402
 
 PARTITIONS = 3
 CONFIG = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}

@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import LocalClusterSpec  # noqa: E402
 from harness.workload.producer import DeliveryLog, produce  # noqa: E402
-from harness.workload.topic import create_topic  # noqa: E402
+from harness.cluster.topic import create_topic  # noqa: E402
 
 
 def bare_loop(bootstrap: str, topic: str, partitions: int, records: int) -> float:

@@ -153,7 +153,7 @@ def read_comparison(records: int, partitions: int, split: int, repeat: int) -> s
     from harness.spec import LocalClusterSpec
     from harness.workload.producer import DeliveryLog, produce
     from harness.workload.readback import read_topic
-    from harness.workload.topic import create_topic
+    from harness.cluster.topic import create_topic
 
     def spark_read(spark, bootstrap: str, topic: str) -> float:
         df = read_topic(spark, {"bootstrap.servers": bootstrap}, topic, partitions, split=split)

@@ -11,6 +11,7 @@ import errno
 from enum import IntEnum
 
 from . import verdict
+from .signals import interrupt_code
 
 
 class Exit(IntEnum):
@@ -22,8 +23,23 @@ class Exit(IntEnum):
     SIGTERM = 143
 
 
-class UsageError(Exception):
+class HarnessError(Exception):
+    """What the harness found wrong, as the user is told it: str() is the one-line message, `exit` the status.
+    The errors of every layer derive from these, so this module needs none of them (it sits below them all)."""
+
+    exit = Exit.INFRA
+
+
+class UsageError(HarnessError):
     """Bad input found before anything started; str() names the file or option and what is allowed."""
+
+    exit = Exit.USAGE
+
+
+class InfraError(HarnessError, RuntimeError):
+    """The cluster, the proxies or a child process failed: the run cannot be trusted (exit code 3)."""
+
+    exit = Exit.INFRA
 
 
 def exit_for_verdict(run_verdict: str, partial: bool = False) -> Exit:
@@ -39,21 +55,11 @@ def exit_for_verdict(run_verdict: str, partial: bool = False) -> Exit:
 
 def exit_for_exception(e: BaseException) -> tuple[Exit, str]:
     """(status, one-line message) for anything a command can raise."""
-    from .cluster import InfraError
-    from .faults.schedule import ScheduleError
-    from .runfolder import RunFolderError
-    from .signals import interrupt_code
-    from .spec import SpecError
-
     code = interrupt_code(e)
     if code is not None:
         return Exit(code), "interrupted"
-    if isinstance(e, (SpecError, ScheduleError, UsageError)):
-        return Exit.USAGE, str(e)
-    if isinstance(e, RunFolderError):
-        return (Exit.INFRA if e.damaged else Exit.USAGE), str(e)
-    if isinstance(e, InfraError):
-        return Exit.INFRA, str(e)
+    if isinstance(e, HarnessError):
+        return e.exit, str(e)
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:
         return Exit.INFRA, f"no space left on the device holding {e.filename or 'the run folder'}"
     if type(e).__module__.startswith(("py4j", "pyspark")):

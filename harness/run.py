@@ -19,10 +19,11 @@ from datetime import datetime, timezone
 from . import procs, signals, summary as summary_mod
 from .analysis.folder import analyze_folder, check_inputs
 from .analysis.metrics import accounting_holds
-from .cluster import Cluster, InfraError, make_cluster
+from .cluster import Cluster, make_cluster
 from .cluster.apiversions import CONSUMER_GROUP_HEARTBEAT, supported_apis
+from .cluster.topic import create_topic
 from .cluster.watchdog import Watchdog
-from .exits import exit_for_exception
+from .exits import InfraError, exit_for_exception
 from .faults.nemesis import Nemesis
 from .faults.schedule import PlannedFault, plan
 from .logfile import FileLogger
@@ -32,7 +33,6 @@ from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.consumers import ConsumerGroup
 from .workload.producer import DeliveryLog, produce
 from .workload.readback import final_read, save_log
-from .workload.topic import create_topic
 from .workload.transactional import TransactionalWorkload, TransactionsLog, TransactionsUnavailable
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 import yaml
 
 from . import yamlfile
+from .exits import Exit, HarnessError
 
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
@@ -52,12 +53,13 @@ READ = "read.json"
 AGGREGATE = "aggregate.json"
 
 
-class RunFolderError(Exception):
+class RunFolderError(HarnessError):
     """A run folder that is missing something or holds a damaged file; str() names the file."""
 
     def __init__(self, message: str, damaged: bool = False):
         super().__init__(message)
         self.damaged = damaged  # True: a file is there but unreadable (exit 3); False: absent (exit 2)
+        self.exit = Exit.INFRA if damaged else Exit.USAGE
 
 
 def json_object(line: str) -> dict:

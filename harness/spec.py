@@ -20,6 +20,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Di
 
 from . import yamlfile
 from .analysis.metrics import BY_KEY, FATAL, KEYS
+from .exits import UsageError
 from .verdict import Rule, parse_rule
 
 # A model check's message that names its field first: "expectations.a.dupes: unknown metric ..."
@@ -28,7 +29,7 @@ FIELD_FIRST = re.compile(r"^(expectations|faults|fault_window|topic|variants|clu
 RuleField = Annotated[Rule, BeforeValidator(parse_rule), PlainSerializer(str)]
 
 
-class SpecError(Exception):
+class SpecError(UsageError):
     """A bad experiment file; str() is the full message for the user."""
 
 

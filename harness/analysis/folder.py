@@ -1,7 +1,7 @@
 """Analyse a run folder: each variant's Parquet files -> metrics, and its anomaly tables written back.
 
 Used by `kafka-chaos run` after the final reads, by `kafka-chaos analyze` and by the Spark
-application (job.py). Everything that can be checked without reading the data is checked before
+application (harness/job.py). Everything that can be checked without reading the data is checked before
 Spark starts (check_inputs): missing files, each file's footer, columns and types, and from the
 Parquet statistics nulls where a value is required, partitions out of range, negative offsets,
 and delivery-log values beyond its length (values are 0, 1, 2, ... per partition, so a stray

@@ -8,10 +8,6 @@ from typing import Protocol
 from ..spec import BaseClusterSpec as ClusterSpec  # any backend's section
 
 
-class InfraError(RuntimeError):
-    """The cluster or the proxies failed: the run cannot be trusted (exit code 3)."""
-
-
 class Cluster(Protocol):
     """What the runner and the nemesis need of any backend. Brokers are numbered 0..N-1.
 

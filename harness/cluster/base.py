@@ -23,11 +23,11 @@ from typing import Protocol
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from ..exits import InfraError
 from ..logfile import FileLogger
 from ..spec import FAULT_KINDS, BaseClusterSpec
-from ..workload.topic import restore_topic, wait_until_replicated
-from . import InfraError
 from .metadata import broker_index, client_addresses, leader_index, split_address, unreachable_proxies
+from .topic import restore_topic, wait_until_replicated
 from .toxiproxy import ToxiproxyClient
 
 ALL_FAULTS = frozenset(FAULT_KINDS)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from . import Cluster, InfraError
+from ..exits import InfraError
+from . import Cluster
 
 
 class Watchdog:

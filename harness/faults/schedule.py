@@ -35,6 +35,7 @@ from typing import Union
 
 from pydantic import TypeAdapter, ValidationError
 
+from ..exits import UsageError
 from ..spec import (BROKER_FAULTS, FAULT_KINDS, MAX_FAULTS, MAX_FAULTS_PER_SECOND, WORKLOAD_FAULTS, WORKLOAD_TARGET,
                     BrokerTarget, ExperimentSpec, Fault, FollowerTarget, LeaderTarget)
 
@@ -142,7 +143,7 @@ class PlannedFault:
         return f"fault {self.id} ({self.kind} of {self.target}, {self.at:g}-{self.at + self.duration:g} s)"
 
 
-class ScheduleError(ValueError):
+class ScheduleError(UsageError, ValueError):
     """A schedule that cannot be used (overlapping broker faults, a bad faults.jsonl): exit 2; str() says why."""
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from harness import procs
-from harness.cluster import InfraError
+from harness.exits import InfraError
 from harness.cluster.brokers import BrokerProcess, tansu_command
 from harness.cluster.compose import ComposeCluster
 from harness.cluster.toxiproxy import ToxiproxyServer
 from harness.spec import ComposeClusterSpec, cluster_spec
-from harness.workload.topic import create_topic
+from harness.cluster.topic import create_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 

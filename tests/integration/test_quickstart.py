@@ -198,7 +198,7 @@ def test_spark_submit_job_reproduces_the_cli_summary_byte_for_byte(faulty_run, t
     r = kafka_chaos("analyze", str(by_cli))
     assert r.returncode == 0, r.stdout + r.stderr
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    r = subprocess.run([str(spark_submit), "--master", "local[2]", str(ROOT / "harness/analysis/job.py"),
+    r = subprocess.run([str(spark_submit), "--master", "local[2]", str(ROOT / "harness/job.py"),
                         "--run", str(by_submit)], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     cli_bytes = (by_cli / "summary.json").read_bytes()

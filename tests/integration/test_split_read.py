@@ -10,7 +10,7 @@ from harness.runfolder import parquet_files
 from harness.spec import LocalClusterSpec
 from harness.workload.producer import DeliveryLog, produce
 from harness.workload.readback import save_log
-from harness.workload.topic import create_topic
+from harness.cluster.topic import create_topic
 
 
 def test_split_read_equals_one_task_per_partition(spark, tmp_path):

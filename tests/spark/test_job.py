@@ -1,4 +1,4 @@
-"""`spark-submit harness/analysis/job.py --run RUN` exits as `kafka-chaos analyze` does (exits.exit_for_verdict),
+"""`spark-submit harness/job.py --run RUN` exits as `kafka-chaos analyze` does (exits.exit_for_verdict),
 decided before the report is rendered: a rendering failure changes nothing but a warning."""
 
 import json
@@ -7,7 +7,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis import job
+from harness import job
 from harness.cli import main
 from harness.runfolder import RunFolder
 from tests.damaged_folders import log, remove, set_row

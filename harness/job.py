@@ -1,6 +1,6 @@
 """The analysis as a standalone Spark application, the same as `kafka-chaos analyze`:
 
-    spark-submit harness/analysis/job.py --run reports/<run-id> [--partial]
+    spark-submit harness/job.py --run reports/<run-id> [--partial]
 
 It rewrites the run's summary.json, anomalies/ and index.html, prints the summary, and exits as
 `kafka-chaos analyze` does: 0 pass (with --partial, also when variants are incomplete), 1 fail, 2 a
@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # spark-submit runs this file by path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # spark-submit runs this file by path
     from harness.exits import exit_for_exception, exit_for_verdict
     from harness.preflight import stored_spec
     from harness.report import write_report

@@ -7,12 +7,13 @@ import time
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from ..exits import InfraError
+
 
 def create_topic(client: dict, name: str, partitions: int, replication_factor: int, timeout: float = 60,
                  config: dict | None = None) -> None:
     """Create the topic and return once every partition has a leader and a full ISR (InfraError after
     `timeout`). client: librdkafka connection settings (bootstrap.servers, security)."""
-    from ..cluster import InfraError
 
     admin = AdminClient(client)
     conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
@@ -45,7 +46,6 @@ def replication_problem(md, topic: str, partitions: int, brokers: int | None = N
 def wait_until_replicated(client: dict, topic: str, partitions: int, brokers: int | None = None,
                           timeout: float = 60, what: str = "", admin: AdminClient | None = None) -> None:
     """Poll the metadata until every partition has a leader and every replica in its ISR."""
-    from ..cluster import InfraError
 
     admin = admin or AdminClient(client)
     deadline = time.monotonic() + timeout
