@@ -22,7 +22,8 @@ Workload faults (producer-restart, producer-pause, and the consumer group's cons
 consumer-pause, rebalance-storm; target "workload") have no broker: the nemesis asks the workload
 through WorkloadFaults (the produce loop between two sends, the consumer group's supervisor on its
 thread) and waits until it has applied the fault, so applied_at is when it took effect. One the workload ended
-before is journaled not-reached.
+before is journaled not-reached. Each workload serves its kinds from its own table (FaultTable below): adding
+a workload fault is a line in that table and the kind in the spec's schema.
 
 faults.jsonl, one line per fault and variant, sorted by id: the plan (id, kind, target,
 planned_at, planned_duration, params), then what happened: outcome, applied_at / healed_at
@@ -88,9 +89,10 @@ FAULTS: dict[str, FaultAction] = {
 }
 
 
-# A producer restart is over once applied; a paused producer resumes, a killed consumer is replaced, a paused
-# one resumes, a rebalance storm ends.
-WORKLOAD_HEALS = ("producer-pause", "consumer-kill", "consumer-pause", "rebalance-storm")
+# What a workload serves: fault kind -> (apply, heal), each called with the fault's settings; heal None when
+# the fault is over once applied (a producer restart). The nemesis asks for both steps of every workload
+# fault; which workload serves a kind, and how, is that workload's table alone.
+FaultTable = dict[str, tuple[Callable[[dict], None], Callable[[dict], None] | None]]
 
 
 def _now() -> str:
@@ -139,12 +141,12 @@ class WorkloadFaults:
         if ask.error is not None:
             raise ask.error
 
-    def serve(self, act: Callable[..., None], kinds: tuple[str, ...] | None = None, params: bool = False) -> None:
-        """The workload's side: act(kind, step) for every ask (of these kinds only, when given), in
-        order; act(kind, step, params) with params=True (the fault's settings). An error of act() is the
+    def serve(self, table: "FaultTable") -> None:
+        """The workload's side: for every ask of a kind in its table, in order, the table's apply or heal
+        (with the fault's settings); a kind that needs no heal has None there. An error of an action is the
         nemesis's (the fault failed) and is raised here too, after every ask is answered."""
         with self._lock:
-            asks = [a for a in self._asks if kinds is None or a.kind in kinds]
+            asks = [a for a in self._asks if a.kind in table]
             self._asks = [a for a in self._asks if a not in asks]
             self.pending = bool(self._asks)
             for ask in asks:
@@ -152,7 +154,9 @@ class WorkloadFaults:
         first: BaseException | None = None
         for ask in asks:
             try:
-                act(ask.kind, ask.step, ask.params) if params else act(ask.kind, ask.step)
+                action = table[ask.kind][0 if ask.step == "apply" else 1]
+                if action is not None:
+                    action(ask.params)
             except BaseException as e:
                 ask.error = e
                 first = first or e
@@ -258,7 +262,7 @@ class Nemesis:
         healing = self._offset()
         rec.update(healed_at=_now(), healed_offset=round(healing, 3), held_s=round(healing - applied, 3))
         try:
-            if fault.kind in WORKLOAD_HEALS:
+            if fault.kind in WORKLOAD_FAULTS:  # the workload's table says whether it heals
                 try:
                     self.workload.ask(fault.kind, "heal", fault.params)
                 except NotReached:

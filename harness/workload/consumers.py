@@ -36,7 +36,8 @@ from pathlib import Path
 
 from .. import procs
 from ..clock import REAL, Clock
-from ..spec import CONSUMER_FAULTS, ConsumerSpec
+from ..faults.nemesis import FaultTable
+from ..spec import ConsumerSpec
 from . import sink as sinks
 from .member import UNSUPPORTED
 
@@ -49,10 +50,6 @@ class Slot:
     name: str  # m<slot>.<incarnation>, or s<k>.0 for a storm member
     proc: object  # subprocess.Popen
     state: str = "running"  # running, paused, killed, stopped
-
-
-class ConsumerGroupError(RuntimeError):
-    """A member failed outside the fault schedule, or the broker refused the group protocol."""
 
 
 class ConsumerGroup:
@@ -72,6 +69,11 @@ class ConsumerGroup:
         self._turn = 0
         self._faults = None
         self._lock = threading.Lock()
+        self.served: FaultTable = {
+            "consumer-kill": (self._locked(self._kill), self._locked(self._replace)),
+            "consumer-pause": (self._locked(self._pause), self._locked(self._resume)),
+            "rebalance-storm": (self._locked(self._start_storm), self._stop_storm),
+        }
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self.sink: sinks.Sink | None = None
@@ -118,7 +120,7 @@ class ConsumerGroup:
             faults = self._faults
             if faults is not None and faults.pending:
                 try:
-                    faults.serve(self._act, kinds=CONSUMER_FAULTS, params=True)
+                    faults.serve(self.served)
                 except Exception:
                     pass  # the nemesis journals the fault as failed and stops the run
             with self._lock:
@@ -151,44 +153,53 @@ class ConsumerGroup:
                     return slot
         raise RuntimeError(f"{kind}: no running member of the group to act on")
 
-    def _act(self, kind: str, step: str, params: dict) -> None:
-        with self._lock:
-            if kind == "consumer-kill" and step == "apply":
-                slot = self._victim(kind)
-                slot.proc.kill()
-                slot.proc.wait()
-                slot.state = "killed"
-                self.sink.event("killed", member=slot.name)
-            elif kind == "consumer-kill":  # heal: the first killed slot gets its replacement
-                for i, slot in enumerate(self.current):
-                    if slot.state == "killed":
-                        self._spawn_slot(i)
-                        self.sink.event("replaced", member=slot.name, detail=self.current[i].name)
-                        break
-            elif kind == "consumer-pause" and step == "apply":
-                slot = self._victim(kind)
-                os.kill(slot.proc.pid, signal.SIGSTOP)
-                _, status = os.waitpid(slot.proc.pid, os.WUNTRACED)  # until it is frozen: when the fault took effect
-                if not os.WIFSTOPPED(status):  # it died first: the watcher reports it
-                    slot.proc.returncode = os.waitstatus_to_exitcode(status)
-                    raise RuntimeError(f"consumer-pause: {slot.name} exited before it was frozen")
-                slot.state = "paused"
-                self.sink.event("paused", member=slot.name)
-            elif kind == "consumer-pause":
-                for slot in self.current:
-                    if slot.state == "paused":
-                        os.kill(slot.proc.pid, signal.SIGCONT)
-                        slot.state = "running"
-                        self.sink.event("resumed", member=slot.name)
-                        break
-            elif kind == "rebalance-storm" and step == "apply":
-                self._storm_stop.clear()
-                self._storm_thread = self.clock.start_thread(self._storm, "rebalance-storm",
-                                                             (params.get("interval", 2.0),))
-            elif kind == "rebalance-storm":
-                self._end_storm()
-        if kind == "rebalance-storm" and step == "heal":
-            self._leave_all()
+    # -- the faults it serves: kind -> (apply, heal), each under the lock ---------------------------
+    def _kill(self, params: dict) -> None:
+        slot = self._victim("consumer-kill")
+        slot.proc.kill()
+        slot.proc.wait()
+        slot.state = "killed"
+        self.sink.event("killed", member=slot.name)
+
+    def _replace(self, params: dict) -> None:
+        """The first killed slot gets its replacement."""
+        for i, slot in enumerate(self.current):
+            if slot.state == "killed":
+                self._spawn_slot(i)
+                self.sink.event("replaced", member=slot.name, detail=self.current[i].name)
+                return
+
+    def _pause(self, params: dict) -> None:
+        slot = self._victim("consumer-pause")
+        os.kill(slot.proc.pid, signal.SIGSTOP)
+        _, status = os.waitpid(slot.proc.pid, os.WUNTRACED)  # until it is frozen: when the fault took effect
+        if not os.WIFSTOPPED(status):  # it died first: the watcher reports it
+            slot.proc.returncode = os.waitstatus_to_exitcode(status)
+            raise RuntimeError(f"consumer-pause: {slot.name} exited before it was frozen")
+        slot.state = "paused"
+        self.sink.event("paused", member=slot.name)
+
+    def _resume(self, params: dict) -> None:
+        for slot in self.current:
+            if slot.state == "paused":
+                os.kill(slot.proc.pid, signal.SIGCONT)
+                slot.state = "running"
+                self.sink.event("resumed", member=slot.name)
+                return
+
+    def _start_storm(self, params: dict) -> None:
+        self._storm_stop.clear()
+        self._storm_thread = self.clock.start_thread(self._storm, "rebalance-storm", (params.get("interval", 2.0),))
+
+    def _stop_storm(self, params: dict) -> None:
+        self._end_storm()
+        self._leave_all()  # takes the lock itself
+
+    def _locked(self, action):
+        def run(params: dict) -> None:
+            with self._lock:
+                action(params)
+        return run
 
     def _end_storm(self) -> None:
         self._storm_stop.set()

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from ..spec import PRODUCER_FAULTS
+from ..faults.nemesis import FaultTable
 from .outcomes import ACKED, REJECTED, UNKNOWN, outcome
 
 ACKS_SCHEMA = pa.schema([
@@ -392,7 +392,8 @@ def produce(
 
     `before_flush` runs once every message is handed to the client and before the
     final flush: the run heals all faults there, so the flush can complete. `faults`
-    (nemesis.WorkloadFaults) is served between chunks: producer-restart and producer-pause.
+    (nemesis.WorkloadFaults) is served between chunks, by the table `served`: producer-restart
+    and producer-pause.
     """
     stop = stop or threading.Event()
     conf = client_conf(config, client, logger)
@@ -402,24 +403,30 @@ def produce(
     count = 0  # messages handed to the client
     error = ""
 
-    def act(kind: str, step: str) -> None:
+    def replace(paused: bool) -> None:
+        """A new instance takes over what was not acknowledged; the old one is closed (restart) or frozen as
+        it is, no call reaching it until it resumes (pause)."""
         nonlocal producer, zombie
-        if kind == "producer-pause" and step == "heal":
-            if zombie is not None:
-                resume_plain(log, *zombie, flush_timeout)
-                zombie = None
-            return
-        if kind == "producer-restart":
+        if not paused:
             close_now(producer)
         elif zombie is not None:
             raise RuntimeError("producer-pause: the paused producer has not resumed yet (one pause at a time)")
-        else:  # the instance is frozen as it is: no call reaches it until it resumes
+        else:
             zombie = (log.session, producer)
         log.new_session(count)
         producer = Producer(conf)
         again = log.unacked(count)
         log.handed_late(again)
         hand_over(producer, topic, partitions, again, log)
+
+    def resume(params: dict) -> None:
+        nonlocal zombie
+        if zombie is not None:
+            resume_plain(log, *zombie, flush_timeout)
+            zombie = None
+
+    served: FaultTable = {"producer-restart": (lambda params: replace(paused=False), None),
+                          "producer-pause": (lambda params: replace(paused=True), resume)}
 
     try:
         try:
@@ -436,7 +443,7 @@ def produce(
                         if ahead > 0:
                             time.sleep(ahead)
                     if faults is not None and faults.pending:
-                        faults.serve(act, kinds=PRODUCER_FAULTS)
+                        faults.serve(served)
                 log.mark_chunk()
                 end = min(messages, count + CHUNK)
                 handed: list[list[int]] = [[] for _ in range(partitions)]
@@ -450,7 +457,7 @@ def produce(
             if on_progress:
                 on_progress(count)
             if zombie is not None and not stop.is_set():  # the workload ended while a producer was paused:
-                act("producer-pause", "heal")  # it resumes now (interrupted: the finally drains it)
+                resume({})  # it resumes now (interrupted: the finally drains it)
             if before_flush:
                 before_flush()
             left = producer.flush(0.0 if stop.is_set() else flush_timeout)

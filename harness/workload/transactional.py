@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaException, Producer
 
-from ..spec import PRODUCER_FAULTS
+from ..faults.nemesis import FaultTable
 from .outcomes import ACKED, REJECTED, UNKNOWN
 from .producer import CHUNK, DeliveryLog, ProduceResult, _drain, client_conf, close_now
 
@@ -144,6 +144,8 @@ class TransactionalWorkload:
         self.producer: Producer | None = None
         self.t0 = time.monotonic()
         self.block = max(1, min(BLOCK, size // 2))  # so that faults are served inside every transaction
+        self.served: FaultTable = {"producer-restart": (self._restart, None),
+                                   "producer-pause": (self._pause, lambda params: self._resume_zombie())}
 
     # -- instances -------------------------------------------------------------------------
     def _new_instance(self) -> Producer:
@@ -176,25 +178,23 @@ class TransactionalWorkload:
         return self.count
 
     # -- workload faults (served between two sends of an open transaction) -------------------
-    def act(self, kind: str, step: str) -> None:
-        if kind == "producer-pause" and step == "heal":
-            self._resume_zombie()
-            return
+    def _restart(self, params: dict) -> None:
         txn = self.open
-        if kind == "producer-restart":
-            close_now(self.producer)
-            if txn is None:
-                pass
-            elif txn.planned:  # it was being aborted on purpose: aborted either way, not sent again
-                self.txlog.record(txn, ABORTED, cause=PLANNED)
-            elif txn.commit_asked:  # a crash while the commit waited for its answer: the read decides
-                self.txlog.record(txn, UNKNOWN, cause=RESTART)
-            else:  # never asked to commit: it can never commit
-                self.txlog.record(txn, ABORTED, cause=RESTART)
-                self._send_again(txn.indices)
-            self._replace_instance()
-            self.open = None
-            return
+        close_now(self.producer)
+        if txn is None:
+            pass
+        elif txn.planned:  # it was being aborted on purpose: aborted either way, not sent again
+            self.txlog.record(txn, ABORTED, cause=PLANNED)
+        elif txn.commit_asked:  # a crash while the commit waited for its answer: the read decides
+            self.txlog.record(txn, UNKNOWN, cause=RESTART)
+        else:  # never asked to commit: it can never commit
+            self.txlog.record(txn, ABORTED, cause=RESTART)
+            self._send_again(txn.indices)
+        self._replace_instance()
+        self.open = None
+
+    def _pause(self, params: dict) -> None:
+        txn = self.open
         if self.zombie is not None:
             raise RuntimeError("producer-pause: the paused producer has not resumed yet (one pause at a time)")
         # producer-pause: this instance freezes with its open transaction; a successor takes over.
@@ -273,7 +273,7 @@ class TransactionalWorkload:
         while txn.handed < len(txn.indices):
             if txn.handed and self.faults is not None and self.faults.pending:  # mid-transaction, never before
                 # its first record: a restart or a pause then leaves records of an open transaction behind
-                self.faults.serve(self.act, kinds=PRODUCER_FAULTS)
+                self.faults.serve(self.served)
                 if self.open is not txn:
                     return False
             if self.stop.is_set():
@@ -301,7 +301,7 @@ class TransactionalWorkload:
     def _end(self, txn: _Txn) -> None:
         txn.planned = random.Random(f"{self.seed}/abort/{txn.number}").random() < self.abort_ratio
         result = self._finish(txn, commit=not txn.planned)
-        if result is None:  # a restart came while it waited: act() recorded it
+        if result is None:  # a restart came while it waited: _restart() recorded it
             return
         outcome, error, broken = result
         if txn.planned:
@@ -348,7 +348,7 @@ class TransactionalWorkload:
         """Apply a producer-restart asked for while the transaction ends; True if it took the transaction.
         (A pause waits for the next transaction: a paused instance must not have asked to commit.)"""
         if self.faults is not None and self.faults.pending:
-            self.faults.serve(self.act, kinds=("producer-restart",))
+            self.faults.serve({"producer-restart": self.served["producer-restart"]})
         return self.open is not txn
 
     # -- the whole workload ----------------------------------------------------------------------

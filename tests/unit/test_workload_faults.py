@@ -97,7 +97,8 @@ def test_the_nemesis_waits_until_the_loop_applied_the_fault_and_journals_when_it
         for _ in range(20):
             clock.sleep(0.05)
             if nemesis.workload.pending:
-                nemesis.workload.serve(lambda kind, step: served.append((kind, step, clock.monotonic())))
+                nemesis.workload.serve({"producer-pause": (lambda p: served.append(("producer-pause", "apply", clock.monotonic())),
+                                                            lambda p: served.append(("producer-pause", "heal", clock.monotonic())))})
 
     worker = clock.start_thread(loop, "produce-loop")
     worker.join()
@@ -136,7 +137,7 @@ def test_a_fault_the_loop_fails_to_apply_is_a_nemesis_error_and_the_loop_sees_it
     while not channel.pending:
         time.sleep(0.01)
     with pytest.raises(RuntimeError, match="no broker"):
-        channel.serve(lambda kind, step: (_ for _ in ()).throw(RuntimeError("no broker")))
+        channel.serve({"producer-restart": (lambda p: (_ for _ in ()).throw(RuntimeError("no broker")), None)})
     t.join()
     assert errors == ["no broker"]
     stop.set()
