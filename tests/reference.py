@@ -11,10 +11,12 @@ NO_OFFSET = -1001  # the client was told no offset (acks=0)
 BEST = {"acked": 3, "unknown": 2, "rejected": 1}  # a value's outcome is its best send's
 
 
-def reference(log_rows, ack_rows, reads=None):
+def reference(log_rows, ack_rows, reads=None, owned=frozenset()):
     """log_rows: (partition, offset, value or None); ack_rows: (partition, value, outcome, offset or None[,
     session]): a value may be sent once per session. reads: {partition: (log start, end)} of a complete
-    final read; a partition not in it was not proven read to its end.
+    final read; a partition not in it was not proven read to its end. owned: (partition, value) of values
+    that belong to a transaction: an absent one is lost_committed or nothing (reference_transactional),
+    never lost.
 
     Returns {"metrics": {...}, table name: sorted list of row tuples without the partition... with it}.
     """
@@ -81,7 +83,7 @@ def reference(log_rows, ack_rows, reads=None):
             m["sent"] += 1
             m[outcome] += 1
             present = v in first
-            if outcome == "acked" and not present:
+            if outcome == "acked" and not present and (p, v) not in owned:
                 if read is None:
                     gone[v] = "lost" if highest is not None and v < highest else "unseen"
                 else:
@@ -142,3 +144,123 @@ def _run(p, r):
     kind = "duplicate" if r["repeats"] == r["length"] else "reorder" if r["repeats"] == 0 else "mixed"
     return (p, r["first_offset"], r["last_offset"], r["first_value"], r["highest_before"],
             r["highest_before"] - r["first_value"], r["length"], kind)
+
+
+# -- transactional variants ----------------------------------------------------------------------
+RANK = {"fenced": 1, "aborted": 2, "unknown": 3, "committed": 4}  # a value belongs to its best send's
+
+
+def reference_transactional(log_rows, ack_rows, book, reads=None):
+    """ack_rows: (partition, value, outcome, offset or None, session, txn or None); book: {txn: (outcome,
+    cause, session)} (the transactions log; cause "fenced": its instance was fenced by a successor).
+
+    A send in a committed transaction is acked (its offset known only if its own report said so); in any
+    other transaction it is unknown. A refused send (rejected) stays rejected and belongs to no transaction.
+    A record is its send's when an acked send of a transaction that did not commit was told its offset and
+    value, else it is the transaction's of its value. Returns reference()'s result plus aborted_reads,
+    zombie_writes_visible, lost_committed (and their metrics), transaction_parts and torn_transactions
+    (within each partition, as the metric counts them; across partitions: torn_across)."""
+    def rank(txn):
+        outcome, cause, _ = book[txn]
+        return RANK["fenced"] if cause == "fenced" else RANK[outcome]
+
+    rows, owned, written = [], {}, defaultdict(list)  # written: (p, offset) -> (value, rank, txn)
+    for p, v, outcome, off, session, txn in ack_rows:
+        off = NO_OFFSET if off is None else off
+        if txn is None or outcome == "rejected":
+            rows.append((p, v, outcome, off, session))
+            continue
+        r = rank(txn)
+        owned[(p, v)] = max(owned.get((p, v), (0, -1)), (r, txn))
+        if r == RANK["committed"]:
+            rows.append((p, v, "acked", off if outcome == "acked" else NO_OFFSET, session))
+        else:
+            rows.append((p, v, "unknown", NO_OFFSET, session))
+            if outcome == "acked" and off != NO_OFFSET:
+                written[(p, off)].append((v, r, txn))
+    out = reference(log_rows, rows, reads, owned=frozenset(owned))
+    sent = {(p, v) for p, v, *_ in rows}
+    present = {(p, v) for p, _, v in log_rows if (p, v) in sent}
+    m = out["metrics"]
+    for name in ("aborted_reads", "zombie_writes_visible", "lost_committed", "torn_transactions"):
+        m.setdefault(name, 0)
+        out[name] = []
+    for p, off, v in log_rows:
+        if v is None or (p, v) not in sent:
+            continue  # unexpected
+        mine = [(r, txn) for value, r, txn in written.get((p, off), []) if value == v]
+        r, txn = max(mine) if mine else owned.get((p, v), (0, -1))
+        if r == RANK["aborted"]:
+            out["aborted_reads"].append((p, v, off, txn))
+        elif r == RANK["fenced"]:
+            out["zombie_writes_visible"].append((p, v, off, txn, book[txn][2]))
+    last_told = {}
+    for p, v, outcome, off, _ in rows:
+        if outcome == "acked":
+            last_told[(p, v)] = off
+    parts = defaultdict(lambda: [0, 0])  # (p, txn) -> [sent, visible]
+    for (p, v), (r, txn) in owned.items():
+        parts[(p, txn)][0] += 1
+        parts[(p, txn)][1] += (p, v) in present
+        if r == RANK["committed"] and (p, v) not in present:
+            off = last_told.get((p, v), NO_OFFSET)
+            out["lost_committed"].append((p, v, txn, None if off == NO_OFFSET else off))
+    out["transaction_parts"] = sorted((p, txn, s, vis) for (p, txn), (s, vis) in parts.items())
+    m["torn_transactions"] = sum(1 for s, vis in parts.values() if 0 < vis < s)
+    across = defaultdict(lambda: [0, 0])
+    for (p, txn), (s, vis) in parts.items():
+        across[txn][0] += s
+        across[txn][1] += vis
+    out["torn_across"] = sorted((txn, book[txn][2], book[txn][0], book[txn][1], s, vis)
+                                for txn, (s, vis) in across.items() if 0 < vis < s)
+    for name in ("aborted_reads", "zombie_writes_visible", "lost_committed"):
+        m[name] = len(out[name])
+        out[name] = sorted(out[name], key=repr)
+    return out
+
+
+# -- consumer groups -------------------------------------------------------------------------------
+def reference_consumption(processed, log, positions):
+    """processed: (partition, offset, value, member, session, n, processed_at) rows, n counting each member's
+    records; log: (partition, offset, value); positions: {partition: final position or None}.
+
+    The group's processing order is by processed_at, then member, then n. A member session's records of a
+    partition, in its own order (n), should each be the record after the previous one in the log: one
+    further on is a poll skip (records: how many were jumped over), one at or before it a nonmonotonic poll
+    (records: how far back, 1 for the same record twice). A record of the log never processed is skipped
+    when its partition's final position is past it, else unconsumed."""
+    order = sorted(processed, key=lambda r: (r[6], r[3], r[5]))
+    by_record = defaultdict(list)  # (partition, offset) -> its processings, in processing order
+    for position, r in enumerate(order):
+        by_record[(r[0], r[1])].append((position, r))
+    reprocessed, window = [], []
+    for (p, off), seen in sorted(by_record.items()):
+        if len(seen) > 1:
+            reprocessed.append((p, off, seen[0][1][2], len(seen), ",".join(r[3] for _, r in seen)))
+            first_position, first = seen[0]
+            for position, r in seen[1:]:
+                window.append((p, off, r[2], first[3], r[3], r[6] - first[6], position - first_position))
+    skipped, unconsumed = [], []
+    for p, off, value in sorted(log):
+        if (p, off) not in by_record:
+            past = positions.get(p) is not None and off < positions[p]
+            (skipped if past else unconsumed).append((p, off, value))
+    offsets = defaultdict(list)
+    for p, off, _ in log:
+        offsets[p].append(off)
+    skips, backs = [], []
+    mine = defaultdict(list)  # (member, session, partition) -> its records in its own order
+    for r in sorted(processed, key=lambda r: (r[3], r[4], r[5])):
+        mine[(r[3], r[4], r[0])].append(r[1])
+    for (member, session, p), offs in mine.items():
+        places = [sum(1 for o in offsets[p] if o < off) for off in offs]  # index in the log (or where it would be)
+        for i in range(1, len(offs)):
+            step = places[i] - places[i - 1]
+            if step > 1:
+                skips.append((member, session, p, offs[i], offs[i - 1], step - 1))
+            elif step < 1:
+                backs.append((member, session, p, offs[i], offs[i - 1], 1 - step))
+    metrics = {"reprocessed": len(reprocessed), "skipped": len(skipped), "unconsumed": len(unconsumed),
+               "poll_skips": len(skips), "nonmonotonic_polls": len(backs), "processed": len(processed)}
+    return {"metrics": metrics, "reprocessed": reprocessed, "skipped": skipped, "unconsumed": unconsumed,
+            "poll_skips": sorted(skips), "nonmonotonic_polls": sorted(backs), "dedup_window": sorted(window)}
