@@ -11,7 +11,8 @@ best send's: acked if any send was, else unknown if any was, else rejected. The 
 (transactions.parquet, transactional variants only) says how each transaction ended.
 spark.py runs this once per topic partition; bench/analysis.py runs it in one process.
 
-Definitions (DESIGN.md, "Words"; the registry in metrics.py has one line for each):
+Definitions (DESIGN.md, "Words"; the registry in metrics.py has one line for each; each is a pure
+function below -- jump_backs, duplicate_cases, lost_cases, missing_cases, ... -- that PartitionCheck composes):
   received     records read that carry a value the workload sent to this partition
   duplicate    an extra copy of a value already read (duplicates = received - unique)
   jump-back    a record whose value is not above the highest value read before it; consecutive
@@ -403,12 +404,9 @@ class PartitionCheck:
             self._order(offsets, values, timestamps_ms)
 
     def _attribute(self, offsets: np.ndarray, values: np.ndarray) -> None:
-        """Records of aborted or fenced transactions: by the acked offset of their send, else by value."""
-        rank, txn = self.rank[values], self.txn[values]
-        if len(self.w_off):
-            pos = np.minimum(np.searchsorted(self.w_off, offsets), len(self.w_off) - 1)
-            hit = (self.w_off[pos] == offsets) & (self.w_val[pos] == values)
-            rank, txn = np.where(hit, self.w_rank[pos], rank), np.where(hit, self.w_txn[pos], txn)
+        """Records of aborted or fenced transactions: aborted reads and zombie writes."""
+        rank, txn = record_transactions(offsets, values, self.rank, self.txn,
+                                        (self.w_off, self.w_val, self.w_rank, self.w_txn))
         for which, into in ((ABORTED_TXN, self.aborted_reads), (FENCED, self.zombie_writes)):
             k = np.flatnonzero(rank == which)
             into += zip(values[k].tolist(), offsets[k].tolist(), txn[k].tolist())
@@ -441,26 +439,14 @@ class PartitionCheck:
         self.misplaced.append((int(self.ack_val[i]), off, found, cause, int(self.ack_ses[i])))
 
     def _order(self, offsets, values, timestamps_ms) -> None:
-        n = len(values)
-        running = np.maximum.accumulate(values)
-        before = np.empty(n, dtype=np.int64)
-        before[0] = self.highest
-        np.maximum(running[:-1], self.highest, out=before[1:])
-        jump = values <= before
-        jump[before == NONE] = False
-        self.highest = max(self.highest, int(running[-1]))
-        self.received += n
-        fresh = ~jump  # above everything before: new and distinct
-        self.first[values[fresh]] = offsets[fresh]
-        repeat = np.zeros(n, dtype=bool)
-        for i in np.flatnonzero(jump).tolist():
-            v = int(values[i])
-            first = int(self.first[v])
-            if first >= 0:
-                repeat[i] = True
-                self.duplicates.append((v, int(offsets[i]), first))
-            else:
-                self.first[v] = offsets[i]
+        jump, before = jump_backs(values, self.highest)
+        self.highest = max(self.highest, int(values.max()))
+        self.received += len(values)
+        self.first[values[~jump]] = offsets[~jump]  # above everything before: new and distinct
+        repeat, rows, firsts = duplicate_cases(values, offsets, jump, self.first)
+        for v, off in firsts:
+            self.first[v] = off
+        self.duplicates += rows
         n_repeat = int(repeat.sum())
         self.repeats += n_repeat
         self.reorders += int(jump.sum()) - n_repeat
@@ -518,7 +504,7 @@ class PartitionCheck:
         # A committed transaction's value not read is lost_committed (_transactions), not also lost.
         lost_here = absent & acked & ((self.rank == 0) if o.transactional else True)
         lost, unseen, deleted = lost_cases(lost_here, o.offset, self.highest, self.read)
-        rejected_visible = present & (o.code == REJECTED)
+        rejected_visible = rejected_visible_cases(o.code, present)
         s_val, s_off, s_ses = _send_order(*o.acked_sends())
         quirk = minus_one_batches(s_off, s_ses)
         backwards = nonmonotonic_cases(s_off[~quirk], s_ses[~quirk])
@@ -527,8 +513,7 @@ class PartitionCheck:
                                                                                        s_val[quirk].tolist())))
         inconsistent += self.changed
         txn_m, txn_t = self._transactions(present)
-        runs = [(fo, lo, fv, hb, hb - fv, length, "duplicate" if reps == length else "reorder" if reps == 0
-                 else "mixed") for fo, lo, fv, hb, length, reps in self.runs]
+        runs = [(fo, lo, fv, hb, hb - fv, length, run_kind(length, reps)) for fo, lo, fv, hb, length, reps in self.runs]
         p = self.partition
         m = {
             "sent": int(sent.sum()), "acked": int(acked.sum()), "rejected": int((o.code == REJECTED).sum()),
@@ -536,8 +521,8 @@ class PartitionCheck:
             "unique": self.received - self.repeats, "duplicates": self.repeats, "jump_back_runs": len(runs),
             "max_jump_back": max((r[4] for r in runs), default=0), "lost": int(lost.sum()),
             "unseen": int(unseen.sum()), "deleted_before_read": self.read[0] if self.read else 0,
-            "missing": int((absent & ~acked).sum()),
-            "received_unacked": int((present & (o.code == UNKNOWN)).sum()), "reorders": self.reorders,
+            "missing": int(missing_cases(o.code, present).sum()),
+            "received_unacked": int(received_unacked_cases(o.code, present).sum()), "reorders": self.reorders,
             "unexpected": len(self.unexpected), "inconsistent_offsets": len(inconsistent),
             "base_offset_minus_one": len(minus_one),
             "rejected_visible": int(rejected_visible.sum()), "nonmonotonic_sends": len(backwards), **txn_m,
@@ -552,7 +537,7 @@ class PartitionCheck:
             "jump_back_runs": _columns("jump_back_runs", p, runs),
             "duplicates": _columns("duplicates", p, self.duplicates),
             "lost": told(lost), "unseen": told(unseen), "deleted_before_read": told(deleted),
-            "gaps": _columns("gaps", p, _gaps(absent, lost, unseen, deleted)),
+            "gaps": _columns("gaps", p, gap_cases(absent, lost, unseen, deleted)),
             "inconsistent_offsets": _columns("inconsistent_offsets", p, inconsistent),
             "base_offset_minus_one": _columns("base_offset_minus_one", p, minus_one),
             "nonmonotonic_sends": {"partition": [p] * len(backwards), "value": n_val[backwards].tolist(),
@@ -578,12 +563,9 @@ class PartitionCheck:
                     {name: {} for name in ("aborted_reads", "zombie_writes_visible", "lost_committed",
                                            "transaction_parts")})
         rank, txn = self.rank, self.txn
-        owned = np.flatnonzero(rank > 0)  # values with a transmitted transactional send
-        lost = owned[(rank[owned] == COMMITTED) & ~present[owned]]
-        keys, inverse = np.unique(txn[owned], return_inverse=True)
-        sent = np.bincount(inverse, minlength=len(keys))
-        visible = np.bincount(inverse, weights=present[owned], minlength=len(keys)).astype(np.int64)
-        torn = int(((visible > 0) & (visible < sent)).sum())
+        lost = lost_committed_cases(rank, present)
+        keys, sent, visible = transaction_parts(rank, txn, present)
+        torn = int(torn_cases(sent, visible).sum())
         zombie = self.zombie_writes
         z_txn = np.array([r[2] for r in zombie], dtype=np.int64)
         metrics = {"aborted_reads": len(self.aborted_reads), "lost_committed": len(lost), "torn_transactions": torn,
@@ -607,7 +589,7 @@ def torn_transactions(parts: pa.Table, book: pa.Table | None) -> tuple[int, pa.T
         return 0, schema.empty_table()
     summed = parts.group_by("txn").aggregate([("sent", "sum"), ("visible", "sum")])
     sent, visible = summed.column("sent_sum").to_numpy(), summed.column("visible_sum").to_numpy()
-    torn = np.flatnonzero((visible > 0) & (visible < sent))
+    torn = np.flatnonzero(torn_cases(sent, visible))
     txns = summed.column("txn").to_numpy()[torn]
     info = {}
     if book is not None:
@@ -617,6 +599,104 @@ def torn_transactions(parts: pa.Table, book: pa.Table | None) -> tuple[int, pa.T
              "cause": info.get(int(t), {}).get("cause"), "sent": int(sent[i]), "visible": int(visible[i])}
             for t, i in zip(txns.tolist(), torn.tolist())]
     return len(rows), pa.Table.from_pylist(sorted(rows, key=lambda r: r["txn"]), schema=schema)
+
+
+
+# -- the definitions, pure functions over a partition's arrays -----------------------------------
+# (DESIGN.md's words; each has its own unit test in tests/unit/test_definitions.py, and the checker above
+# composes them: streaming ones per batch of the log, the others once the whole partition was seen.)
+
+def jump_backs(values: np.ndarray, highest: int) -> tuple[np.ndarray, np.ndarray]:
+    """(jump, before): which records are jump-backs (a value not above the highest read before it, the
+    log's earlier batches included: `highest`, NONE when nothing was read), and that highest for each."""
+    before = np.empty(len(values), dtype=np.int64)
+    if len(values) == 0:
+        return np.zeros(0, dtype=bool), before
+    before[0] = highest
+    np.maximum(np.maximum.accumulate(values)[:-1], highest, out=before[1:])
+    jump = values <= before
+    jump[before == NONE] = False
+    return jump, before
+
+
+def duplicate_cases(values: np.ndarray, offsets: np.ndarray, jump: np.ndarray,
+                    first: np.ndarray) -> tuple[np.ndarray, list[tuple], list[tuple]]:
+    """(repeat, rows, firsts) for one batch: a jump-back whose value was read before (first[value] >= 0:
+    the offset of its first copy, this batch's records that are not jump-backs included) is a duplicate,
+    row (value, offset, first_offset); a jump-back read for the first time is a reorder, and (value,
+    offset) in firsts. A record that is not a jump-back is above every earlier value, so new: only
+    jump-backs (rare) are looked at one by one. `first` is not changed."""
+    repeat = np.zeros(len(values), dtype=bool)
+    rows, firsts, seen = [], [], {}
+    for i in np.flatnonzero(jump).tolist():
+        v = int(values[i])
+        at = seen.get(v, int(first[v]))
+        if at >= 0:
+            repeat[i] = True
+            rows.append((v, int(offsets[i]), at))
+        else:
+            seen[v] = int(offsets[i])
+            firsts.append((v, int(offsets[i])))
+    return repeat, rows, firsts
+
+
+def run_kind(length: int, repeats: int) -> str:
+    """A jump-back run of `length` records of which `repeats` were duplicates: duplicate, reorder or mixed."""
+    return "duplicate" if repeats == length else "reorder" if repeats == 0 else "mixed"
+
+
+def missing_cases(code: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Values sent, never acknowledged (rejected or unknown), never read."""
+    return (code > 0) & (code != ACKED) & ~present
+
+
+def received_unacked_cases(code: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Values whose outcome is unknown and that were read."""
+    return present & (code == UNKNOWN)
+
+
+def rejected_visible_cases(code: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Values the client was told were rejected and that were read ("rejected" lied)."""
+    return present & (code == REJECTED)
+
+
+def record_transactions(offsets: np.ndarray, values: np.ndarray, rank: np.ndarray, txn: np.ndarray,
+                        written: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's transaction (rank, txn): the send of a transaction that did not commit whose acked
+    offset and value it has (written: offset-sorted (offset, value, rank, txn), Outcomes.written), else
+    its value's (the best send's). Aborted reads and zombie writes are records of rank ABORTED_TXN / FENCED."""
+    w_off, w_val, w_rank, w_txn = written
+    rank, txn = rank[values].copy(), txn[values].copy()
+    if len(w_off):
+        lo, hi = np.searchsorted(w_off, offsets, "left"), np.searchsorted(w_off, offsets, "right")
+        one = np.flatnonzero(hi - lo == 1)
+        hit = one[w_val[lo[one]] == values[one]]
+        rank[hit], txn[hit] = w_rank[lo[hit]], w_txn[lo[hit]]
+        for i in np.flatnonzero(hi - lo > 1).tolist():  # sends told the same offset (rare): the one with this
+            mine = [(int(w_rank[k]), int(w_txn[k])) for k in range(lo[i], hi[i]) if w_val[k] == values[i]]
+            if mine:  # value; two such (sent in two sessions): the best
+                rank[i], txn[i] = max(mine)
+    return rank, txn
+
+
+def lost_committed_cases(rank: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Values of committed transactions (their best send's) never read."""
+    return np.flatnonzero((rank == COMMITTED) & ~present)
+
+
+def transaction_parts(rank: np.ndarray, txn: np.ndarray, present: np.ndarray) -> tuple:
+    """(txns, sent, visible): per transaction, its values here (a value counts in its best send's
+    transaction) and how many of them were read."""
+    owned = np.flatnonzero(rank > 0)  # values with a transmitted transactional send
+    keys, inverse = np.unique(txn[owned], return_inverse=True)
+    sent = np.bincount(inverse, minlength=len(keys))
+    visible = np.bincount(inverse, weights=present[owned], minlength=len(keys)).astype(np.int64)
+    return keys, sent, visible
+
+
+def torn_cases(sent: np.ndarray, visible: np.ndarray) -> np.ndarray:
+    """Transactions partly read: some of their values visible, not all."""
+    return (visible > 0) & (visible < sent)
 
 
 # -- the definitions that need the whole partition, pure ---------------------------------------
@@ -703,7 +783,7 @@ def _columns(table: str, partition: int, rows: list[tuple]) -> dict[str, list]:
     return {"partition": [partition] * len(rows), **cols}
 
 
-def _gaps(absent: np.ndarray, lost: np.ndarray, unseen: np.ndarray, deleted: np.ndarray) -> list[tuple]:
+def gap_cases(absent: np.ndarray, lost: np.ndarray, unseen: np.ndarray, deleted: np.ndarray) -> list[tuple]:
     """Runs of consecutive absent values: (first, last, values, lost, unseen, kind)."""
     edges = np.diff(np.concatenate(([0], absent.view(np.int8), [0])))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
