@@ -27,7 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
-import psutil  # noqa: E402
+try:
+    import psutil  # noqa: E402
+except ImportError:
+    sys.exit(f"{Path(__file__).name}: needs psutil, which the test extra installs: pip install -e '.[test]'")
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 

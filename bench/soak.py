@@ -31,7 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import psutil  # noqa: E402
+try:
+    import psutil  # noqa: E402
+except ImportError:
+    sys.exit(f"{Path(__file__).name}: needs psutil, which the test extra installs: pip install -e '.[test]'")
 
 GIB = 1 << 30
 
