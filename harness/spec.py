@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainSerializer,
-                      PrivateAttr, Tag, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator)
+                      PrivateAttr, Tag, ValidationError, ValidationInfo, field_validator, model_validator)
 
 from . import yamlfile
 from .analysis.metrics import BY_KEY, FATAL, KEYS
@@ -241,11 +241,6 @@ ClusterSpec = Annotated[
                   custom_error_message=f"unknown backend (use {', '.join(BACKENDS)})"),
 ]
 CLUSTER_MODELS = {"local": LocalClusterSpec, "compose": ComposeClusterSpec, "external": ExternalClusterSpec}
-
-
-def cluster_spec(**fields) -> LocalClusterSpec | ComposeClusterSpec | ExternalClusterSpec:
-    """A cluster section from keyword fields, as the experiment file would give it."""
-    return TypeAdapter(ClusterSpec).validate_python(fields)
 
 
 class TopicSpec(Strict):

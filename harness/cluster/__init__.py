@@ -55,10 +55,6 @@ def _backend(spec: ClusterSpec):
     return ExternalCluster
 
 
-def supported_faults(spec: ClusterSpec) -> frozenset[str]:
-    return _backend(spec).faults_for(spec)
-
-
 def unsupported_faults(spec: ClusterSpec, kinds: set[str]) -> list[str]:
     """Fault kinds this backend cannot inject, each with the reason, e.g. "isolate (...)" (before anything
     starts: exit 2)."""

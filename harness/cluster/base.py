@@ -25,12 +25,11 @@ from confluent_kafka.admin import AdminClient
 
 from ..exits import InfraError
 from ..logfile import FileLogger
-from ..spec import FAULT_KINDS, BaseClusterSpec
+from ..spec import BaseClusterSpec
 from .metadata import broker_index, client_addresses, leader_index, split_address, unreachable_proxies
 from .topic import restore_topic, wait_until_replicated
 from .toxiproxy import ToxiproxyClient
 
-ALL_FAULTS = frozenset(FAULT_KINDS)
 RUNNING, PAUSED, DOWN, STARTING = "running", "paused", "down", "starting"
 
 
@@ -97,10 +96,6 @@ class ProxiedCluster:
         if spec.brokers < 2:
             return {"isolate": "isolate cuts a broker off from its peers, and this cluster has one broker"}
         return {}
-
-    @classmethod
-    def faults_for(cls, spec: BaseClusterSpec) -> frozenset[str]:
-        return ALL_FAULTS - set(cls.cannot_inject(spec))
 
     @classmethod
     def problems(cls, spec: BaseClusterSpec) -> list[str]:

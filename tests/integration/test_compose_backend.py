@@ -13,7 +13,8 @@ from harness.exits import InfraError
 from harness.cluster.brokers import BrokerProcess, tansu_command
 from harness.cluster.compose import ComposeCluster
 from harness.cluster.toxiproxy import ToxiproxyServer
-from harness.spec import ComposeClusterSpec, cluster_spec
+from harness.spec import ComposeClusterSpec
+from tests.specs import cluster_spec
 from harness.cluster.topic import create_topic
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from harness.cluster import input_problems
 from harness.cluster.local import LocalTansuCluster
 from harness.cluster.toxiproxy import ToxiproxyServer, toxiproxy_server_for, version_number
 from harness.doctor import _toxiproxy
-from harness.spec import cluster_spec as ClusterSpec
+from tests.specs import cluster_spec as ClusterSpec
 
 
 def fake_server(folder, version="2.12.0-69-gf48fd7f"):

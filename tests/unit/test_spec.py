@@ -135,9 +135,12 @@ def test_literal_secrets_are_hidden_from_the_run_folder(tmp_path):
 
 
 def test_faults_each_backend_can_inject_and_why_not():
-    from harness.cluster import supported_faults, unsupported_faults
+    from harness.cluster import unsupported_faults
     from harness.spec import FAULT_KINDS, WORKLOAD_FAULTS
-    from harness.spec import cluster_spec as ClusterSpec
+    from tests.specs import cluster_spec as ClusterSpec
+
+    def supported_faults(spec):
+        return set(FAULT_KINDS) - {k.split(" ")[0] for k in unsupported_faults(spec, set(FAULT_KINDS))}
 
     assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate"}
     assert unsupported_faults(ClusterSpec(), {"isolate", "lost-acks"}) == [
@@ -166,7 +169,7 @@ def test_compose_file_is_found_from_the_experiment_folder(tmp_path):
 
 def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
     from harness.cluster import input_problems
-    from harness.spec import cluster_spec as ClusterSpec
+    from tests.specs import cluster_spec as ClusterSpec
 
     monkeypatch.delenv("KAFKA_HOME", raising=False)
     [msg] = input_problems(ClusterSpec(backend="local", broker="kafka", brokers=3))
