@@ -21,8 +21,12 @@ metadata round trip on a loaded machine took up to 0.4 s, making a leader kill l
 Workload faults (producer-restart, producer-pause, and the consumer group's consumer-kill,
 consumer-pause, rebalance-storm; target "workload") have no broker: the nemesis asks the workload
 through WorkloadFaults (the produce loop between two sends, the consumer group's supervisor on its
-thread) and waits until it has applied the fault, so applied_at is when it took effect. One the workload ended
-before is journaled not-reached.
+thread) and waits until it has applied the fault, so applied_at is when it took effect.
+
+When the workload ends, finish() (the run's before_flush) still applies the faults due: it waits for every
+fault not yet applied until GRACE past its planned time, the produce loop serving its faults meanwhile
+(WorkloadFaults.idle), and only then stops; a fault that was not applied by then is journaled not-reached
+(and the variant's verdict is unknown: verdict.plan_checks).
 
 faults.jsonl, one line per fault and variant, sorted by id: the plan (id, kind, target,
 planned_at, planned_duration, params), then what happened: outcome, applied_at / healed_at

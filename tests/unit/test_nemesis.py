@@ -8,11 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from harness import summary
+from harness.analysis.folder import faults_not_applied
+from harness.analysis.metrics import KEYS
 from harness.cluster.base import DOWN, PAUSED, RUNNING, ProxiedCluster
+from harness.exits import Exit, exit_for_verdict
 from harness.faults.nemesis import GRACE, Nemesis
 from harness.faults.schedule import (AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault, ScheduleError, Workload,
                                      load, plan)
+from harness.runfolder import RunFolder
 from harness.spec import ExperimentSpec, LocalClusterSpec
+from harness.verdict import parse_rule
 from tests.fakeclock import FakeClock
 
 ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset", "late_s", "held_s", "heal_s"}
@@ -403,3 +409,24 @@ def test_the_runs_stop_cuts_the_wait_short():
     schedule = [PlannedFault(0, "latency", AllBrokers(), 30.0, 1.0, {"latency_ms": 5, "jitter_ms": 0})]
     _, lines, returned = finish_at(schedule, 0.5, halt=halt)
     assert lines[0]["outcome"] == "not-reached" and returned < 1.0
+
+
+def test_a_fault_the_nemesis_could_not_apply_makes_the_run_unknown_not_a_pass(tmp_path):
+    # From the nemesis's journal to the exit status: faults.jsonl -> faults_not_applied -> verdict unknown (exit 3).
+    folder = RunFolder.create(tmp_path, "exp")
+    cluster = FakeCluster()
+    cluster.states[1] = DOWN  # the kill due at 1.0 s never finds broker 1 running
+    schedule = [PlannedFault(0, "latency", Broker(0), 0.2, 0.2, {"latency_ms": 5, "jitter_ms": 0}),
+                PlannedFault(1, "broker-kill", Broker(1), 1.0, 0.5, {})]
+    nemesis = Nemesis(cluster, schedule, "a", folder.append_faults, "topic-a", clock=cluster.clock)
+    nemesis.start()
+    cluster.clock.sleep(0.9)
+    nemesis.finish()
+    assert faults_not_applied(folder, "a") == 1
+    metrics = {**{k: 0 for k in KEYS}, "sent": 10, "acked": 10, "received": 10, "unique": 10,
+               "faults_not_applied": faults_not_applied(folder, "a")}
+    run = summary.build("r", "exp", "complete", {"a": summary.variant_entry(metrics, {}, [])})
+    assert run["verdict"] == "unknown" and exit_for_verdict(run["verdict"]) == Exit.INFRA
+    # Unless the experiment expects exactly that.
+    entry = summary.variant_entry(metrics, {"faults_not_applied": parse_rule("== 1")}, [])
+    assert entry["verdict"] == "pass"
