@@ -229,21 +229,22 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     try:
         if repeat is None and (same_seed or until_fail):
             raise UsageError(f"{'--same-seed' if same_seed else '--until-fail'} needs --repeat N")
-        spec, schedule = prepare(experiment, seed, replay, spark_master)
+        spec, schedule = prepare(experiment, seed, replay, spark_master)  # the first run's plan
+        if repeat is not None:  # each later run's plan is made when it starts (repeat.Series)
+            from .repeat import check_seeds
+
+            check_seeds(spec.seed if seed is None else seed, repeat, same_seed,
+                        "--seed" if seed is not None else f"{experiment}: seed")
         if junit is not None:
             _writable_file(junit, "--junit")
         _writable_dir(out)
-        if repeat is not None and replay is None:
-            from .repeat import check_schedules, seeds
-
-            check_schedules(spec, experiment, seeds(spec.seed if seed is None else seed, repeat, same_seed))
     except Exception as e:
         _fail(e)
     signals.install()
     for note in getattr(spec, "notes", []):  # e.g. matrix combinations librdkafka refuses
         say(f"note: {note}", "yellow")
     if repeat is not None:
-        _run_series(spec, schedule if replay else None, experiment, out, spec.seed if seed is None else seed,
+        _run_series(spec, schedule, experiment, out, spec.seed if seed is None else seed,
                     replay, spark_master, junit, repeat, same_seed, until_fail)
         return
     folder, summary, failure, code = _run_once(spec, schedule, out, spec.seed if seed is None else seed, replay,
@@ -295,10 +296,10 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
     from .exits import Exit
     from .repeat import Series
 
-    series = Series(spec, out, count, first_seed, same_seed, until_fail, replay)
+    series = Series(spec, out, count, first_seed, same_seed, until_fail, replay, schedule, experiment)
     summaries_seconds: list[float] = []
 
-    def run_one(index: int, seed: int):
+    def run_one(index: int, seed: int, schedule):
         t = time.monotonic()
         folder, summary, failure, _ = _run_once(spec, schedule, out, seed, replay, spark_master, None,
                                                 heading=f"run {index + 1}/{count}: ", brief=True)
@@ -340,6 +341,8 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
         complete = sum(1 for x in series.summaries if x.get("status") == COMPLETE)
         say(f"interrupted after {len(series.summaries)} of {count} runs; the aggregate covers the {complete} "
             "complete one(s)", "yellow", err=True)
+    elif series.refused is not None:  # bad input found when that run's plan was made: the series stopped there
+        say(f"{series.refused} (the series stopped after {len(series.summaries)} of {count} runs)", "red", err=True)
     _exit(code)
 
 

@@ -1,14 +1,22 @@
-"""What this machine has for kafka-chaos, and the one line that fixes each missing piece."""
+"""What this machine has for kafka-chaos, and the one line that fixes each missing piece.
+
+Every program is probed through procs.probe: at most PROBE_TIMEOUT seconds each, its whole process group
+killed after that, its output read whatever its encoding; whatever a probe meets (a program that hangs,
+is not executable, answers garbage) is reported in its check's line, never as a traceback.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from .procs import ProbeTimeout, probe
+
+PROBE_TIMEOUT = 5.0  # seconds a probed program has to answer
 
 
 @dataclass
@@ -25,16 +33,44 @@ def _python() -> Check:
     return Check("Python", ok, sys.version.split()[0], "install Python 3.10 or newer", needed=True)
 
 
+def _run(program: str, *args: str) -> tuple[bool, str]:
+    """(True, its output) when `program args` answered with exit status 0; else (False, what went wrong)."""
+    if not os.path.isfile(program) or not os.access(program, os.X_OK):
+        return False, f"{program} is not an executable file"
+    try:
+        code, out = probe([program, *args], PROBE_TIMEOUT)
+    except ProbeTimeout as e:
+        return False, f"{e} (stopped)"
+    except OSError as e:
+        return False, f"{program} does not run ({e.strerror or e})"
+    if code != 0:
+        first = (out.strip().splitlines() or [""])[0][:120]
+        return False, f"{program} {' '.join(args)} failed (exit {code}{': ' + first if first else ''})"
+    return True, out
+
+
+def java_major(out: str) -> int | None:
+    """The Java release `java -version` names: 'version "17.0.15"' -> 17, Java 8's 'version "1.8.0_392"' -> 8."""
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2)) if major == 1 and m.group(2) else major
+
+
 def _java() -> Check:
     java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if os.environ.get("JAVA_HOME") \
         else shutil.which("java")
     fix = "apt-get install openjdk-17-jre-headless (Spark needs Java 17 or newer)"
     if not java:
         return Check("Java", False, "not found", fix, needed=True)
-    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    m = re.search(r'version "(\d+)', out)
-    major = int(m.group(1)) if m else 0
-    return Check("Java", major >= 17, f"{java} (version {major or '?'})", fix, needed=True)
+    ok, out = _run(java, "-version")
+    if not ok:
+        return Check("Java", False, out, fix, needed=True)
+    major = java_major(out)
+    if major is None:
+        return Check("Java", False, f"{java} -version names no version", fix, needed=True)
+    return Check("Java", major >= 17, f"{java} (version {major})", fix, needed=True)
 
 
 def _spark() -> Check:
@@ -51,11 +87,11 @@ def _tansu() -> Check:
     try:
         from .cluster.brokers import tansu_binary, tansu_version
 
-        path = tansu_binary()
-        subprocess.run([path, "--version"], capture_output=True, timeout=10, check=True)
-        return Check("Tansu broker", True, f"{path} ({tansu_version()})", fix, needed=True)
-    except Exception as e:  # not installed, not executable, wrong platform
+        path, version = tansu_binary(), tansu_version()
+    except Exception as e:  # not installed, wrong platform
         return Check("Tansu broker", False, f"{type(e).__name__}: {e}", fix, needed=True)
+    ok, out = _run(path, "--version")
+    return Check("Tansu broker", ok, f"{path} ({version})" if ok else out, fix, needed=True)
 
 
 def _toxiproxy() -> Check:
@@ -65,13 +101,12 @@ def _toxiproxy() -> Check:
     fix = "optional, for cluster.proxy: toxiproxy: put toxiproxy-server on PATH or set $TOXIPROXY_SERVER"
     if not path:
         return Check("toxiproxy-server", False, "not found: the embedded Toxiproxy-API proxy serves (the default)", fix)
-    try:
-        out = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError) as e:
-        return Check("toxiproxy-server", False, f"{path} does not run ({type(e).__name__}: {e})", fix)
-    m = re.search(r"version (\S+)", out.stdout + out.stderr)
-    if out.returncode != 0 or not m:
-        return Check("toxiproxy-server", False, f"{path} -version failed (exit {out.returncode})", fix)
+    ok, out = _run(path, "-version")
+    if not ok:
+        return Check("toxiproxy-server", False, out, fix)
+    m = re.search(r"version (\S+)", out)
+    if not m:
+        return Check("toxiproxy-server", False, f"{path} -version names no version: not a toxiproxy-server", fix)
     return Check("toxiproxy-server", True, f"{path} ({m.group(1)}; used with cluster.proxy: toxiproxy)", fix)
 
 
@@ -92,12 +127,30 @@ def _kafka_home() -> Check:
     fix = "set KAFKA_HOME to an Apache Kafka 3.7+/4.x distribution (needed only for broker: kafka, backend: local)"
     if not home:
         return Check("KAFKA_HOME", False, "not set", fix)
-    start = Path(home) / "bin" / "kafka-server-start.sh"
-    return Check("KAFKA_HOME", start.exists(), home if start.exists() else f"{start} not found", fix)
+    bin_dir = Path(home) / "bin"
+    for script in ("kafka-storage.sh", "kafka-server-start.sh"):  # what a kafka run starts
+        if not os.access(bin_dir / script, os.X_OK) or not (bin_dir / script).is_file():
+            return Check("KAFKA_HOME", False, f"{bin_dir / script} is not an executable file", fix)
+    ok, out = _run(str(bin_dir / "kafka-server-start.sh"), "--version")
+    version = (out.strip().splitlines() or ["?"])[-1][:40] if ok else ""
+    return Check("KAFKA_HOME", ok, f"{home} (Kafka {version})" if ok else out, fix)
+
+
+NEEDED = ("Python", "Java", "Spark (pyspark)", "Tansu broker")  # what the embedded default needs
+CHECKS = {"Python": _python, "Java": _java, "Spark (pyspark)": _spark, "Tansu broker": _tansu,
+          "toxiproxy-server": _toxiproxy, "Docker engine": _docker, "KAFKA_HOME": _kafka_home}
 
 
 def run_checks() -> list[Check]:
-    return [_python(), _java(), _spark(), _tansu(), _toxiproxy(), _docker(), _kafka_home()]
+    out = []
+    for name, check in CHECKS.items():
+        try:
+            out.append(check())
+        except Exception as e:  # whatever a check did not foresee is its line, never a traceback
+            out.append(Check(name, False, f"could not be checked ({type(e).__name__}: {e})",
+                             needed=name in NEEDED))
+    return out
+
 
 
 def embedded_default_ready(checks: list[Check]) -> bool:

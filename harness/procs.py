@@ -45,6 +45,30 @@ def spawn(cmd: list[str], log_path: Path, env: dict | None = None) -> subprocess
     return _spawner.submit(start).result()
 
 
+class ProbeTimeout(Exception):
+    """A probe that did not end in time (its process group was killed)."""
+
+
+def probe(cmd: list[str], timeout: float = 5.0) -> tuple[int, str]:
+    """Run a short command that only answers (`java -version`): (its exit status, stdout and stderr as text,
+    bytes that are not UTF-8 replaced). It runs in a session of its own, so when it has not ended within
+    `timeout` seconds its whole process group is killed (a wrapper script's children too) and ProbeTimeout
+    is raised; OSError when it cannot be started (not executable, not a program)."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        proc.stdout.close()  # a child that left the group may still hold the pipe: not read any further
+        raise ProbeTimeout(f"{cmd[0]} {' '.join(cmd[1:])} did not answer within {timeout:g} s") from None
+    return proc.returncode, out.decode("utf-8", errors="replace")
+
+
 def stop(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
     """SIGTERM, then SIGKILL after timeout; also resumes a SIGSTOPped process first."""
     if proc is None or proc.poll() is not None:

@@ -1,10 +1,13 @@
 """A series of runs of one experiment: `kafka-chaos run EXPERIMENT --repeat N`.
 
     series = Series(spec, out, count=5, first_seed=42)
-    series.execute(run_one)          # run_one(index, seed) -> (RunFolder, summary, failure)
+    series.execute(run_one)          # run_one(index, seed, schedule) -> (RunFolder, summary, failure)
 
 Each run is an ordinary run folder in <out> (Run.execute, unchanged), with seeds seed, seed+1, ...
-(or the same seed every time). After the last run, or when one was interrupted, aggregate.json
+(or the same seed every time). Each run's fault schedule is planned when that run starts, never ahead
+(planning 10,000 seeds before the first run took minutes); a seed whose plan is refused (its faults
+would meet on one broker) stops the series there, as bad input (exit 2, `refused`). The seeds are checked
+to stay 64-bit integers before anything starts (check_seeds). After the last run, or when one was interrupted, aggregate.json
 goes to a folder of its own, <out>/<stamp>-<experiment>-repeat-<id>/ (runfolder.SeriesFolder),
 with the facts of the series: the seeds, how many runs were asked for, whether it completed and,
 with --until-fail, the run that failed (its faults.jsonl replays it). The caller (the CLI) draws
@@ -19,24 +22,28 @@ from typing import Callable
 
 from . import signals, verdict
 from .aggregate import aggregate
-from .exits import Exit, exit_for_verdict
-from .faults.schedule import ScheduleError, plan
+from .exits import Exit, UsageError, exit_for_verdict
+from .faults.schedule import PlannedFault, ScheduleError, plan
 from .runfolder import RunFolder, SeriesFolder
 from .spec import ExperimentSpec
 from .status import COMPLETE, INCOMPLETE, INTERRUPTED
+
+
+SEED_RANGE = (-(2**63), 2**63 - 1)  # a seed is a 64-bit integer (spec.py, --seed, spec.yaml as analyze reads it)
 
 
 def seeds(first: int, count: int, same: bool = False) -> list[int]:
     return [first] * count if same else [first + i for i in range(count)]
 
 
-def check_schedules(spec: ExperimentSpec, experiment: Path, series_seeds: list[int]) -> None:
-    """Every seed's plan, before anything starts: a seed whose faults could meet on one broker is bad input."""
-    for seed in dict.fromkeys(series_seeds):
-        try:
-            plan(spec, seed)
-        except ScheduleError as e:
-            raise ScheduleError(f"{experiment}: seed {seed}: {e}") from None
+def check_seeds(first: int, count: int, same: bool, named: str) -> None:
+    """The series' last seed (first + count - 1) must stay a 64-bit integer: UsageError naming `named`
+    (--seed, or the experiment's seed field) and the range, before anything starts."""
+    last = first if same else first + count - 1
+    lo, hi = SEED_RANGE
+    if not lo <= last <= hi:
+        raise UsageError(f"{named} {first} with --repeat {count}: the series' seeds would run to {last}, beyond the "
+                         f"allowed range {lo}..{hi} (a 64-bit integer); give a smaller seed or --same-seed")
 
 
 def exit_code(summaries: list[dict], interrupted: int | None = None) -> Exit:
@@ -47,13 +54,19 @@ def exit_code(summaries: list[dict], interrupted: int | None = None) -> Exit:
     return exit_for_verdict(verdict.series_verdict([s.get("verdict") for s in summaries]))
 
 
-RunOne = Callable[[int, int], "tuple[RunFolder, dict | None, BaseException | None]"]
+RunOne = Callable[[int, int, "list[PlannedFault]"], "tuple[RunFolder, dict | None, BaseException | None]"]
 
 
 class Series:
     def __init__(self, spec: ExperimentSpec, out: Path, count: int, first_seed: int, same_seed: bool = False,
-                 until_fail: bool = False, replay: Path | None = None):
+                 until_fail: bool = False, replay: Path | None = None, schedule: list[PlannedFault] | None = None,
+                 experiment: Path | None = None):
+        """schedule: the replayed one (every run applies it), or the first seed's plan if already made (the
+        preflight makes it); experiment: the file a refused plan is named by."""
         self.spec, self.out, self.count = spec, out, count
+        self._planned = (first_seed, schedule) if schedule is not None else None  # (seed, schedule): the last plan
+        self.experiment = experiment or Path(spec.name)
+        self.refused: ScheduleError | None = None  # a seed's plan refused: the series stopped before that run
         self.seeds = seeds(first_seed, count, same_seed)
         self.same_seed, self.until_fail, self.replay = same_seed, until_fail, replay
         self.folder = SeriesFolder.create(out, spec.name)
@@ -68,7 +81,12 @@ class Series:
         (recorded in self.interrupted); any other failure of a run is in its summary and the series goes on."""
         try:
             for index, seed in enumerate(self.seeds):
-                folder, summary, failure = run_one(index, seed)
+                try:
+                    schedule = self.schedule(seed)
+                except ScheduleError as e:
+                    self.refused = e
+                    break
+                folder, summary, failure = run_one(index, seed, schedule)
                 if summary is not None:
                     self.summaries.append(summary)
                 # A signal may also have landed where it was recorded, not raised (rendering the report).
@@ -85,8 +103,21 @@ class Series:
             self.aggregate = self._write()
         return self.aggregate
 
+    def schedule(self, seed: int) -> list[PlannedFault]:
+        """The run's fault schedule, planned now (a replayed one, or the same seed's again, is reused)."""
+        if self.replay is not None and self._planned is not None:
+            return self._planned[1]
+        if self._planned is None or self._planned[0] != seed:
+            try:
+                self._planned = (seed, plan(self.spec, seed))
+            except ScheduleError as e:
+                raise ScheduleError(f"{self.experiment}: seed {seed}: {e}") from None
+        return self._planned[1]
+
     @property
     def exit_code(self) -> Exit:
+        if self.refused is not None and self.interrupted is None:
+            return Exit.USAGE
         return exit_code(self.summaries, self.interrupted)
 
     def _write(self) -> dict:
@@ -101,6 +132,8 @@ class Series:
             status = INTERRUPTED
         elif self.failed_run is not None:
             status = "stopped at the first failure"
+        elif self.refused is not None:
+            status = INCOMPLETE
         else:
             status = COMPLETE if ran == self.count else INCOMPLETE
         out = {"status": status, "complete": status != INTERRUPTED and (ran == self.count or
@@ -109,6 +142,8 @@ class Series:
                "until_fail": self.until_fail, "started_at": self.started_at, "ended_at": _now()}
         if self.replay is not None:
             out["replayed_from"] = str(self.replay)
+        if self.refused is not None:
+            out["refused"] = str(self.refused)
         if self.failed_run is not None:
             out["failed_run"] = self.failed_run.run_id
             out["failed_faults"] = str(self.failed_run.faults_path)

@@ -162,7 +162,9 @@ class Run:
                         on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
                         logger=logger,
                         faults=None if after else nemesis.workload)
-        before_flush = None if after else nemesis.stop
+        # Before the final flush the faults still due are applied (at most a grace past their planned times),
+        # then every fault is healed, so the flush can complete.
+        before_flush = None if after else (lambda: nemesis.finish(self.stop))
         try:
             if transactional:
                 result = TransactionalWorkload(
@@ -257,7 +259,7 @@ class Run:
         nemesis.start()
         ends = [f.at + f.duration for f in self.schedule] + [self.spec.planning_window or 0.0]
         self.stop.wait(max(ends))
-        nemesis.stop()
+        nemesis.finish(self.stop)
 
     def _finish_group(self, group: ConsumerGroup, name: str) -> None:
         """The group consumes to the end of the log as read back, stops, and its positions (and a

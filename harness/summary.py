@@ -13,11 +13,13 @@ from . import verdict
 def variant_entry(metrics: dict, rules: dict, allow, incomplete: str = "") -> dict:
     """One variant: its numbers, its checks and its verdict (or why it could not be judged)."""
     entry = dict(metrics)
+    entry["producer_failed"] = int(bool(metrics.get("producer_error")))  # the fact the live run kept
+    entry.setdefault("faults_not_applied", 0)  # counted from faults.jsonl by the analysis
     entry["allowed"] = sorted(allow)
     if incomplete:
         entry.update(incomplete=incomplete, expectations=[], verdict=verdict.INCOMPLETE)
         return entry
-    checks = verdict.judge(metrics, rules, allow) + verdict.plan_checks(metrics, rules)
+    checks = verdict.judge(entry, rules, allow) + verdict.plan_checks(entry, rules)
     entry.update(expectations=checks, verdict=verdict.variant_verdict(checks))
     return entry
 

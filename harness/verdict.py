@@ -74,16 +74,27 @@ def judge(metrics: dict[str, int], rules: dict[str, Rule], allow: frozenset[str]
 
 
 def plan_checks(facts: dict, rules: dict[str, Rule]) -> list[dict]:
-    """What the variant planned and did not do, each an unknown check: a run that did not do what it
-    planned never passes. facts: the variant's summary entry so far (producer_error, sent, acked).
-    Planned faults that were never applied are counted (faults_not_applied) and said in the run's
-    warnings, not judged here yet: the nemesis still drops a fault that falls due in the last moments
-    of a workload on a loaded machine, and that must be fixed first or every such run would be unknown."""
+    """What the variant planned and did not do, each an unknown check with its reason: a run that did not
+    do what it planned never passes. facts: the variant's summary entry (producer_error / producer_failed,
+    sent, acked, faults_not_applied, consumer, received, processed). A rule on the metric (an expectation:
+    `acked: 0`, `faults_not_applied: "== 1"`, `producer_failed: 1`, `processed: 0`) says the experiment
+    expects exactly that, and judge() checks it instead."""
     checks = []
-    if facts.get("producer_error"):
-        checks.append(_check("producer_error", "none (else unknown)", facts["producer_error"], UNKNOWN))
-    if facts.get("sent") and not facts.get("acked") and "acked" not in rules:
-        checks.append(_check("acked", "> 0 (else unknown)", 0, UNKNOWN))
+
+    def unknown(metric: str, rule: str, actual, why: str) -> None:
+        if metric not in rules:
+            checks.append(_check(metric, f"{rule} (else unknown: {why})", actual, UNKNOWN))
+
+    if facts.get("producer_failed") or facts.get("producer_error"):
+        unknown("producer_failed", "== 0", 1, "the producer failed for good"
+                + (f" ({facts['producer_error']})" if facts.get("producer_error") else ""))
+    if facts.get("sent") and not facts.get("acked"):
+        unknown("acked", "> 0", 0, f"nothing of {facts['sent']:,} sends was acknowledged")
+    if facts.get("faults_not_applied"):
+        unknown("faults_not_applied", "== 0", facts["faults_not_applied"],
+                "planned faults were never applied (faults.jsonl says why)")
+    if facts.get("consumer") and facts.get("received") and not facts.get("processed"):
+        unknown("processed", "> 0", 0, f"the consumer group processed none of {facts['received']:,} records")
     return checks
 
 

@@ -22,11 +22,14 @@ class Metric:
     accounting: bool = False  # delivery counts, shown dimmed after the anomalies
     consumer: bool = False  # measured on the consumer group's sink (0 in variants without one)
     undecided: bool = False  # above 0 the verdict is unknown (exit 3), unless the variant allows lost
+    planned: bool = False  # what the run did of its plan (not measured on the log; no per-partition value): above
+    # 0 the verdict is unknown (exit 3) unless an expectation names the metric (verdict.plan_checks)
 
 
 METRICS: tuple[Metric, ...] = (
     # The seed article's columns first.
-    Metric("acked", "confirmed", "sends the broker confirmed, with the offset the client was told"),
+    Metric("acked", "confirmed", "sends the broker confirmed, with the offset the client was told (none of "
+           "several sends: the verdict is unknown)"),
     Metric("received", "received", "records read back that carry a value the workload sent"),
     Metric("unique", "unique", "distinct values read back"),
     Metric("duplicates", "duplicates", "extra copies of values already read: received - unique",
@@ -82,8 +85,15 @@ METRICS: tuple[Metric, ...] = (
            "assignment, at or before the one before (read again, or backwards)", anomaly=True, consumer=True),
     Metric("rebalances", "rebalances", "assignments the members were given (each on_assign, every member counted)",
            consumer=True),
-    Metric("processed", "processed", "rows in the consumer group's sink: records processed, repeats included",
-           accounting=True, consumer=True),
+    Metric("processed", "processed", "rows in the consumer group's sink: records processed, repeats included "
+           "(none while the log holds records: the verdict is unknown)", accounting=True, consumer=True),
+    # What the run did of its plan (faults.jsonl, the producer's end): a run that did not do what it planned never
+    # passes, unless an expectation names exactly that (`faults_not_applied: "== 1"`).
+    Metric("faults_not_applied", "faults not applied", "planned faults never applied (not reached before the "
+           "workload ended, or failed): the verdict is unknown", anomaly=True, planned=True),
+    Metric("producer_failed", "producer failed", "1 when the producer failed for good (a fatal error ended the "
+           "workload early; the summary's producer_error says which): the verdict is unknown", anomaly=True,
+           planned=True),
     # Delivery accounting: sent = acked + rejected + unknown.
     Metric("sent", "sent", "values handed to the producer", accounting=True),
     Metric("rejected", "rejected", "sends provably never written (refused definitely, or never transmitted)",
@@ -129,8 +139,8 @@ def combine(key: str, values) -> int:
 
 
 def combine_rows(rows: list[dict]) -> dict[str, int]:
-    """Per-partition metric rows -> the variant's metrics."""
-    return {m.key: combine(m.key, (r.get(m.key) for r in rows)) for m in METRICS}
+    """Per-partition metric rows -> the variant's metrics (the planned ones are not measured on the log)."""
+    return {m.key: combine(m.key, (r.get(m.key) for r in rows)) for m in METRICS if not m.planned}
 
 
 def accounting_holds(metrics: dict) -> bool:

@@ -21,9 +21,14 @@ metadata round trip on a loaded machine took up to 0.4 s, making a leader kill l
 Workload faults (producer-restart, producer-pause, and the consumer group's consumer-kill,
 consumer-pause, rebalance-storm; target "workload") have no broker: the nemesis asks the workload
 through WorkloadFaults (the produce loop between two sends, the consumer group's supervisor on its
-thread) and waits until it has applied the fault, so applied_at is when it took effect. One the workload ended
-before is journaled not-reached. Each workload serves its kinds from its own table (FaultTable below): adding
-a workload fault is a line in that table and the kind in the spec's schema.
+thread) and waits until it has applied the fault, so applied_at is when it took effect. Each workload serves
+its kinds from its own table (FaultTable below): adding a workload fault is a line in that table and the kind
+in the spec's schema.
+
+When the workload ends, finish() (the run's before_flush) still applies the faults due: it waits for every
+fault not yet applied until GRACE past its planned time, the produce loop serving its faults meanwhile
+(WorkloadFaults.idle), and only then stops; a fault that was not applied by then is journaled not-reached
+(and the variant's verdict is unknown: verdict.plan_checks).
 
 faults.jsonl, one line per fault and variant, sorted by id: the plan (id, kind, target,
 planned_at, planned_duration, params), then what happened: outcome, applied_at / healed_at
@@ -52,6 +57,8 @@ RETRY = 0.2  # seconds between looks for a target that is not there yet
 AHEAD = 2.0  # seconds before its planned time a role target starts being looked up
 WAKE = 0.5  # seconds before its planned time any other fault's thread starts (and then waits to be due)
 REFRESH = 0.25  # seconds between those look-ups: the answer used at the planned time is at most this old
+GRACE = 2.0  # seconds past its planned time a fault not yet applied is waited for once the workload ended
+TICK = 0.02  # seconds between two looks at the faults still due while the nemesis finishes
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,9 @@ class WorkloadFaults:
         self._lock = threading.Lock()
         self._asks: list[_Ask] = []
         self.pending = False
+        # Set by a workload whose loop has ended but whose thread waits for the nemesis to finish (the produce
+        # loop before its flush): serves the asks in that thread, as the loop did (Nemesis.finish calls it).
+        self.idle: Callable[[], None] | None = None
 
     def ask(self, kind: str, step: str, params: dict | None = None) -> None:
         ask = _Ask(kind, step, params)
@@ -189,6 +199,24 @@ class Nemesis:
     def start(self) -> None:
         self._t0 = self.clock.monotonic()
         self._dispatcher = self.clock.start_thread(self._dispatch, f"nemesis-{self.variant}")
+
+    def finish(self, halt: threading.Event | None = None) -> None:
+        """The workload ended (or its producer is about to flush): apply the faults still due, then stop().
+
+        Each fault not yet applied is waited for until GRACE seconds past its planned time, the latest such
+        time bounding the wait (never longer: a fault whose target never came back is then not-reached);
+        meanwhile the workload's idle server (WorkloadFaults.idle), when it left one, applies the workload
+        faults asked for, as its loop did. Faults already applied are held until the wait ends, then healed.
+        `halt` (the run's stop: a broker died, the run is ending) cuts the wait short."""
+        if self._dispatcher is not None and not self._stop.is_set():
+            pending = [f for f in self.schedule if "outcome" not in self._records.get(f.id, {})]
+            deadline = max((f.at for f in pending), default=0.0) + GRACE
+            while pending and self._offset() < deadline and not (halt is not None and halt.is_set()):
+                if self.workload.pending and self.workload.idle is not None:
+                    self.workload.idle()
+                self.clock.wait(halt, TICK)
+                pending = [f for f in pending if "outcome" not in self._records.get(f.id, {})]
+        self.stop()
 
     def stop(self) -> None:
         """Stop applying faults, heal whatever is active, and journal every fault of the variant (once)."""

@@ -66,9 +66,12 @@ def headline(summary: dict, run_verdict: str) -> tuple[str, str]:
         return "fail", "INCOMPLETE: not analysed: " + "; ".join(incomplete)
     unknown = [f"{name}: {_check_text(c)}" for name, var in variants.items() for c in var.get("expectations", [])
                if v.status_of(c) == v.UNKNOWN]
-    if unknown:
+    if unknown and all(c["metric"] == "unseen" for var in variants.values() for c in var.get("expectations", [])
+                       if v.status_of(c) == v.UNKNOWN):
         return "fail", ("UNKNOWN: the final read could not prove it reached every partition's end, so acknowledged "
                         "values it did not find may be lost or late: " + "; ".join(unknown))
+    if unknown:  # the run did not do what it planned (verdict.plan_checks: each rule says why)
+        return "fail", "UNKNOWN: " + "; ".join(unknown)
     allowed = [f"{name}: {_check_text(c)}" for name, var in variants.items() for c in var.get("expectations", [])
                if v.status_of(c) == v.ALLOWED]
     if allowed:

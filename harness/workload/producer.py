@@ -458,8 +458,14 @@ def produce(
                 on_progress(count)
             if zombie is not None and not stop.is_set():  # the workload ended while a producer was paused:
                 resume({})  # it resumes now (interrupted: the finally drains it)
+            if faults is not None:  # the faults still due as the loop ended are served while before_flush waits
+                faults.idle = lambda: faults.serve(served)
             if before_flush:
                 before_flush()
+            if faults is not None:
+                faults.idle = None
+            if zombie is not None and not stop.is_set():  # paused while the nemesis finished: it resumes now
+                resume({})
             left = producer.flush(0.0 if stop.is_set() else flush_timeout)
             if left:
                 # Still queued or in flight: purge so each gets its report (never silence).

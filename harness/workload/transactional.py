@@ -88,7 +88,7 @@ class _Txn:
 class _Zombie:
     session: int
     producer: Producer
-    txn: _Txn
+    txn: _Txn | None  # None: paused after the last transaction
 
 
 class TransactionsLog:
@@ -197,9 +197,11 @@ class TransactionalWorkload:
         txn = self.open
         if self.zombie is not None:
             raise RuntimeError("producer-pause: the paused producer has not resumed yet (one pause at a time)")
-        # producer-pause: this instance freezes with its open transaction; a successor takes over.
+        # producer-pause: this instance freezes with its open transaction (none after the last one: served while
+        # the run finishes); a successor takes over.
         self.zombie = _Zombie(self.log.session, self.producer, txn)
-        self._send_again(txn.indices[: self._rest_from(txn)])
+        if txn is not None:
+            self._send_again(txn.indices[: self._rest_from(txn)])
         self._replace_instance()
         self.open = None
 
@@ -218,6 +220,9 @@ class TransactionalWorkload:
         if z is None:
             return
         txn = z.txn
+        if txn is None:  # paused with no transaction open: nothing to finish
+            close_now(z.producer)
+            return
         rest = txn.indices[self._rest_from(txn):]
         outcome, error = ABORTED, None
         with self.log.serving(z.session):
@@ -367,7 +372,13 @@ class TransactionalWorkload:
             if self.zombie is not None and not self.stop.is_set():  # the workload ended while an instance was
                 self._resume_zombie()  # paused: it resumes now (interrupted: the finally drains it)
             if before_flush:
+                if self.faults is not None:  # producer faults still due are served while before_flush waits
+                    self.faults.idle = lambda: self.faults.serve(self.served)
                 before_flush()
+                if self.faults is not None:
+                    self.faults.idle = None
+                if self.zombie is not None and not self.stop.is_set():  # paused meanwhile: it resumes now
+                    self._resume_zombie()
         except TransactionsUnavailable:
             raise
         except KafkaException as e:
@@ -381,7 +392,8 @@ class TransactionalWorkload:
             if self.zombie is not None:
                 with self.log.serving(self.zombie.session):
                     _drain(self.zombie.producer, 2.0)
-                self.txlog.record(self.zombie.txn, ABORTED, cause=FENCED)
+                if self.zombie.txn is not None:
+                    self.txlog.record(self.zombie.txn, ABORTED, cause=FENCED)
             if self.producer is not None:
                 _drain(self.producer, 2.0)
             self.log.close(self.count)

@@ -78,8 +78,8 @@ exp, out = Path(sys.argv[1]), Path(sys.argv[2])
 spec, _ = prepare(exp, None, None, None)
 open_after = []
 
-def run_one(index, seed):
-    folder, summary, failure, _ = cli._run_once(spec, None, out, seed, None, None, None, brief=True)
+def run_one(index, seed, schedule):
+    folder, summary, failure, _ = cli._run_once(spec, schedule, out, seed, None, None, None, brief=True)
     open_after.append(len(os.listdir("/proc/self/fd")))
     return folder, summary, failure
 

@@ -3,14 +3,22 @@ fake Toxiproxy): what it calls, when, what it journals, and replay. Time is virt
 a broker that takes 10 s to start takes no real time, and every time checked is exact."""
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
+from harness import summary
+from harness.analysis.folder import faults_not_applied
+from harness.analysis.metrics import KEYS
 from harness.cluster.base import DOWN, PAUSED, RUNNING, ProxiedCluster
-from harness.faults.nemesis import Nemesis
-from harness.faults.schedule import AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault, ScheduleError, load, plan
+from harness.exits import Exit, exit_for_verdict
+from harness.faults.nemesis import GRACE, Nemesis
+from harness.faults.schedule import (AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault, ScheduleError, Workload,
+                                     load, plan)
+from harness.runfolder import RunFolder
 from harness.spec import ExperimentSpec, LocalClusterSpec
+from harness.verdict import parse_rule
 from tests.fakeclock import FakeClock
 
 ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset", "late_s", "held_s", "heal_s"}
@@ -347,3 +355,79 @@ def test_a_kill_counts_from_the_signal_not_from_the_reaping_and_threads_start_be
         assert line["outcome"] == "healed" and abs(line["late_s"]) <= 0.1, line
         assert line["applied_offset"] >= 1.0 and abs(line["held_s"] - 0.5) <= 0.1, line
     assert nemesis.warnings == []
+
+
+# -- the workload ended: faults still due are applied, waited for at most GRACE past their planned times ----
+
+def finish_at(schedule, ended, cluster=None, halt=None, idle=None):
+    """The nemesis, its workload ending `ended` seconds in (finish() called then); (lines, time finish returned)."""
+    cluster = cluster or FakeCluster()
+    lines = []
+    nemesis = Nemesis(cluster, schedule, "a", lines.extend, "topic-a", clock=cluster.clock)
+    nemesis.workload.idle = idle and (lambda: nemesis.workload.serve(idle))
+    nemesis.start()
+    cluster.clock.sleep(ended)
+    nemesis.finish(halt)
+    return cluster, lines, cluster.clock.monotonic()
+
+
+def test_a_fault_due_as_the_workload_ends_is_applied_not_dropped():
+    # Due at 1.0 s, the workload ended at 0.9 s: finish() waits for it (it used to be journaled not-reached).
+    schedule = [PlannedFault(0, "lost-acks", Broker(1), 1.0, 0.5, {"cut_after_ms": 100})]
+    cluster, lines, returned = finish_at(schedule, 0.9)
+    assert lines[0]["outcome"] == "healed" and lines[0]["late_s"] == 0
+    assert ("add", "broker-1", "lost-acks-0", "timeout", "downstream", {"timeout": 100}) in cluster.calls
+    assert returned == pytest.approx(1.0, abs=0.05)  # stopped as soon as nothing was due: held short, healed
+    assert "cut short" in lines[0]["deviation"]
+
+
+def test_a_fault_whose_target_never_comes_back_is_not_reached_a_grace_past_its_planned_time():
+    cluster = FakeCluster()
+    cluster.states[1] = DOWN  # broker 1 never runs again: the kill due at 1.0 s can never be applied
+    schedule = [PlannedFault(0, "broker-kill", Broker(1), 1.0, 0.5, {})]
+    _, lines, returned = finish_at(schedule, 0.5, cluster)
+    assert lines[0]["outcome"] == "not-reached" and "never applied" in lines[0]["deviation"]
+    assert returned == pytest.approx(1.0 + GRACE, abs=0.1)
+
+
+def test_a_workload_fault_due_after_the_loop_ended_is_served_by_its_idle_server():
+    served = []
+    schedule = [PlannedFault(0, "producer-restart", Workload(), 1.0, 0.0, {})]
+    table = {"producer-restart": (lambda params: served.append(("producer-restart", "apply")), None)}
+    _, lines, _ = finish_at(schedule, 0.5, idle=table)
+    assert served == [("producer-restart", "apply")] and lines[0]["outcome"] == "healed"
+
+
+def test_without_a_server_a_workload_fault_due_after_the_loop_is_not_reached_after_the_grace():
+    schedule = [PlannedFault(0, "producer-restart", Workload(), 1.0, 0.0, {})]
+    _, lines, returned = finish_at(schedule, 0.5)
+    assert lines[0]["outcome"] == "not-reached" and returned == pytest.approx(1.0 + GRACE, abs=0.1)
+
+
+def test_the_runs_stop_cuts_the_wait_short():
+    halt = threading.Event()
+    halt.set()  # a broker died, the run is ending: no wait for the fault due at 30 s
+    schedule = [PlannedFault(0, "latency", AllBrokers(), 30.0, 1.0, {"latency_ms": 5, "jitter_ms": 0})]
+    _, lines, returned = finish_at(schedule, 0.5, halt=halt)
+    assert lines[0]["outcome"] == "not-reached" and returned < 1.0
+
+
+def test_a_fault_the_nemesis_could_not_apply_makes_the_run_unknown_not_a_pass(tmp_path):
+    # From the nemesis's journal to the exit status: faults.jsonl -> faults_not_applied -> verdict unknown (exit 3).
+    folder = RunFolder.create(tmp_path, "exp")
+    cluster = FakeCluster()
+    cluster.states[1] = DOWN  # the kill due at 1.0 s never finds broker 1 running
+    schedule = [PlannedFault(0, "latency", Broker(0), 0.2, 0.2, {"latency_ms": 5, "jitter_ms": 0}),
+                PlannedFault(1, "broker-kill", Broker(1), 1.0, 0.5, {})]
+    nemesis = Nemesis(cluster, schedule, "a", folder.append_faults, "topic-a", clock=cluster.clock)
+    nemesis.start()
+    cluster.clock.sleep(0.9)
+    nemesis.finish()
+    assert faults_not_applied(folder, "a") == 1
+    metrics = {**{k: 0 for k in KEYS}, "sent": 10, "acked": 10, "received": 10, "unique": 10,
+               "faults_not_applied": faults_not_applied(folder, "a")}
+    run = summary.build("r", "exp", "complete", {"a": summary.variant_entry(metrics, {}, [])})
+    assert run["verdict"] == "unknown" and exit_for_verdict(run["verdict"]) == Exit.INFRA
+    # Unless the experiment expects exactly that.
+    entry = summary.variant_entry(metrics, {"faults_not_applied": parse_rule("== 1")}, [])
+    assert entry["verdict"] == "pass"

@@ -6,7 +6,8 @@ import pytest
 import xmlschema
 
 from harness import junit, repeat, signals
-from harness.exits import Exit
+from harness.faults.schedule import ScheduleError
+from harness.exits import Exit, UsageError
 from harness.report import write_aggregate_report, write_index
 from harness.runfolder import RunFolder, SeriesFolder, series_in
 from harness.spec import ExperimentSpec
@@ -18,7 +19,7 @@ SPEC = ExperimentSpec.model_validate({"name": "exp", "workload": {"messages": 10
 
 def fake_runs(out: Path, outcomes: dict[int, dict | BaseException]):
     """run_one for Series.execute: run i writes the summary outcomes[i] (or is interrupted)."""
-    def run_one(index, seed):
+    def run_one(index, seed, schedule):
         folder = RunFolder.create(out, "exp")
         what = outcomes[index]
         if isinstance(what, BaseException):
@@ -108,3 +109,68 @@ def test_series_options_without_repeat_are_bad_input(tmp_path):
         result = CliRunner().invoke(main, ["run", str(exp), "--out", str(tmp_path / "out"), option])
         assert result.exit_code == 2 and f"{option} needs --repeat N" in result.output
     assert not (tmp_path / "out").exists()
+
+
+FAULTY = ExperimentSpec.model_validate({
+    "name": "exp", "workload": {"messages": 1000, "rate": 100}, "variants": [{"name": "off"}],
+    "faults": [{"kind": "lost-acks", "every": 2, "start": 1, "duration": 0.5, "jitter": 0.5}]})
+
+
+def test_each_run_is_planned_when_it_starts_never_ahead(tmp_path, monkeypatch):
+    planned = []  # the seeds planned so far, in order
+    real_plan = repeat.plan
+    monkeypatch.setattr(repeat, "plan", lambda spec, seed: planned.append(seed) or real_plan(spec, seed))
+    seen = []  # at each run's start: its seed, and every seed planned by then
+    outcomes = {i: run("x0", 0) for i in range(5)}
+
+    def run_one(index, seed, schedule):
+        seen.append((seed, list(planned)))
+        assert schedule == real_plan(FAULTY, seed)  # the run gets its own seed's plan
+        return fake_runs(tmp_path, outcomes)(index, seed, schedule)
+
+    series = repeat.Series(FAULTY, tmp_path, 5, first_seed=10)
+    series.execute(run_one)
+    assert seen == [(10, [10]), (11, [10, 11]), (12, [10, 11, 12]), (13, [10, 11, 12, 13]),
+                    (14, [10, 11, 12, 13, 14])]
+
+
+def test_the_first_plan_made_by_the_preflight_and_a_same_seed_plan_are_not_made_again(tmp_path, monkeypatch):
+    planned = []
+    real_plan = repeat.plan
+    monkeypatch.setattr(repeat, "plan", lambda spec, seed: planned.append(seed) or real_plan(spec, seed))
+    first = real_plan(FAULTY, 3)
+    series = repeat.Series(FAULTY, tmp_path, 3, first_seed=3, schedule=first)
+    series.execute(fake_runs(tmp_path, {i: run("x0", 0) for i in range(3)}))
+    assert planned == [4, 5]
+    planned.clear()
+    series = repeat.Series(FAULTY, tmp_path, 3, first_seed=3, same_seed=True)
+    series.execute(fake_runs(tmp_path, {i: run("x0", 0) for i in range(3)}))
+    assert planned == [3]
+
+
+def test_a_seed_whose_plan_is_refused_stops_the_series_there_as_bad_input(tmp_path, monkeypatch):
+    real_plan = repeat.plan
+
+    def plan(spec, seed):
+        if seed == 12:
+            raise ScheduleError("faults 3 and 4 would overlap on broker 0")
+        return real_plan(spec, seed)
+
+    monkeypatch.setattr(repeat, "plan", plan)
+    series = repeat.Series(FAULTY, tmp_path, 5, first_seed=10, experiment=Path("exp.yaml"))
+    doc = series.execute(fake_runs(tmp_path, {i: run("x0", 0) for i in range(5)}))
+    assert series.exit_code == Exit.USAGE and doc["seeds"] == [10, 11] and doc["status"] == "incomplete"
+    assert doc["refused"] == "exp.yaml: seed 12: faults 3 and 4 would overlap on broker 0"
+
+
+@pytest.mark.parametrize("first, count, same, ok", [
+    (2**63 - 1, 1, False, True), (2**63 - 1, 2, False, False), (2**63 - 1, 10_000, True, True),
+    (2**63 - 10_000, 10_000, False, True), (2**63 - 9_999, 10_000, False, False), (-(2**63), 10_000, False, True)])
+def test_a_series_whose_seeds_would_leave_64_bits_is_refused(first, count, same, ok):
+    if ok:
+        repeat.check_seeds(first, count, same, "--seed")
+        assert all(repeat.SEED_RANGE[0] <= s <= repeat.SEED_RANGE[1] for s in repeat.seeds(first, count, same))
+        return
+    with pytest.raises(UsageError, match=r"^--seed .* beyond the allowed range -9223372036854775808\.\."
+                                         r"9223372036854775807 \(a 64-bit integer\)"):
+        repeat.check_seeds(first, count, same, "--seed")

@@ -5,6 +5,7 @@ import pytest
 from harness import summary, verdict
 from harness.analysis import metrics
 from harness.exits import Exit, exit_for_verdict
+from harness.spec import ExperimentSpec
 from harness.verdict import ALLOWED, FAIL, PASS, Rule, judge, parse_rule
 
 
@@ -93,35 +94,55 @@ def test_accounting():
     assert not metrics.accounting_holds({"sent": 10, "acked": 8, "rejected": 1, "unknown": 0})
 
 
-def test_a_variant_that_did_not_do_what_it_planned_never_passes():
-    # Its client failed for good, or it acknowledged nothing: unknown (exit 3) with the reason, whatever its
-    # anomaly metrics say.
-    for facts, metric in (({"producer_error": "_FATAL: Fenced"}, "producer_error"), ({"acked": 0}, "acked")):
-        entry = summary.variant_entry(clean(**facts), {}, [])
-        unknown = [c["metric"] for c in entry["expectations"] if c["status"] == verdict.UNKNOWN]
-        assert unknown == [metric] and entry["verdict"] == verdict.UNKNOWN, facts
-        run = summary.build("r", "e", "complete", {"v": entry})
-        assert exit_for_verdict(run["verdict"]) == Exit.INFRA
-    # Unless the experiment says it expects exactly that (a rule on acked).
-    assert summary.variant_entry(clean(acked=0), {"acked": Rule("==", 0)}, [])["verdict"] == PASS
+PLAN_MISSES = [  # (facts, the metric named unknown, what its reason says)
+    ({"producer_error": "_FATAL: Fenced"}, "producer_failed", "the producer failed for good (_FATAL: Fenced)"),
+    ({"acked": 0}, "acked", "nothing of 10 sends was acknowledged"),
+    ({"faults_not_applied": 2}, "faults_not_applied", "planned faults were never applied"),
+    ({"consumer": {"strategy": "at-least-once"}, "processed": 0}, "processed",
+     "the consumer group processed none of 10 records"),
+]
 
 
-@pytest.mark.parametrize("runs, expected", [
-    (["pass", "pass"], "pass"),
-    (["pass", "error", "fail"], "fail"),  # a broken guarantee is the finding, whatever else happened
-    (["pass", "incomplete", "error"], "incomplete"),  # could not be judged: the first such verdict
-    (["unknown", "pass"], "unknown"),  # any verdict that is neither pass nor fail
-    ([], "incomplete"),
-])
-def test_the_series_verdict(runs, expected):
-    assert verdict.series_verdict(runs) == expected
+@pytest.mark.parametrize("facts, metric, why", PLAN_MISSES, ids=[m for _, m, _ in PLAN_MISSES])
+def test_a_variant_that_did_not_do_what_it_planned_never_passes(facts, metric, why):
+    # Its client failed for good, it acknowledged nothing, a planned fault was never applied, or its consumer
+    # group processed nothing of a log that holds records: unknown (exit 3) with the reason in the check's line,
+    # whatever its anomaly metrics say.
+    entry = summary.variant_entry(clean(**facts), {}, [])
+    [check] = [c for c in entry["expectations"] if c["status"] == verdict.UNKNOWN]
+    assert check["metric"] == metric and why in check["rule"] and entry["verdict"] == verdict.UNKNOWN
+    run = summary.build("r", "e", "complete", {"v": entry})
+    assert run["verdict"] == verdict.UNKNOWN and exit_for_verdict(run["verdict"]) == Exit.INFRA
+    # A fatal anomaly still fails it (fail before unknown).
+    assert summary.variant_entry(clean(lost=1, **facts), {}, [])["verdict"] == FAIL
 
 
-@pytest.mark.parametrize("word", ["pass", "fail", "incomplete", "interrupted", "error", "unknown"])
-def test_one_verdict_to_exit_mapping_for_a_run_and_a_series(word):
-    """The series' exit status is exit_for_verdict of its verdict (repeat.py has no mapping of its own);
-    anything not pass or fail exits 3."""
-    from harness import repeat
+@pytest.mark.parametrize("facts, metric, expected", [
+    ({"producer_error": "_FATAL: Fenced"}, "producer_failed", 1), ({"acked": 0}, "acked", 0),
+    ({"faults_not_applied": 1}, "faults_not_applied", 1),
+    ({"consumer": {"strategy": "at-least-once"}, "processed": 0}, "processed", 0)])
+def test_unless_the_experiment_expects_exactly_that(facts, metric, expected):
+    entry = summary.variant_entry(clean(**facts), {metric: Rule("==", expected)}, [])
+    assert entry["verdict"] == PASS and statuses(entry["expectations"])[metric] == PASS
+    # A rule that does not hold fails, as any expectation.
+    entry = summary.variant_entry(clean(**facts), {metric: Rule("==", expected + 5)}, [])
+    assert entry["verdict"] == FAIL
 
-    assert exit_for_verdict(word) == {"pass": Exit.OK, "fail": Exit.FAILED}.get(word, Exit.INFRA)
-    assert repeat.exit_code([{"verdict": "pass"}, {"verdict": word}]) == exit_for_verdict(word)
+
+def test_what_did_happen_as_planned_adds_no_check():
+    entry = summary.variant_entry(clean(consumer={"strategy": "at-least-once"}, processed=10), {}, [])
+    assert entry["verdict"] == PASS and entry["producer_failed"] == 0 and entry["faults_not_applied"] == 0
+    # No consumer group, nothing sent, or an empty log: nothing to miss.
+    for facts in ({"processed": 0}, {"sent": 0, "acked": 0, "received": 0, "unique": 0},
+                  {"consumer": {"strategy": "at-least-once"}, "received": 0, "unique": 0, "processed": 0,
+                   "lost": 0}):
+        assert not verdict.plan_checks(summary.variant_entry(clean(**facts), {}, []), {}), facts
+
+
+def test_the_planned_metrics_are_expressible_in_an_experiment():
+    # An experiment that expects its one planned fault to be dropped says so, and is judged by it.
+    s = ExperimentSpec.model_validate({
+        "name": "t", "workload": {"messages": 100, "rate": 100}, "variants": [{"name": "a"}],
+        "expectations": {"a": {"faults_not_applied": "== 1", "producer_failed": 0, "processed": "> 0"}}})
+    assert s.rules("a") == {"faults_not_applied": Rule("==", 1), "producer_failed": Rule("==", 0),
+                            "processed": Rule(">", 0)}
