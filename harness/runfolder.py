@@ -5,7 +5,11 @@
                    summary.json      metrics, checks and verdict (summary.py)
                    faults.jsonl      one line per fault and variant: planned and actual times, outcome
                    index.html        the report
-                   logs/             broker, proxy, librdkafka and harness logs
+                   logs/             broker, proxy, librdkafka and harness logs (broker-N.log, toxiproxy.log,
+                                     admin.log, producer-<variant>.log, consumer-<variant>-<member>.log,
+                                     a local Kafka's kafka-N.properties and kafka-N/, compose.log,
+                                     harness-error.log)
+                   kafka-data/       a local Kafka cluster's log.dirs, node-N/ per broker
                    <variant>/acks.parquet      the delivery log (workload/producer.py)
                    <variant>/transactions.parquet  one row per transaction (transactional variants:
                                                workload/transactional.py)
@@ -43,12 +47,14 @@ import yaml
 
 from . import yamlfile
 from .exits import Exit, HarnessError
+from .formats import json_object
 
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
 LOG, ACKS, ANOMALIES, DONE = "log.parquet", "acks.parquet", "anomalies", "_SUCCESS"
 TRANSACTIONS, LOG_UNCOMMITTED = "transactions.parquet", "log_read_uncommitted.parquet"
 SINK = "sink.sqlite"
+KAFKA_DATA = "kafka-data"
 READ = "read.json"
 AGGREGATE = "aggregate.json"
 
@@ -60,27 +66,6 @@ class RunFolderError(HarnessError):
         super().__init__(message)
         self.damaged = damaged  # True: a file is there but unreadable (exit 3); False: absent (exit 2)
         self.exit = Exit.INFRA if damaged else Exit.USAGE
-
-
-def json_object(line: str) -> dict:
-    """One JSON line that must be an object: NaN, Infinity and a key given twice are refused (ValueError)."""
-    def no_constant(name):
-        raise ValueError(f"{name} is not a number JSON allows")
-
-    def no_repeats(pairs):
-        keys = [k for k, _ in pairs]
-        for k in keys:
-            if keys.count(k) > 1:
-                raise ValueError(f"key {k!r} given twice")
-        return dict(pairs)
-
-    try:
-        row = json.loads(line, parse_constant=no_constant, object_pairs_hook=no_repeats)
-    except RecursionError:
-        raise ValueError("nested too deep") from None
-    if not isinstance(row, dict):
-        raise ValueError("not a JSON object")
-    return row
 
 
 def _fault_row_problem(row: dict) -> str:
@@ -153,6 +138,43 @@ class RunFolder:
     @property
     def error_log(self) -> Path:
         return self.path / LOGS / ERROR_LOG
+
+    # The cluster's files: its services' logs under logs/, a local Kafka's KRaft data under kafka-data/.
+    def broker_log(self, broker: int) -> Path:
+        """A broker process's output (Tansu or Kafka's stdout and stderr)."""
+        return self.path / LOGS / f"broker-{broker}.log"
+
+    def broker_config(self, broker: int) -> Path:
+        """A local Kafka broker's generated server.properties."""
+        return self.path / LOGS / f"kafka-{broker}.properties"
+
+    def broker_log4j(self, broker: int) -> Path:
+        """The folder of a local Kafka broker's own log4j files (its LOG_DIR)."""
+        return self.path / LOGS / f"kafka-{broker}"
+
+    def broker_data(self, broker: int) -> Path:
+        """A local Kafka broker's log.dirs (KRaft metadata and the topic's segments)."""
+        return self.kafka_data / f"node-{broker}"
+
+    @property
+    def kafka_data(self) -> Path:
+        """A local Kafka cluster's data, removed when the cluster stops (the final read saved the log)."""
+        return self.path / KAFKA_DATA
+
+    @property
+    def admin_log(self) -> Path:
+        """librdkafka's log lines of the harness's admin client (topics, metadata, leaders)."""
+        return self.path / LOGS / "admin.log"
+
+    @property
+    def proxy_log(self) -> Path:
+        """The Toxiproxy server's output (embedded or toxiproxy-server)."""
+        return self.path / LOGS / "toxiproxy.log"
+
+    @property
+    def compose_log(self) -> Path:
+        """`docker-compose logs` of the Compose cluster, taken as it stops."""
+        return self.path / LOGS / "compose.log"
 
     def client_log(self, variant: str) -> Path:
         """librdkafka's log lines of a variant's producer."""
@@ -540,19 +562,19 @@ class StoredRun:
         return pd.DataFrame(self.folder.read_faults())
 
     def log(self, variant: str):
-        """The topic as read back: partition, offset, value (null: not the workload's), timestamp."""
+        """The topic as read back (columns: formats.LOG_SCHEMA)."""
         import pyarrow.parquet as pq
 
         return pq.read_table(self.folder.log_path(variant)).to_pandas()
 
     def acks(self, variant: str):
-        """The delivery log: partition, value, outcome, offset, error, sent_at, latency_ms, session, txn."""
+        """The delivery log (columns: formats.ACKS_SCHEMA)."""
         import pyarrow.parquet as pq
 
         return pq.read_table(self.folder.acks_path(variant)).to_pandas()
 
     def transactions(self, variant: str):
-        """The transactions log (txn, session, outcome, error, cause, sends, ended_at); empty without transactions."""
+        """The transactions log (columns: formats.TRANSACTIONS_SCHEMA); empty without transactions."""
         import pandas as pd
 
         table = self.folder.read_transactions(variant)

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.runfolder import RunFolder
-from harness.workload.producer import ACKS_SCHEMA
+from harness.formats import ACKS_SCHEMA
 from tests.stored_run import LOG_SCHEMA, acks_rows, log_rows
 
 PASS, FAIL, USAGE, DAMAGED = 0, 1, 2, 3

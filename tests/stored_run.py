@@ -97,7 +97,7 @@ def acks_table(partitions=3, per_partition=20) -> pa.Table:
     """acks_rows() as a table, built column by column (fast for large runs)."""
     import numpy as np
 
-    from harness.workload.producer import ACKS_SCHEMA
+    from harness.formats import ACKS_SCHEMA
 
     value = np.repeat(np.arange(per_partition, dtype=np.int64), partitions)
     n = len(value)

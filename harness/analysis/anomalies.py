@@ -69,18 +69,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..formats import Outcome, TxnCause, TxnOutcome
 from . import metrics as registry
 from .timing import TIMING_TABLES, PartitionTiming
 
 NONE = np.iinfo(np.int64).min
 NO_OFFSET = -1001  # librdkafka's RD_KAFKA_OFFSET_INVALID: no offset is told with acks=0 (null in acks.parquet)
-OUTCOMES = ("acked", "rejected", "unknown")  # codes 1, 2, 3; 0: never sent
-ACKED, REJECTED, UNKNOWN = 1, 2, 3
+ACKED, REJECTED, UNKNOWN = (o.code for o in Outcome)  # 0: never sent
 PRIORITY = np.array([0, 3, 1, 2], dtype=np.int8)  # by code: a value's outcome is its best send's
 BY_PRIORITY = np.array([0, REJECTED, UNKNOWN, ACKED], dtype=np.int8)
 # What a transaction says about its sends, worst first; a value takes its best send's.
 FENCED, ABORTED_TXN, UNDECIDED, COMMITTED = 1, 2, 3, 4
-TXN_RANKS = {"committed": COMMITTED, "aborted": ABORTED_TXN, "unknown": UNDECIDED}
+TXN_RANKS = {TxnOutcome.COMMITTED: COMMITTED, TxnOutcome.ABORTED: ABORTED_TXN, TxnOutcome.UNKNOWN: UNDECIDED}
 _RANK_SHIFT = 40  # a value's transaction key: rank << 40 | txn (txn numbers stay far below 2**40)
 
 _I32, _I64, _STR = pa.int32(), pa.int64(), pa.string()
@@ -175,7 +175,8 @@ class TransactionBook:
                                    f"(allowed: {', '.join(TXN_RANKS)})")
         rank = np.array([TXN_RANKS[o] for o in outcome], dtype=np.int8)
         if "cause" in table.schema.names:
-            rank[pc.fill_null(pc.equal(table.column("cause"), "fenced"), False).to_numpy(zero_copy_only=False)] = FENCED
+            fenced = pc.fill_null(pc.equal(table.column("cause"), str(TxnCause.FENCED)), False)
+            rank[fenced.to_numpy(zero_copy_only=False)] = FENCED
         order = np.argsort(txn, kind="stable")
         self.txn, self.rank = txn[order], rank[order]
         sessions = table.column("session") if "session" in table.schema.names else pa.nulls(len(txn), pa.int32())
@@ -808,10 +809,10 @@ def _series_columns(seconds: dict[int, list[int]], ack_seconds: dict[int, int]) 
 # -- Arrow in ----------------------------------------------------------------------------
 
 def outcome_codes(outcome: pa.Array) -> np.ndarray:
-    """Outcome strings -> codes; anything else (null, a word not in OUTCOMES) -> 0."""
+    """Outcome strings -> codes; anything else (null, a word that is no Outcome) -> 0."""
     codes = np.zeros(len(outcome), dtype=np.int8)
-    for code, name in enumerate(OUTCOMES, 1):
-        codes[pc.fill_null(pc.equal(outcome, name), False).to_numpy(zero_copy_only=False)] = code
+    for o in Outcome:
+        codes[pc.fill_null(pc.equal(outcome, str(o)), False).to_numpy(zero_copy_only=False)] = o.code
     return codes
 
 
@@ -831,7 +832,7 @@ def feed_acks(outcomes: Outcomes, batch: pa.RecordBatch | pa.Table) -> None:
     if (codes == 0).any():
         bad = batch.column("outcome")[int(np.flatnonzero(codes == 0)[0])].as_py()
         raise DeliveryLogError(f"partition {outcomes.partition}: unknown outcome {bad!r} "
-                               f"(allowed: {', '.join(OUTCOMES)})")
+                               f"(allowed: {', '.join(Outcome)})")
     acked_at = None
     if "sent_at" in names and "latency_ms" in names and batch.column("sent_at").null_count == 0:
         sent = batch.column("sent_at").cast(pa.timestamp("ms")).cast(pa.int64()).to_numpy(zero_copy_only=False)

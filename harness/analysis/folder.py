@@ -19,30 +19,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..formats import NOT_NULL, REQUIRED, SCHEMAS
 from ..runfolder import RunFolder, RunFolderError
 from ..spec import MAX_PARTITIONS  # the bound for a folder analysed without its spec
 from . import consumption, spark as spark_analysis
 
 _WHAT = {"acks": "a delivery log", "log": "a log file", "transactions": "a transactions log"}
-# Columns that may hold no null: the delivery log's every column but those of a send not acked, and
-# the log's position (a null value is a record that is not the workload's).
-_NOT_NULL = {"acks": ("partition", "value", "outcome"), "log": ("partition", "offset"),
-             "transactions": ("txn", "outcome")}
-
-# Column -> types it may have (older releases, other writers), for the two inputs.
-_REQUIRED = {
-    "acks": {"partition": "integer", "value": "integer", "outcome": "string"},
-    "log": {"partition": "integer", "offset": "integer", "value": "integer"},
-    "transactions": {"txn": "integer", "outcome": "string"},
-}
-_OPTIONAL = {
-    "acks": {"offset": "integer", "error": "string", "sent_at": "timestamp", "latency_ms": "number",
-             "session": "integer", "txn": "integer"},
-    "log": {"timestamp": "timestamp"},
-    "transactions": {"session": "integer", "error": "string", "cause": "string"},
-}
 _KINDS = {"integer": pa.types.is_integer, "string": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
           "timestamp": pa.types.is_timestamp, "number": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t)}
+
+
+def _kind(dtype: pa.DataType) -> str:
+    """A column type as the check accepts it: any integer width, string, timestamp unit, and integers for floats
+    (files of older releases and other writers)."""
+    return next(kind for kind in ("integer", "timestamp", "number", "string") if _KINDS[kind](dtype))
+
+
+# Each input's columns (formats.SCHEMAS) -> (the kind of type it must have, required or not).
+_COLUMNS = {what: {f.name: (_kind(f.type), f.name in REQUIRED[what]) for f in schema}
+            for what, schema in SCHEMAS.items()}
 
 
 def _facts(pf: pq.ParquetFile, path: str, column: str) -> tuple[int, object, object]:
@@ -77,18 +72,17 @@ def check_files(files: list[str], what: str, partitions: int | None = None) -> d
             schema = pf.schema_arrow
         except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ... for truncated or foreign files
             raise RunFolderError(f"{path}: not a readable Parquet file ({_first_line(e)})", damaged=True) from None
-        for columns, required in ((_REQUIRED[what], True), (_OPTIONAL[what], False)):
-            for name, kind in columns.items():
-                if name not in schema.names:
-                    if required:
-                        raise RunFolderError(f"{path}: no column {name!r} ({_WHAT[what]} has "
-                                             f"{', '.join(_REQUIRED[what])})", damaged=True)
-                    continue
-                dtype = schema.field(name).type
-                if not _KINDS[kind](dtype):
-                    raise RunFolderError(f"{path}: column {name!r} is {dtype}, expected {kind}", damaged=True)
+        for name, (kind, required) in _COLUMNS[what].items():
+            if name not in schema.names:
+                if required:
+                    raise RunFolderError(f"{path}: no column {name!r} ({_WHAT[what]} has "
+                                         f"{', '.join(REQUIRED[what])})", damaged=True)
+                continue
+            dtype = schema.field(name).type
+            if not _KINDS[kind](dtype):
+                raise RunFolderError(f"{path}: column {name!r} is {dtype}, expected {kind}", damaged=True)
         rows += pf.metadata.num_rows
-        for name in _NOT_NULL[what]:
+        for name in NOT_NULL[what]:
             nulls, _, _ = _facts(pf, path, name)
             if nulls:
                 raise RunFolderError(f"{path}: column {name!r} has {nulls:,} null(s); every row needs one", damaged=True)

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..formats import ACKS_SCHEMA, LOG_SCHEMA
 from . import metrics
 from .classcache import ClassCache
 from .anomalies import (TABLES, TXN_TABLES, DeliveryLogError, OutOfOrder, changed_offsets, check_partition,
@@ -40,8 +41,7 @@ class DataError(RuntimeError):
     def __init__(self, path: str, problem: str):
         super().__init__(f"{DATA_ERROR}{path}: {problem}")
 
-ACKS_COLUMNS = ("partition", "value", "outcome", "offset", "error", "sent_at", "latency_ms", "session", "txn")
-LOG_COLUMNS = ("partition", "offset", "value", "timestamp")
+ACKS_COLUMNS, LOG_COLUMNS = tuple(ACKS_SCHEMA.names), tuple(LOG_SCHEMA.names)
 
 
 # What a task sends back: one row per chunk of one findings table, the chunk as an Arrow IPC stream.

@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient
 
 from ..exits import InfraError
 from ..logfile import FileLogger
+from ..runfolder import RunFolder
 from ..spec import BaseClusterSpec
 from .metadata import broker_index, client_addresses, leader_index, split_address, unreachable_proxies
 from .topic import restore_topic, wait_until_replicated
@@ -76,7 +77,7 @@ class ProxiedCluster:
 
     def __init__(self, spec: BaseClusterSpec, run_dir: Path):
         self.spec = spec
-        self.log_dir = run_dir / "logs"
+        self.files = RunFolder(run_dir)  # where the cluster's logs and data go
         self.toxi: ToxiproxyClient | None = None
         self.brokers: list[BrokerHandle] = []
         self.proxy_listens: list[str] = []  # as the Toxiproxy API reports them (may be wildcards)
@@ -130,7 +131,7 @@ class ProxiedCluster:
             bootstrap = self._start()
         except self.start_errors as e:
             self.down()
-            raise InfraError(f"could not start the {self.spec.backend} cluster: {e} (logs in {self.log_dir})") from e
+            raise InfraError(f"could not start the {self.spec.backend} cluster: {e} (logs in {self.files.logs})") from e
         self.client = {**self.spec.client_settings(), "bootstrap.servers": bootstrap}
         self.states = [RUNNING] * len(self.brokers)
         try:
@@ -180,7 +181,7 @@ class ProxiedCluster:
 
     def _metadata(self, timeout: float, topic: str | None = None):
         if self._admin is None:  # its log (disconnects while faults run) goes to the run folder, not the terminal
-            self._admin_log = self._admin_log or FileLogger(self.log_dir / "admin.log")
+            self._admin_log = self._admin_log or FileLogger(self.files.admin_log)
             self._admin = AdminClient({**self.client, "logger": self._admin_log})
         try:
             return self._admin.list_topics(topic, timeout=timeout)
@@ -324,7 +325,7 @@ class ProxiedCluster:
 
     def check_alive(self) -> None:
         if not self._proxy_alive():
-            raise InfraError(f"the Toxiproxy server stopped answering; see {self.log_dir}")
+            raise InfraError(f"the Toxiproxy server stopped answering; see {self.files.proxy_log}")
         for i, b in enumerate(self.brokers):
             if self.broker_state(i) in (RUNNING, PAUSED) and not b.alive():
                 raise InfraError(f"broker {i} died outside the fault schedule; see {b.log_path}")

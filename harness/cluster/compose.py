@@ -134,8 +134,8 @@ class ComposeCluster(ProxiedCluster):
         if self.docker is None or not self.project:
             return
         try:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            (self.log_dir / "compose.log").write_text(self._compose("logs", "--no-color", "--timestamps"))
+            self.files.logs.mkdir(parents=True, exist_ok=True)
+            self.files.compose_log.write_text(self._compose("logs", "--no-color", "--timestamps"))
         except (RuntimeError, OSError):
             pass
         if self.started_here:

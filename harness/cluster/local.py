@@ -25,8 +25,7 @@ from .toxiproxy import ToxiproxyServer, proxy_problem, toxiproxy_server_for
 class LocalCluster(ProxiedCluster):
     def __init__(self, spec: LocalClusterSpec, run_dir: Path):
         super().__init__(spec, run_dir)
-        self.run_dir = run_dir
-        self.server = ToxiproxyServer(self.log_dir, toxiproxy_server_for(spec.proxy))
+        self.server = ToxiproxyServer(self.files.proxy_log, toxiproxy_server_for(spec.proxy))
 
     @classmethod
     def problems(cls, spec: LocalClusterSpec) -> list[str]:
@@ -72,7 +71,7 @@ class LocalTansuCluster(LocalCluster):
         return f"local · tansu {tansu_version()} × {self.spec.brokers} · proxy: {self.server.description}"
 
     def _brokers(self, client_ports, listens):
-        return [BrokerProcess(i, tansu_command(i, port, listen), port, self.log_dir / f"broker-{i}.log")
+        return [BrokerProcess(i, tansu_command(i, port, listen), port, self.files.broker_log(i))
                 for i, (port, listen) in enumerate(zip(client_ports, listens))]
 
 
@@ -113,13 +112,12 @@ class LocalKafkaCluster(LocalCluster):
         n = len(client_ports)
         ports = [NodePorts(c, procs.free_port(), tuple(procs.free_port() for _ in range(n))) for c in client_ports]
         routes = self._peer_routes(ports)
-        self.data_dir = self.run_dir / "kafka-data"
         cid = cluster_id()
         env = {**os.environ, "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx512m")}
         configs = []
         for i, listen in enumerate(listens):
-            config = self.log_dir / f"kafka-{i}.properties"
-            props = node_properties(i, ports, listen, str(self.data_dir / f"node-{i}"), routes)
+            config = self.files.broker_config(i)
+            props = node_properties(i, ports, listen, str(self.files.broker_data(i)), routes)
             config.write_text(render_properties(props))
             configs.append(config)
         # Formatted side by side: each format is a JVM start (2 s on a quiet machine, several on a loaded one).
@@ -132,9 +130,9 @@ class LocalKafkaCluster(LocalCluster):
                 raise RuntimeError(f"kafka-storage.sh format failed for node {i}: {fmt.stderr.strip()[-500:]}")
         nodes = []
         for i, config in enumerate(configs):
-            node_env = {**env, "LOG_DIR": str(self.log_dir / f"kafka-{i}")}  # Kafka's own log4j files
+            node_env = {**env, "LOG_DIR": str(self.files.broker_log4j(i))}  # Kafka's own log4j files
             nodes.append(BrokerProcess(i, [str(home / "bin" / "kafka-server-start.sh"), str(config)],
-                                       ports[i].client, self.log_dir / f"broker-{i}.log", env=node_env,
+                                       ports[i].client, self.files.broker_log(i), env=node_env,
                                        start_timeout=90, stop_timeout=30))
         return nodes
 
@@ -153,6 +151,5 @@ class LocalKafkaCluster(LocalCluster):
 
     def _stop(self) -> None:
         super()._stop()
-        data = getattr(self, "data_dir", None)
-        if data is not None:  # the final read already saved the log; broker data is large and useless now
-            shutil.rmtree(data, ignore_errors=True)
+        # The final read already saved the log; broker data is large and useless now.
+        shutil.rmtree(self.files.kafka_data, ignore_errors=True)

@@ -69,8 +69,8 @@ class ToxiproxyServer:
     """A Toxiproxy API server process on a free loopback port: the embedded stand-in when `program` is
     None, else that toxiproxy-server."""
 
-    def __init__(self, log_dir: Path, program: str | None = None):
-        self.log_dir = log_dir
+    def __init__(self, log: Path, program: str | None = None):
+        self.log = log  # the server's output
         self.program = program
         self.proc: subprocess.Popen | None = None
         self.port = 0
@@ -84,7 +84,7 @@ class ToxiproxyServer:
                 cmd = [self.program, "-host", "127.0.0.1", "-port", str(self.port)]
             else:
                 cmd = [sys.executable, "-m", "harness.proxy", "--host", "127.0.0.1", "--port", str(self.port)]
-            self.proc = procs.spawn(cmd, self.log_dir / "toxiproxy.log")
+            self.proc = procs.spawn(cmd, self.log)
             try:
                 procs.wait_for_port("127.0.0.1", self.port, timeout=15, proc=self.proc)
             except (RuntimeError, TimeoutError):
@@ -93,7 +93,7 @@ class ToxiproxyServer:
             client = ToxiproxyClient("127.0.0.1", self.port)
             self.version = version_number(client.version())
             return client
-        raise RuntimeError(f"the {self.kind} Toxiproxy server did not start; see {self.log_dir / 'toxiproxy.log'}")
+        raise RuntimeError(f"the {self.kind} Toxiproxy server did not start; see {self.log}")
 
     @property
     def description(self) -> str:

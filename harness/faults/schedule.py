@@ -36,6 +36,7 @@ from typing import Union
 from pydantic import TypeAdapter, ValidationError
 
 from ..exits import UsageError
+from ..formats import json_object
 from ..spec import (BROKER_FAULTS, FAULT_KINDS, MAX_FAULTS, MAX_FAULTS_PER_SECOND, WORKLOAD_FAULTS, WORKLOAD_TARGET,
                     BrokerTarget, ExperimentSpec, Fault, FollowerTarget, LeaderTarget)
 
@@ -248,23 +249,9 @@ PLAN_FIELDS = ("id", "kind", "target", "planned_at", "planned_duration", "params
 _FAULT = TypeAdapter(Fault)
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _no_repeats(pairs):
-    keys = [k for k, _ in pairs]
-    repeated = sorted({k for k in keys if keys.count(k) > 1})
-    if repeated:
-        raise ValueError(f"key {repeated[0]!r} given twice")
-    return dict(pairs)
-
-
 def _replayed(r, spec: ExperimentSpec) -> PlannedFault:
     """One faults.jsonl line as a planned fault, checked as the experiment file's fault would be;
     ValueError naming the field."""
-    if not isinstance(r, dict):
-        raise ValueError("not a JSON object")
     missing = [k for k in PLAN_FIELDS if k not in r]
     if missing:
         raise ValueError(f"{missing[0]}: missing (a planned fault has {', '.join(PLAN_FIELDS)})")
@@ -315,9 +302,9 @@ def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
         if not line.strip():
             continue
         try:
-            r = json.loads(line, parse_constant=_no_constant, object_pairs_hook=_no_repeats)
-        except (ValueError, RecursionError) as e:
-            raise ScheduleError(f"{path}:{n}: not a JSON line ({' '.join(str(e).split())[:200]})") from None
+            r = json_object(line)
+        except ValueError as e:
+            raise ScheduleError(f"{path}:{n}: not a JSON object line ({' '.join(str(e).split())[:200]})") from None
         try:
             fault = _replayed(r, spec)
         except ValueError as e:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-ACKED, REJECTED, UNKNOWN = "acked", "rejected", "unknown"
+from ..formats import Outcome
 
 # librdkafka error name -> why it proves the record was never written.
 DEFINITE: dict[str, str] = {
@@ -37,8 +37,8 @@ DEFINITE: dict[str, str] = {
 }
 
 
-def outcome(err: KafkaError | None) -> str:
+def outcome(err: KafkaError | None) -> Outcome:
     """acked, rejected or unknown for one delivery report's error (None: acked)."""
     if err is None:
-        return ACKED
-    return REJECTED if err.name() in DEFINITE else UNKNOWN
+        return Outcome.ACKED
+    return Outcome.REJECTED if err.name() in DEFINITE else Outcome.UNKNOWN

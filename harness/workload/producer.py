@@ -34,19 +34,9 @@ import pyarrow.parquet as pq
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from ..faults.nemesis import FaultTable
-from .outcomes import ACKED, REJECTED, UNKNOWN, outcome
+from ..formats import ACKS_SCHEMA, Outcome
+from .outcomes import outcome
 
-ACKS_SCHEMA = pa.schema([
-    ("partition", pa.int32()),
-    ("value", pa.int64()),
-    ("outcome", pa.string()),
-    ("offset", pa.int64()),  # null unless acked
-    ("error", pa.string()),  # librdkafka's error name, null when acked
-    ("sent_at", pa.timestamp("ms", tz="UTC")),  # handed to the client (to within one chunk of CHUNK sends)
-    ("latency_ms", pa.float64()),  # produce() to delivery report, as librdkafka measured it
-    ("session", pa.int32()),  # the producer instance that sent it: 0, 1, 2, ... (one more at each restart)
-    ("txn", pa.int64()),  # its transaction (transactional variants), null otherwise
-])
 CHUNK = 1024  # sends between two calls to poll(); a chunk is handed to the client in one burst
 
 
@@ -105,7 +95,7 @@ class DeliveryLog:
         self._txns: list[list[int]] = [[] for _ in range(partitions)]  # transaction of each (reports_for() only)
         self._failed: list[tuple] = []  # (partition, raw value, KafkaError, latency, txn, outcome or None)
         self._writer = _writer(path)
-        self.counts = {ACKED: 0, REJECTED: 0, UNKNOWN: 0}
+        self.counts = {Outcome.ACKED: 0, Outcome.REJECTED: 0, Outcome.UNKNOWN: 0}
         self.sent = 0  # set by close()
         self.session = 0
         self._sessions = [_Session(0)]
@@ -150,7 +140,7 @@ class DeliveryLog:
 
     def refused(self, partition: int, value: int, err, txn: int | None = None) -> None:
         """A send the client refused in produce() (nothing was transmitted): rejected, with its error."""
-        self._failed.append((partition, b"%d" % value, err, -1.0, txn, REJECTED))
+        self._failed.append((partition, b"%d" % value, err, -1.0, txn, Outcome.REJECTED))
 
     def mark_chunk(self) -> None:
         """The next CHUNK messages are handed to the client now."""
@@ -208,9 +198,9 @@ class DeliveryLog:
             if txns and len(txns) != n:
                 raise RuntimeError("delivery log: transactional and plain reports mixed in one session")
             txn = pa.array(txns, pa.int64()) if txns else pa.nulls(n, pa.int64())
-            self._write(np.full(n, p, np.int32), values, pa.repeat(ACKED, n), offsets, pa.nulls(n, pa.string()),
+            self._write(np.full(n, p, np.int32), values, pa.repeat(Outcome.ACKED, n), offsets, pa.nulls(n, pa.string()),
                         latency, txn, acked=True)
-            self.counts[ACKED] += n
+            self.counts[Outcome.ACKED] += n
             for column in (values, offsets, latency, txns):
                 column.clear()
         if self._failed:
@@ -301,9 +291,9 @@ class DeliveryLog:
             if n == 0:
                 continue
             self._write_rows(pa.array((missing % self.partitions).astype(np.int32)),
-                             pa.array(missing // self.partitions), pa.repeat(UNKNOWN, n), pa.nulls(n, pa.int64()),
-                             pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, pa.int64()), number)
-            self.counts[UNKNOWN] += n
+                             pa.array(missing // self.partitions), pa.repeat(Outcome.UNKNOWN, n),
+                             pa.nulls(n, pa.int64()), pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, pa.int64()), number)
+            self.counts[Outcome.UNKNOWN] += n
 
 
 def client_conf(config: dict, client: dict, logger: logging.Logger | None) -> dict:
@@ -490,7 +480,7 @@ def produce(
         except KafkaException:
             pass
         log.close(count)
-    return ProduceResult(log.sent, log.counts[ACKED], log.counts[REJECTED], log.counts[UNKNOWN],
+    return ProduceResult(log.sent, log.counts[Outcome.ACKED], log.counts[Outcome.REJECTED], log.counts[Outcome.UNKNOWN],
                          time.monotonic() - t0, stop.is_set(), error)
 
 

@@ -42,7 +42,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-SCHEMA = "partition int, offset long, value long, timestamp timestamp"
+from ..formats import LOG_SCHEMA, spark_ddl
+
 BATCH = 50_000
 SPLIT = 4_000_000  # records per Spark task at most, when the listed end says a partition is longer
 READS = 3  # reads at most until the listed ends hold still
@@ -64,7 +65,7 @@ class KafkaLogSource(DataSource):
         return "kafka_chaos_log"
 
     def schema(self) -> str:
-        return SCHEMA
+        return spark_ddl(LOG_SCHEMA)
 
     def reader(self, schema) -> "KafkaLogReader":
         return KafkaLogReader(self.options)
@@ -130,8 +131,6 @@ class KafkaLogReader(DataSourceReader):
 
         p, start, end = partition.value
         consumer = self._consumer()
-        schema = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.int64()),
-                            ("timestamp", pa.timestamp("us", tz="UTC"))])
         try:
             listed_end = end
             if end is None:
@@ -162,7 +161,7 @@ class KafkaLogReader(DataSourceReader):
                         pa.repeat(pa.scalar(p, pa.int32()), len(offsets)), pa.array(offsets, pa.int64()),
                         parse_values([m.value() for m in msgs]),
                         pc.multiply(stamps, 1000).cast(pa.timestamp("us", tz="UTC")),
-                    ], schema=schema)
+                    ], schema=LOG_SCHEMA)
                 if eof is not None and eof >= listed_end:
                     return
                 if not done and time.monotonic() > deadline:

@@ -49,21 +49,9 @@ import pyarrow.parquet as pq
 from confluent_kafka import KafkaException, Producer
 
 from ..faults.nemesis import FaultTable
-from .outcomes import ACKED, REJECTED, UNKNOWN
+from ..formats import TRANSACTIONS_SCHEMA, Outcome, TxnCause, TxnOutcome
 from .producer import CHUNK, DeliveryLog, ProduceResult, _drain, client_conf, close_now
 
-COMMITTED, ABORTED = "committed", "aborted"  # and UNKNOWN ("unknown") from outcomes.py
-TXN_OUTCOMES = (COMMITTED, ABORTED, UNKNOWN)
-PLANNED, RESTART, FENCED, ERROR, INTERRUPTED = "planned", "restart", "fenced", "error", "interrupted"
-TRANSACTIONS_SCHEMA = pa.schema([
-    ("txn", pa.int64()),  # 0, 1, 2, ... across the sessions of the variant
-    ("session", pa.int32()),  # the producer instance that ran it (as in the delivery log)
-    ("outcome", pa.string()),  # committed, aborted, unknown
-    ("error", pa.string()),  # librdkafka's error name when commit or abort failed, else null
-    ("cause", pa.string()),  # planned, restart, fenced, error, interrupted; null when committed
-    ("sends", pa.int64()),  # records handed to the client in it
-    ("ended_at", pa.timestamp("ms", tz="UTC")),
-])
 BLOCK = 64  # sends between two looks at the workload faults inside a transaction
 STEP = 0.25  # seconds a commit or abort call waits before it is resumed (a restart may come in between)
 
@@ -103,7 +91,7 @@ class TransactionsLog:
                           "cause": cause, "sends": txn.handed, "ended_at": datetime.now(timezone.utc)})
 
     def counts(self) -> dict[str, int]:
-        return {o: sum(1 for r in self.rows if r["outcome"] == o) for o in TXN_OUTCOMES}
+        return {o: sum(1 for r in self.rows if r["outcome"] == o) for o in TxnOutcome}
 
     def close(self) -> None:
         rows = sorted(self.rows, key=lambda r: r["txn"])
@@ -184,11 +172,11 @@ class TransactionalWorkload:
         if txn is None:
             pass
         elif txn.planned:  # it was being aborted on purpose: aborted either way, not sent again
-            self.txlog.record(txn, ABORTED, cause=PLANNED)
+            self.txlog.record(txn, TxnOutcome.ABORTED, cause=TxnCause.PLANNED)
         elif txn.commit_asked:  # a crash while the commit waited for its answer: the read decides
-            self.txlog.record(txn, UNKNOWN, cause=RESTART)
+            self.txlog.record(txn, TxnOutcome.UNKNOWN, cause=TxnCause.RESTART)
         else:  # never asked to commit: it can never commit
-            self.txlog.record(txn, ABORTED, cause=RESTART)
+            self.txlog.record(txn, TxnOutcome.ABORTED, cause=TxnCause.RESTART)
             self._send_again(txn.indices)
         self._replace_instance()
         self.open = None
@@ -224,7 +212,7 @@ class TransactionalWorkload:
             close_now(z.producer)
             return
         rest = txn.indices[self._rest_from(txn):]
-        outcome, error = ABORTED, None
+        outcome, error = TxnOutcome.ABORTED, None
         with self.log.serving(z.session):
             self.log.handed_late(rest)
             for i in rest:
@@ -235,11 +223,12 @@ class TransactionalWorkload:
                 txn.handed += 1
             try:
                 z.producer.commit_transaction(min(self.flush_timeout, 30.0))
-                outcome = COMMITTED  # the broker let a fenced instance commit: the analysis says what it cost
+                # The broker let a fenced instance commit: the analysis says what it cost.
+                outcome = TxnOutcome.COMMITTED
             except KafkaException as e:
                 error = _error_name(e)
             close_now(z.producer)
-        self.txlog.record(txn, outcome, error, FENCED)
+        self.txlog.record(txn, outcome, error, TxnCause.FENCED)
 
     # -- transactions --------------------------------------------------------------------------
     def _begin(self) -> _Txn | None:
@@ -310,10 +299,10 @@ class TransactionalWorkload:
             return
         outcome, error, broken = result
         if txn.planned:
-            self.txlog.record(txn, ABORTED, error, PLANNED)
+            self.txlog.record(txn, TxnOutcome.ABORTED, error, TxnCause.PLANNED)
         else:
-            self.txlog.record(txn, outcome, error, None if outcome == COMMITTED else ERROR)
-            if outcome == ABORTED:  # definitely not committed, and not meant to be aborted: send again
+            self.txlog.record(txn, outcome, error, None if outcome == TxnOutcome.COMMITTED else TxnCause.ERROR)
+            if outcome == TxnOutcome.ABORTED:  # definitely not committed, and not meant to be aborted: send again
                 self._send_again(txn.indices)
         self.open = None
         if broken:
@@ -333,21 +322,21 @@ class TransactionalWorkload:
         while True:
             try:
                 call(min(STEP, max(0.05, deadline - time.monotonic())))
-                return (COMMITTED if commit else ABORTED), None, False
+                return (TxnOutcome.COMMITTED if commit else TxnOutcome.ABORTED), None, False
             except KafkaException as e:
                 err = _kafka_error(e)
                 if commit and err is not None and err.txn_requires_abort():
                     try:  # the transaction failed before it committed: abort it, and the answer is definite
                         self.producer.abort_transaction(max(1.0, deadline - time.monotonic()))
-                        return ABORTED, err.name(), False
+                        return TxnOutcome.ABORTED, err.name(), False
                     except KafkaException as e2:
-                        return UNKNOWN, _error_name(e2), True
+                        return TxnOutcome.UNKNOWN, _error_name(e2), True
                 if err is not None and err.retriable() and not err.fatal() and time.monotonic() < deadline:
                     if self._restart_asked(txn):
                         return None
                     continue  # resumed: librdkafka carries on with the same commit or abort
                 # Never asked to commit: it can never commit (aborted); asked and no answer: unknown.
-                return (UNKNOWN if commit else ABORTED), _error_name(e), True
+                return (TxnOutcome.UNKNOWN if commit else TxnOutcome.ABORTED), _error_name(e), True
 
     def _restart_asked(self, txn: _Txn) -> bool:
         """Apply a producer-restart asked for while the transaction ends; True if it took the transaction.
@@ -388,16 +377,17 @@ class TransactionalWorkload:
         finally:
             txn, self.open = self.open, None
             if txn is not None:  # interrupted (or failed) inside a transaction
-                self.txlog.record(txn, UNKNOWN if txn.commit_asked else ABORTED, cause=INTERRUPTED)
+                outcome = TxnOutcome.UNKNOWN if txn.commit_asked else TxnOutcome.ABORTED
+                self.txlog.record(txn, outcome, cause=TxnCause.INTERRUPTED)
             if self.zombie is not None:
                 with self.log.serving(self.zombie.session):
                     _drain(self.zombie.producer, 2.0)
                 if self.zombie.txn is not None:
-                    self.txlog.record(self.zombie.txn, ABORTED, cause=FENCED)
+                    self.txlog.record(self.zombie.txn, TxnOutcome.ABORTED, cause=TxnCause.FENCED)
             if self.producer is not None:
                 _drain(self.producer, 2.0)
             self.log.close(self.count)
             self.txlog.close()
         counts = self.log.counts
-        return ProduceResult(self.log.sent, counts[ACKED], counts[REJECTED], counts[UNKNOWN],
+        return ProduceResult(self.log.sent, counts[Outcome.ACKED], counts[Outcome.REJECTED], counts[Outcome.UNKNOWN],
                              time.monotonic() - self.t0, self.stop.is_set(), error)

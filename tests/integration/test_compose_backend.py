@@ -69,7 +69,7 @@ class FakeDocker:
 
 @pytest.fixture
 def stand_in(tmp_path, monkeypatch):
-    server = ToxiproxyServer(tmp_path / "logs")
+    server = ToxiproxyServer(tmp_path / "logs" / "toxiproxy.log")
     toxi = server.start()
     port, proxy_port = procs.free_port(), procs.free_port()
     toxi.create_proxy("broker-0", upstream=f"127.0.0.1:{port}", listen=f"127.0.0.1:{proxy_port}")

@@ -98,7 +98,7 @@ def servers(tmp_path):
     started = []
     try:
         for program in (None, find_toxiproxy_server()):
-            server = ToxiproxyServer(tmp_path / ("real" if program else "embedded"), program)
+            server = ToxiproxyServer(tmp_path / ("real" if program else "embedded") / "toxiproxy.log", program)
             started.append(server)
             server.base = f"http://127.0.0.1:{server.start().port}"
         yield {server.kind: server.base for server in started}

@@ -47,7 +47,7 @@ def server(request, tmp_path_factory):
         program = find_toxiproxy_server()
         if program is None:
             pytest.skip("no toxiproxy-server on PATH or in $TOXIPROXY_SERVER: only the embedded proxy is checked")
-    server = ToxiproxyServer(tmp_path_factory.mktemp(request.param), program)
+    server = ToxiproxyServer(tmp_path_factory.mktemp(request.param) / "toxiproxy.log", program)
     client = server.start()
     yield request.param, client.host, client.port
     server.stop()

@@ -77,10 +77,10 @@ def test_an_empty_or_multi_line_proxy_is_refused(value):
 
 
 def test_the_cluster_line_names_the_server_and_its_version(tmp_path):
-    server = ToxiproxyServer(tmp_path, "/x/toxiproxy-server")
+    server = ToxiproxyServer(tmp_path / "toxiproxy.log", "/x/toxiproxy-server")
     server.version = version_number('{"version": "2.12.0-69-gf48fd7f"}')
     assert server.description == "toxiproxy-server 2.12.0-69-gf48fd7f"
-    assert ToxiproxyServer(tmp_path).description == "embedded"
+    assert ToxiproxyServer(tmp_path / "toxiproxy.log").description == "embedded"
     assert version_number("2.1.4\n") == "2.1.4"
 
 

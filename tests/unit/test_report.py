@@ -155,7 +155,7 @@ def test_a_transactional_variant_gets_a_transactions_section_with_its_anomalies(
     import pyarrow.parquet as pq
 
     from harness.analysis.anomalies import TABLES
-    from harness.workload.transactional import TRANSACTIONS_SCHEMA
+    from harness.formats import TRANSACTIONS_SCHEMA
 
     folder, summary, _ = make_run(tmp_path)
     rows = [{"txn": 0, "session": 0, "outcome": "committed", "error": None, "cause": None, "sends": 10, "ended_at": None},

@@ -1,0 +1,122 @@
+"""The run folder's file formats, each defined once: the delivery log (acks.parquet), the final read
+(log.parquet/), the transactions log (transactions.parquet), the outcome words they use, and the
+guard every JSON line read back goes through (faults.jsonl, read.json, a replayed schedule).
+
+Writers (workload/producer.py, workload/transactional.py, workload/readback.py) write these schemas;
+readers (analysis/spark.py, analysis/folder.py, runfolder.StoredRun) take their columns from here.
+Where each file lives is runfolder.py's business; what one fault line holds is faults/nemesis.py's
+(PLAN_FIELDS, then outcome, applied_at, healed_at, ...).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+
+import pyarrow as pa
+
+
+class Outcome(enum.StrEnum):
+    """What became of one send, as the delivery log stores it (workload/outcomes.py decides it)."""
+
+    ACKED = "acked"  # the broker said written, at the offset in the row
+    REJECTED = "rejected"  # the client or broker said not written
+    UNKNOWN = "unknown"  # nobody knows: timed out, connection lost, purged
+
+    @property
+    def code(self) -> int:
+        """The analysis's small integer for it: 1, 2, 3 (0 stands for a value never sent)."""
+        return _CODES[self]
+
+
+_CODES = {o: i for i, o in enumerate(Outcome, 1)}
+
+
+class TxnOutcome(enum.StrEnum):
+    """What became of one transaction, as the transactions log stores it."""
+
+    COMMITTED = "committed"
+    ABORTED = "aborted"
+    UNKNOWN = "unknown"  # the commit was asked and never answered
+
+
+class TxnCause(enum.StrEnum):
+    """Why a transaction was not committed (null in the log when it was)."""
+
+    PLANNED = "planned"  # the workload aborts it on purpose (abort_ratio)
+    RESTART = "restart"  # a producer-restart fault ended it
+    FENCED = "fenced"  # a newer instance of the same transactional.id fenced it
+    ERROR = "error"  # commit or abort failed
+    INTERRUPTED = "interrupted"  # the run was stopped in the middle
+
+
+_UTC_MS = pa.timestamp("ms", tz="UTC")
+
+# acks.parquet: one row per send (every resend of a restarted producer too).
+ACKS_SCHEMA = pa.schema([
+    ("partition", pa.int32()),
+    ("value", pa.int64()),
+    ("outcome", pa.string()),  # an Outcome
+    ("offset", pa.int64()),  # null unless acked
+    ("error", pa.string()),  # librdkafka's error name, null when acked
+    ("sent_at", _UTC_MS),  # handed to the client (to within one chunk of sends)
+    ("latency_ms", pa.float64()),  # produce() to delivery report, as librdkafka measured it
+    ("session", pa.int32()),  # the producer instance that sent it: 0, 1, 2, ... (one more at each restart)
+    ("txn", pa.int64()),  # its transaction (transactional variants), null otherwise
+])
+
+# log.parquet/ (and log_read_uncommitted.parquet/): the topic as read back, one row per record.
+LOG_SCHEMA = pa.schema([
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("value", pa.int64()),  # null: not a canonical decimal, so not the workload's record
+    ("timestamp", pa.timestamp("us", tz="UTC")),
+])
+
+# transactions.parquet: one row per transaction.
+TRANSACTIONS_SCHEMA = pa.schema([
+    ("txn", pa.int64()),  # 0, 1, 2, ... across the sessions of the variant
+    ("session", pa.int32()),  # the producer instance that ran it (as in the delivery log)
+    ("outcome", pa.string()),  # a TxnOutcome
+    ("error", pa.string()),  # librdkafka's error name when commit or abort failed, else null
+    ("cause", pa.string()),  # a TxnCause; null when committed
+    ("sends", pa.int64()),  # records handed to the client in it
+    ("ended_at", _UTC_MS),
+])
+
+# The columns a reader cannot do without (a file lacking one is damaged) and those never null in them;
+# the other columns are optional, so that files of older releases still analyse.
+REQUIRED = {"acks": ("partition", "value", "outcome"), "log": ("partition", "offset", "value"),
+            "transactions": ("txn", "outcome")}
+NOT_NULL = {"acks": ("partition", "value", "outcome"), "log": ("partition", "offset"),
+            "transactions": ("txn", "outcome")}
+SCHEMAS = {"acks": ACKS_SCHEMA, "log": LOG_SCHEMA, "transactions": TRANSACTIONS_SCHEMA}
+
+_DDL = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.float64(): "double"}
+
+
+def spark_ddl(schema: pa.Schema) -> str:
+    """The schema as a Spark DDL string ("partition int, offset long, ...")."""
+    return ", ".join(f"{f.name} {'timestamp' if pa.types.is_timestamp(f.type) else _DDL[f.type]}" for f in schema)
+
+
+def json_object(line: str) -> dict:
+    """One JSON line that must be an object: NaN, Infinity and a key given twice are refused (ValueError)."""
+    def no_constant(name):
+        raise ValueError(f"{name} is not a number JSON allows")
+
+    def no_repeats(pairs):
+        keys = [k for k, _ in pairs]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise ValueError(f"key {repeated[0]!r} given twice")
+        return dict(pairs)
+
+    try:
+        row = json.loads(line, parse_constant=no_constant, object_pairs_hook=no_repeats)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    if not isinstance(row, dict):
+        raise ValueError("not a JSON object")
+    return row
+
