@@ -4,8 +4,8 @@ guard every JSON line read back goes through (faults.jsonl, read.json, a replaye
 
 Writers (workload/producer.py, workload/transactional.py, workload/readback.py) write these schemas;
 readers (analysis/spark.py, analysis/folder.py, runfolder.StoredRun) take their columns from here.
-Where each file lives is runfolder.py's business; what one fault line holds is faults/nemesis.py's
-(PLAN_FIELDS, then outcome, applied_at, healed_at, ...).
+Where each file lives is runfolder.py's business. A faults.jsonl line is the plan (faults/schedule.py,
+PlannedFault.to_json) and then what the nemesis journaled (faults/nemesis.py: a FaultOutcome, times).
 """
 
 from __future__ import annotations
@@ -48,6 +48,15 @@ class TxnCause(enum.StrEnum):
     FENCED = "fenced"  # a newer instance of the same transactional.id fenced it
     ERROR = "error"  # commit or abort failed
     INTERRUPTED = "interrupted"  # the run was stopped in the middle
+
+
+class FaultOutcome(enum.StrEnum):
+    """What became of one planned fault, as faults.jsonl's `outcome` says (faults/nemesis.py writes it)."""
+
+    APPLIED = "applied"  # applied, not (yet) healed
+    HEALED = "healed"
+    NOT_REACHED = "not-reached"  # due after the workload ended, or its target never came back
+    FAILED = "failed"  # applying or healing it raised; the error says what
 
 
 _UTC_MS = pa.timestamp("ms", tz="UTC")

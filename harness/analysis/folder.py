@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..formats import NOT_NULL, REQUIRED, SCHEMAS
+from ..formats import NOT_NULL, REQUIRED, SCHEMAS, FaultOutcome
 from ..runfolder import RunFolder, RunFolderError
 from ..spec import MAX_PARTITIONS  # the bound for a folder analysed without its spec
 from . import consumption, spark as spark_analysis
@@ -227,7 +227,7 @@ def fault_periods(folder: RunFolder, variant: str) -> list[dict]:
 def faults_not_applied(folder: RunFolder, variant: str) -> int:
     """The variant's planned faults that were never applied (not reached, or failed), from faults.jsonl."""
     return sum(1 for f in folder.read_faults() if f.get("variant") == variant
-               and f.get("outcome") not in ("applied", "healed"))
+               and f.get("outcome") not in (FaultOutcome.APPLIED, FaultOutcome.HEALED))
 
 
 def _first_line(e: BaseException) -> str:

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ..clock import REAL, Clock
+from ..formats import FaultOutcome
 from ..spec import BROKER_FAULTS, WORKLOAD_FAULTS
 from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault, Workload
 
@@ -229,7 +230,7 @@ class Nemesis:
             return
         self._journaled = True
         for fault in self.schedule:
-            self._records.setdefault(fault.id, {"outcome": "not-reached"})
+            self._records.setdefault(fault.id, {"outcome": FaultOutcome.NOT_REACHED})
         self.journal([{"variant": self.variant, **fault.to_json(), **self._records[fault.id]}
                             for fault in self.schedule])
 
@@ -263,8 +264,8 @@ class Nemesis:
             return  # stopped before it was due (resolving ahead): not-reached, as a fault never dispatched
         self._records[fault.id] = rec
         if brokers is None:
-            rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied before the "
-                                                        f"workload ended: {waited}")
+            rec.update(outcome=FaultOutcome.NOT_REACHED,
+                       deviation=f"due at {fault.at:g} s but never applied before the workload ended: {waited}")
             return
         if brokers:
             rec["brokers"] = brokers
@@ -275,16 +276,16 @@ class Nemesis:
             for broker in brokers:
                 took_effect.append(FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params))
         except NotReached as e:
-            rec.update(outcome="not-reached", deviation=f"due at {fault.at:g} s but never applied: {e}")
+            rec.update(outcome=FaultOutcome.NOT_REACHED, deviation=f"due at {fault.at:g} s but never applied: {e}")
             return
         except Exception as e:  # journaled: a fault that failed must never pass as applied
-            rec.update(outcome="failed", error=f"{type(e).__name__}: {e}")
+            rec.update(outcome=FaultOutcome.FAILED, error=f"{type(e).__name__}: {e}")
             self.errors.append(f"fault {fault.id} ({fault.kind}): {rec['error']}")
             return
         applied = self._offset()
         if took_effect and all(isinstance(t, float) for t in took_effect):
             applied = min(applied, max(took_effect) - self._t0)
-        rec.update(outcome="applied", applied_at=_now(), applied_offset=round(applied, 3),
+        rec.update(outcome=FaultOutcome.APPLIED, applied_at=_now(), applied_offset=round(applied, 3),
                    late_s=round(applied - fault.at, 3))
         cut_short = self.clock.wait(self._stop, max(0.0, applied + fault.duration - self._offset()))
         healing = self._offset()
@@ -297,9 +298,9 @@ class Nemesis:
                     pass  # the workload ended: the produce loop healed it itself (a paused producer resumes)
             for broker in brokers:
                 FAULTS[fault.kind].heal(self.cluster, broker, self._name(fault), fault.params)
-            rec.update(outcome="healed", heal_s=round(self._offset() - healing, 3))
+            rec.update(outcome=FaultOutcome.HEALED, heal_s=round(self._offset() - healing, 3))
         except Exception as e:
-            rec.update(outcome="failed", error=f"heal: {type(e).__name__}: {e}")
+            rec.update(outcome=FaultOutcome.FAILED, error=f"heal: {type(e).__name__}: {e}")
             self.errors.append(f"fault {fault.id} ({fault.kind}): {rec['error']}")
         deviation = []
         if rec["late_s"] > TOLERANCE:

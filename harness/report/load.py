@@ -14,6 +14,7 @@ from ..analysis.anomalies import TABLES
 from ..analysis.consumption import TABLES as CONSUMER_TABLES
 from ..analysis.metrics import BY_KEY
 from ..aggregate import ranking
+from ..formats import TxnCause, TxnOutcome
 from ..runfolder import RunFolder, RunFolderError, SeriesFolder, runs_in, series_in
 from ..spec import masked
 from ..verdict import run_verdict, status_of
@@ -88,7 +89,8 @@ def _transactions(folder: RunFolder, variant: str) -> dict | None:
         if r.get("cause"):
             causes[r["cause"]] = causes.get(r["cause"], 0) + 1
     keep = ("txn", "session", "outcome", "cause", "error", "sends")
-    other = [{k: r.get(k) for k in keep} for r in rows if r["outcome"] != "committed" and r.get("cause") != "planned"]
+    other = [{k: r.get(k) for k in keep} for r in rows if r["outcome"] != TxnOutcome.COMMITTED
+             and r.get("cause") != TxnCause.PLANNED]
     return {"total": len(rows), "outcomes": outcomes, "causes": causes, "read_uncommitted": uncommitted,
             "not_committed": _capped(other)}
 
