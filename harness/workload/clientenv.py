@@ -1,0 +1,139 @@
+"""An isolated confluent-kafka per client version: the ground of the client axis (a variant that names
+`client: {confluent-kafka: "2.2.0"}` runs its workload in a child Python that sees that version only).
+
+Each version is installed once into the user's cache folder, <cache>/kafka-chaos/clients/confluent-kafka-V/,
+by the pip of the Python that runs the harness (`python -m pip install --target`, binary wheels only: each
+wheel bundles its own librdkafka, so no compiler and no system library is involved), then checked by
+importing it in a child Python that sees nothing else (-I -S, the folder first on sys.path) and asking it
+for its versions. A folder is trusted only when its marker (ready.json: the versions that child reported)
+is there and the import still answers the same: an install cut short or a folder damaged later is
+installed again, never used.
+
+`--target` rather than a virtualenv per version: one wheel and no interpreter copy, and the workload's
+child process needs only the standard library and confluent_kafka (the parent writes the delivery log).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import procs
+from ..analysis.classcache import cache_folder
+from ..exits import UsageError, one_line
+from ..formats import json_object
+
+PACKAGE = "confluent-kafka"
+VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
+MARKER = "ready.json"
+# What the child Python answers: confluent-kafka's version, then librdkafka's, one per line.
+PROBE = ("import sys; sys.path.insert(0, sys.argv[1]); import confluent_kafka as c; "
+         "print(c.version()[0]); print(c.libversion()[0])")
+INSTALL_TIMEOUT = 600.0  # a download on a slow link; the install is killed (its process group) beyond it
+PROBE_TIMEOUT = 60.0
+
+
+class ClientEnvError(UsageError):
+    """A client version that cannot be had: exit 2 before anything starts; str() names it and why."""
+
+
+@dataclass(frozen=True)
+class ClientEnv:
+    version: str  # confluent-kafka's, as the installed package reports it
+    librdkafka: str  # as that package's bundled librdkafka reports it
+    path: Path  # the folder to put first on the child's sys.path
+
+    def command(self, script: Path, *args: str) -> list[str]:
+        """A child Python that sees only the standard library, running `script` with `path` as its first
+        argument (the script puts it first on sys.path before importing confluent_kafka)."""
+        return [sys.executable, "-I", "-S", str(script), str(self.path), *args]
+
+
+def clients_folder() -> Path:
+    return cache_folder() / "clients"
+
+
+def ensure(version: str, folder: Path | None = None, pip: list[str] | None = None) -> ClientEnv:
+    """The environment of confluent-kafka `version`, installed first when the cache lacks it (or holds a
+    damaged copy). ClientEnvError naming the version when it is not a version, cannot be installed, or
+    installs as something else."""
+    if not isinstance(version, str) or not VERSION.match(version):
+        raise ClientEnvError(f"client.{PACKAGE}: {version!r} is not a version (X.Y.Z, e.g. 2.2.0)")
+    root = folder or clients_folder()
+    target = root / f"{PACKAGE}-{version}"
+    ready = _ready(target, version)
+    if ready is not None:
+        return ready
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ClientEnvError(f"client.{PACKAGE}: cannot create the cache folder {root} ({one_line(e)})") from None
+    tmp = root / f".{PACKAGE}-{version}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        env = _install(version, tmp, pip or [sys.executable, "-m", "pip"])
+        (tmp / MARKER).write_text(f'{{"version": "{env.version}", "librdkafka": "{env.librdkafka}"}}\n')
+        shutil.rmtree(target, ignore_errors=True)  # a damaged copy
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another harness installed it meanwhile
+            if _ready(target, version) is None:
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return ClientEnv(env.version, env.librdkafka, target)
+
+
+def _install(version: str, tmp: Path, pip: list[str]) -> ClientEnv:
+    cmd = [*pip, "install", "--target", str(tmp), "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+           "--no-input", "--quiet", f"{PACKAGE}=={version}"]
+    try:
+        code, out = procs.probe(cmd, timeout=INSTALL_TIMEOUT)
+    except (OSError, procs.ProbeTimeout) as e:
+        raise ClientEnvError(f"client.{PACKAGE}: {version} could not be installed ({one_line(e)})") from None
+    if code != 0:
+        raise ClientEnvError(f"client.{PACKAGE}: {version} could not be installed with {' '.join(pip)} "
+                             f"({_last_line(out) or f'exit status {code}'})")
+    env = _probe(tmp)
+    if env is None:
+        raise ClientEnvError(f"client.{PACKAGE}: {version} was installed but does not import "
+                             f"({_last_line(_probe_output(tmp))})")
+    if env.version != version:
+        raise ClientEnvError(f"client.{PACKAGE}: asked for {version}, the installed package says {env.version}")
+    return env
+
+
+def _ready(target: Path, version: str) -> ClientEnv | None:
+    """The cached environment when its marker and its import agree on `version`; None otherwise."""
+    try:
+        marker = json_object((target / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    env = _probe(target)
+    if env is None or env.version != version or marker.get("version") != version:
+        return None
+    return env
+
+
+def _probe_output(path: Path) -> str:
+    try:
+        code, out = procs.probe([sys.executable, "-I", "-S", "-c", PROBE, str(path)], timeout=PROBE_TIMEOUT)
+    except (OSError, procs.ProbeTimeout) as e:
+        return one_line(e)
+    return out if code == 0 else f"exit {code}: {out}"
+
+
+def _probe(path: Path) -> ClientEnv | None:
+    lines = _probe_output(path).splitlines()
+    if len(lines) != 2 or not VERSION.match(lines[0]):
+        return None
+    return ClientEnv(lines[0], lines[1].strip(), path)
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
