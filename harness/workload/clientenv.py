@@ -1,5 +1,5 @@
 """An isolated confluent-kafka per client version: the ground of the client axis (a variant that names
-`client: {confluent-kafka: "2.2.0"}` runs its workload in a child Python that sees that version only).
+`client: {confluent-kafka: "2.2.0"}` runs its workload in a child Python whose confluent_kafka is that one).
 
 Each version is installed once into the user's cache folder, <cache>/kafka-chaos/clients/confluent-kafka-V/,
 by the pip of the Python that runs the harness (`python -m pip install --target`, binary wheels only: each
@@ -9,8 +9,10 @@ for its versions. A folder is trusted only when its marker (ready.json: the vers
 is there and the import still answers the same: an install cut short or a folder damaged later is
 installed again, never used.
 
-`--target` rather than a virtualenv per version: one wheel and no interpreter copy, and the workload's
-child process needs only the standard library and confluent_kafka (the parent writes the delivery log).
+`--target` rather than a virtualenv per version: one wheel and no interpreter copy. The workload's child
+runs the harness's own produce loop (the same delivery log, whatever the version) with that folder first
+on PYTHONPATH, so its `import confluent_kafka` finds the version asked for and everything else (numpy,
+pyarrow, the harness) comes from the harness's environment.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from ..formats import json_object
 PACKAGE = "confluent-kafka"
 VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
 MARKER = "ready.json"
-# What the child Python answers: confluent-kafka's version, then librdkafka's, one per line.
+# What the child Python answers: confluent-kafka's version, then librdkafka's, one per line (a (text, int)
+# tuple before 2.12, the text since).
 PROBE = ("import sys; sys.path.insert(0, sys.argv[1]); import confluent_kafka as c; "
-         "print(c.version()[0]); print(c.libversion()[0])")
+         "text = lambda v: v[0] if isinstance(v, tuple) else v; print(text(c.version())); print(text(c.libversion()))")
 INSTALL_TIMEOUT = 600.0  # a download on a slow link; the install is killed (its process group) beyond it
 PROBE_TIMEOUT = 60.0
 
@@ -47,10 +50,11 @@ class ClientEnv:
     librdkafka: str  # as that package's bundled librdkafka reports it
     path: Path  # the folder to put first on the child's sys.path
 
-    def command(self, script: Path, *args: str) -> list[str]:
-        """A child Python that sees only the standard library, running `script` with `path` as its first
-        argument (the script puts it first on sys.path before importing confluent_kafka)."""
-        return [sys.executable, "-I", "-S", str(script), str(self.path), *args]
+    def environ(self) -> dict[str, str]:
+        """The environment of a child Python of the harness's that imports this confluent_kafka (its folder
+        first on PYTHONPATH, before the site-packages that hold the harness's own) and the harness."""
+        rest = os.environ.get("PYTHONPATH")
+        return {**os.environ, "PYTHONPATH": os.pathsep.join([str(self.path), *([rest] if rest else [])])}
 
 
 def clients_folder() -> Path:

@@ -23,8 +23,11 @@ FAKE_PIP = textwrap.dedent('''
     says = {"2.1.0": "2.1.1"}.get(wanted, wanted)  # a registry that hands over another version
     package = target / "confluent_kafka"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text(
-        f"def version(): return ({says!r}, 0)\\ndef libversion(): return ({says + '-lib'!r}, 0)\\n")
+    if wanted == "2.13.0":  # since 2.12 both answer with the text alone
+        code = f"def version(): return {says!r}\\ndef libversion(): return {says + '-lib'!r}\\n"
+    else:  # before, a (text, int) tuple
+        code = f"def version(): return ({says!r}, 0)\\ndef libversion(): return ({says + '-lib'!r}, 0)\\n"
+    (package / "__init__.py").write_text(code)
 ''')
 
 
@@ -46,14 +49,18 @@ def test_a_version_is_installed_once_then_served_from_the_cache(tmp_path, pip):
     assert [p.name for p in (tmp_path / "cache").iterdir()] == ["confluent-kafka-2.2.0"]  # no temporary left
 
 
-def test_the_child_python_sees_only_that_version(tmp_path, pip):
+def test_versions_answered_as_text_alone_are_read_too(tmp_path, pip):
+    env = ensure("2.13.0", tmp_path / "cache", pip[0])
+    assert (env.version, env.librdkafka) == ("2.13.0", "2.13.0-lib")
+
+
+def test_a_child_python_imports_that_version_before_the_harness_own(tmp_path, pip):
     import subprocess
 
     env = ensure("2.2.0", tmp_path / "cache", pip[0])
-    script = tmp_path / "child.py"
-    script.write_text("import sys; sys.path.insert(0, sys.argv[1]); import confluent_kafka as c; "
-                      "print(c.version()[0], c.__file__)")
-    out = subprocess.run(env.command(script), capture_output=True, text=True, check=True).stdout.split()
+    code = "import confluent_kafka as c, harness; print(c.version()[0], c.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], env=env.environ(), capture_output=True, text=True,
+                         check=True).stdout.split()
     assert out[0] == "2.2.0" and out[1].startswith(str(env.path))
 
 
