@@ -315,6 +315,8 @@ def hand_batch(producer: Producer, topic: str, partition: int, values: list[int]
     message is recorded with `refused(partition, value, error)` (rejected: it was never sent) and the
     first such error is returned, for the caller to end the workload as produce() would have. A message
     queued after one refused would break the send order: that is raised as a harness failure."""
+    if not hasattr(producer, "produce_batch"):
+        return _hand_one_by_one(producer, topic, partition, values, on_delivery, refused, handed)
     done = 0
     batch = [{"value": b"%d" % v} for v in values]
     while batch:
@@ -336,6 +338,27 @@ def hand_batch(producer: Producer, topic: str, partition: int, values: list[int]
             return error
         producer.poll(0.01)  # serve delivery reports: that frees the queue
         batch = [{"value": m["value"]} for m in rest]
+    return None
+
+
+def _hand_one_by_one(producer: Producer, topic: str, partition: int, values: list[int], on_delivery: Callable,
+                     refused: Callable, handed: list[int]) -> KafkaError | None:
+    """hand_batch for clients without produce_batch (confluent-kafka before 2.12, run by the client axis):
+    one produce() per message, the same outcomes (a full queue waited out, any other refusal final)."""
+    for i, v in enumerate(values):
+        while True:
+            try:
+                producer.produce(topic, b"%d" % v, partition=partition, on_delivery=on_delivery)
+                break
+            except BufferError:  # the local queue is full: serving delivery reports frees it
+                producer.poll(0.01)
+            except KafkaException as e:
+                error = e.args[0]
+                for w in values[i:]:
+                    refused(partition, w, error)
+                handed.extend(values[i:])
+                return error
+        handed.append(v)
     return None
 
 

@@ -5,7 +5,7 @@ import logging
 
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from harness.workload.producer import CHUNK, DeliveryLog, produce
 
@@ -183,3 +183,43 @@ def test_librdkafka_refuses_the_rest_of_a_batch_when_its_queue_is_full():
     client.flush(5)
     assert error is None and handed == list(range(25))
     assert reported == [("_MSG_TIMED_OUT", b"%d" % v) for v in range(25)]
+
+
+class OneByOne(QueueOf):
+    """A client without produce_batch (confluent-kafka before 2.12): produce() raises BufferError on a full
+    queue and KafkaException on any other refusal."""
+
+    produce_batch = property(lambda self: (_ for _ in ()).throw(AttributeError("produce_batch")))
+
+    def __init__(self, capacity, fail_from=None):
+        super().__init__(capacity=capacity)
+        self.fail_from = fail_from
+
+    def produce(self, topic, value, partition, on_delivery):
+        if self.fail_from is not None and len(self.sent) >= self.fail_from:
+            raise KafkaException(KafkaError(KafkaError._FATAL, "fenced", fatal=True))
+        if len(self.queue) >= self.capacity:
+            raise BufferError("Local: Queue full")
+        self.queue.append((partition, value, on_delivery))
+        self.sent.append((partition, int(value)))
+
+
+def test_a_client_without_produce_batch_gets_one_produce_per_message_in_order():
+    from harness.workload.producer import hand_batch
+
+    client, handed, reported = OneByOne(capacity=7), [], []
+    assert not hasattr(client, "produce_batch")
+    error = hand_batch(client, "t", 1, list(range(30)), lambda err, msg: reported.append(int(msg.value())),
+                       refused=None, handed=handed)
+    assert error is None and handed == list(range(30))
+    assert client.sent == [(1, v) for v in range(30)] and reported == list(range(28))  # 2 still queued
+
+
+def test_a_client_without_produce_batch_that_refuses_for_good_records_the_rest_as_refused():
+    from harness.workload.producer import hand_batch
+
+    client, handed, refused = OneByOne(capacity=100, fail_from=4), [], []
+    error = hand_batch(client, "t", 0, list(range(10)), lambda err, msg: None,
+                       refused=lambda p, v, e: refused.append((p, v, e.name())), handed=handed)
+    assert error.name() == "_FATAL" and handed == list(range(10))
+    assert client.sent == [(0, v) for v in range(4)] and refused == [(0, v, "_FATAL") for v in range(4, 10)]
