@@ -54,6 +54,9 @@ def _suite(summary: dict, seconds: float, name: str | None = None) -> ET.Element
     for key in ("run_id", "status", "verdict", "seed", "cluster"):
         if summary.get(key) not in (None, ""):
             ET.SubElement(props, "property", name=key, value=str(summary[key]))
+    for variant, x in summary.get("variants", {}).items():  # the client each variant ran (the client axis)
+        if x.get("client"):
+            ET.SubElement(props, "property", name=f"client.{variant}", value=str(x["client"]))
     tests = failures = errors = skipped = 0
 
     run_case = ET.SubElement(suite, "testcase", classname=experiment, name="run", time=f"{seconds:.3f}")

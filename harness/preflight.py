@@ -9,6 +9,7 @@ from pathlib import Path
 from .exits import UsageError
 from .runfolder import RunFolder, RunFolderError
 from .spec import ExperimentSpec, SpecError, load_spec, validation_message
+from .workload.clientenv import ClientEnvError, ensure
 
 SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+(:\d+)?(,[\w.\-]+(:\d+)?)*|yarn|k8s://\S+)$")
 
@@ -20,6 +21,7 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
     from .faults.schedule import ScheduleError, load, plan
 
     spec = load_spec(experiment)
+    prepare_clients(spec, experiment)
     check_producer_configs(spec, experiment)
     check_consumer_configs(spec, experiment)
     try:  # planned here, so a schedule the cluster cannot take (overlapping broker faults) is bad input
@@ -38,6 +40,15 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
     if problems:
         raise SpecError("\n".join(f"{experiment}: {p}" for p in problems))
     return spec, schedule
+
+
+def prepare_clients(spec: ExperimentSpec, path: Path) -> None:
+    """Every client version the variants name is installed (once, into the cache) and answers as itself."""
+    for version in sorted({spec.client_version(v) for v in spec.variants} - {None}):
+        try:
+            ensure(version)
+        except ClientEnvError as e:
+            raise SpecError(f"{path}: {e}") from None
 
 
 def stored_spec(folder: RunFolder, partial: bool) -> ExperimentSpec | None:

@@ -30,6 +30,8 @@ from .logfile import FileLogger
 from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
+from .workload.clientenv import ensure, running
+from .workload.clientproc import produce_in
 from .workload.consumers import ConsumerGroup
 from .workload.producer import DeliveryLog, produce
 from .workload.readback import final_read, save_log
@@ -152,21 +154,27 @@ class Run:
             nemesis.start()
         watchdog = Watchdog(cluster, self.stop)
         config = spec.producer_config(variant)
-        log = DeliveryLog(self.folder.acks_path(name), spec.topic.partitions,
-                          offsets_told=str(config.get("acks", config.get("request.required.acks", "all"))) != "0")
+        offsets_told = str(config.get("acks", config.get("request.required.acks", "all"))) != "0"
+        version = spec.client_version(variant)  # another confluent-kafka: its producer runs in a child process
+        log = None if version else DeliveryLog(self.folder.acks_path(name), spec.topic.partitions, offsets_told)
+        self.produced[name]["client"] = running()  # replaced by what a child reports
         t0 = time.monotonic()
         result = None
         transactional = spec.transactional(variant)
         txlog = TransactionsLog(self.folder.transactions_path(name)) if transactional else None
+        on_progress = lambda n: self.listener.sent(name, n, spec.workload.messages)  # noqa: E731
         settings = dict(rate=spec.workload.rate, flush_timeout=spec.workload.flush_timeout, stop=self.stop,
-                        on_progress=lambda n: self.listener.sent(name, n, spec.workload.messages),
-                        logger=logger,
-                        faults=None if after else nemesis.workload)
+                        on_progress=on_progress, logger=logger, faults=None if after else nemesis.workload)
         # Before the final flush the faults still due are applied (at most a grace past their planned times),
         # then every fault is healed, so the flush can complete.
         before_flush = None if after else (lambda: nemesis.finish(self.stop))
         try:
-            if transactional:
+            if version:
+                result, self.produced[name]["client"] = produce_in(
+                    ensure(version), cluster.client, topic, spec.topic.partitions, spec.workload.messages, config,
+                    self.folder.acks_path(name), offsets_told, self.folder.client_log(name), spec.workload.rate,
+                    spec.workload.flush_timeout, self.stop, on_progress, before_flush)
+            elif transactional:
                 result = TransactionalWorkload(
                     cluster.client, topic, spec.topic.partitions, spec.workload.messages, config, log, txlog,
                     spec.workload.transaction_size, spec.workload.abort_ratio, self.seed, **settings,
@@ -184,7 +192,12 @@ class Run:
             for warning in nemesis.warnings:  # faults applied late or held short
                 self.warnings.append(warning)
                 self.listener.warning(warning)
-            self.produced[name].update(sent=log.sent, **log.counts, produce_seconds=round(time.monotonic() - t0, 2))
+            if log is not None:
+                counts = {"sent": log.sent, **log.counts}
+            else:  # the child's log: what it reported (nothing when it failed, then the run fails too)
+                counts = {"sent": result.sent, "acked": result.acked, "rejected": result.rejected,
+                          "unknown": result.unknown} if result is not None else {}
+            self.produced[name].update(**counts, produce_seconds=round(time.monotonic() - t0, 2))
             if txlog is not None:
                 self.produced[name]["transactions"] = txlog.counts()
         if result is not None and result.error:

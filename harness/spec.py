@@ -84,6 +84,23 @@ def _producer_settings(settings: dict) -> dict:
 
 ProducerSettings = Annotated[dict[str, Union[str, int, float, bool]], AfterValidator(_producer_settings)]
 
+CLIENT_LIBRARY = "confluent-kafka"
+CLIENT_VERSION = r"^\d{1,3}\.\d{1,3}\.\d{1,3}$"
+
+
+def _client_library(value: dict) -> dict:
+    for key, version in value.items():
+        if key != CLIENT_LIBRARY:
+            raise ValueError(f"{key!r}: the client axis knows {CLIENT_LIBRARY} only (its wheel bundles librdkafka)")
+        if not isinstance(version, str) or not re.match(CLIENT_VERSION, version):
+            raise ValueError(f"{key}: {version!r} is not a version; give it quoted, as X.Y.Z (e.g. \"2.2.0\")")
+    return value
+
+
+# The client library a workload runs with (workload/clientenv.py), e.g. {confluent-kafka: "2.2.0"}; empty:
+# the one the harness is installed with.
+ClientLibrary = Annotated[dict[str, object], AfterValidator(_client_library)]
+
 
 def _stored(info: ValidationInfo) -> bool:
     """Validating a run folder's spec.yaml: what this machine has (its environment) does not matter,
@@ -525,6 +542,8 @@ class VariantSpec(Strict):
                                                                "(e.g. lost with acks=1); the report shows them as allowed")
     consumer: ConsumerSpec | None = Field(None, description="this variant's consumer settings, over the "
                                                            "experiment's consumer section")
+    client: ClientLibrary = Field(default_factory=dict, description="the client library this variant's producer "
+                                                                     "runs with, over the experiment's")
 
     @field_validator("allow")
     @classmethod
@@ -554,6 +573,8 @@ class ExperimentSpec(Strict):
                                           "(SETTING=VALUE[,...]: every variant whose settings match)")
     faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = Field(default_factory=list)
     consumer: ConsumerSpec | None = Field(None, description="a consumer group in every variant (workload/consumers.py)")
+    client: ClientLibrary = Field(default_factory=dict, description="the client library every variant's producer "
+                                                                     "runs with (e.g. confluent-kafka: \"2.2.0\")")
     fault_window: Annotated[Seconds, Field(gt=0)] | None = Field(
         None, description="seconds over which repeated faults are planned; default messages / rate")
     expectations: dict[str, dict[str, RuleField]] = Field(default_factory=dict)
@@ -658,6 +679,19 @@ class ExperimentSpec(Strict):
             if fault.kind in PRODUCER_FAULTS and any(g is not None and g.when == "after" for g in groups):
                 raise ValueError(f"faults.{i}: {fault.kind} acts on the producer, which runs before the fault "
                                  "timeline when consumer.when is after")
+        for v in self.variants:  # what the producer child of another client version does not do (yet)
+            version = self.client_version(v)
+            if version is None:
+                continue
+            why = (f"variant {v.name} runs confluent-kafka {version} in a child process, which runs the plain "
+                   "producer under broker and network faults only, so far")
+            if self.transactional(v):
+                raise ValueError(f"client: {why}; it cannot send in transactions (transactional.id)")
+            if self.consumer_spec(v) is not None:
+                raise ValueError(f"client: {why}; it cannot have a consumer group")
+            for i, fault in enumerate(self.faults):
+                if fault.kind in PRODUCER_FAULTS:
+                    raise ValueError(f"faults.{i}: {fault.kind} acts on the producer; {why}")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         if not _stored(info):
@@ -716,6 +750,10 @@ class ExperimentSpec(Strict):
 
     def producer_config(self, variant: VariantSpec) -> dict:
         return {**self.producer, **variant.producer}
+
+    def client_version(self, variant: VariantSpec) -> str | None:
+        """The confluent-kafka version the variant's producer runs with, None for the harness's own."""
+        return {**self.client, **variant.client}.get(CLIENT_LIBRARY)
 
     def transactional(self, variant: VariantSpec) -> bool:
         """The variant sends in transactions (its producer settings name a transactional.id)."""

@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import confluent_kafka
+
 from .. import procs
 from ..analysis.classcache import cache_folder
 from ..exits import UsageError, one_line
@@ -55,6 +57,16 @@ class ClientEnv:
         first on PYTHONPATH, before the site-packages that hold the harness's own) and the harness."""
         rest = os.environ.get("PYTHONPATH")
         return {**os.environ, "PYTHONPATH": os.pathsep.join([str(self.path), *([rest] if rest else [])])}
+
+
+def text(version) -> str:
+    """confluent_kafka.version() or libversion() as text: a (text, int) tuple before 2.12, the text since."""
+    return version[0] if isinstance(version, tuple) else version
+
+
+def running() -> str:
+    """The client this Python imported, as the summary records it: "confluent-kafka V, librdkafka L"."""
+    return f"confluent-kafka {text(confluent_kafka.version())}, librdkafka {text(confluent_kafka.libversion())}"
 
 
 def clients_folder() -> Path:

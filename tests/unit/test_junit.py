@@ -65,3 +65,15 @@ def test_errored_run_is_an_error_case(tmp_path):
     SCHEMA.validate(str(path))
     error = ET.parse(path).getroot().find(".//error")
     assert "broker 0 died" in error.get("message")
+
+
+def test_each_variant_names_the_client_it_ran(tmp_path):
+    doc = summary(0)
+    doc["variants"]["off"]["client"] = "confluent-kafka 2.2.0, librdkafka 2.2.0"
+    doc["variants"]["on"]["client"] = "confluent-kafka 2.16.1, librdkafka 2.16.0"
+    path = tmp_path / "junit.xml"
+    junit.write(path, doc, 1.0)
+    SCHEMA.validate(str(path))
+    props = {p.get("name"): p.get("value") for p in ET.parse(path).getroot().iter("property")}
+    assert props["client.off"] == "confluent-kafka 2.2.0, librdkafka 2.2.0"
+    assert props["client.on"].startswith("confluent-kafka 2.16.1")
