@@ -31,7 +31,7 @@ from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.clientenv import ensure, running
-from .workload.clientproc import produce_in
+from .workload.clientproc import ChildProducer
 from .workload.consumers import ConsumerGroup
 from .workload.producer import DeliveryLog, produce
 from .workload.readback import final_read, save_log
@@ -157,7 +157,6 @@ class Run:
         offsets_told = str(config.get("acks", config.get("request.required.acks", "all"))) != "0"
         version = spec.client_version(variant)  # another confluent-kafka: its producer runs in a child process
         log = None if version else DeliveryLog(self.folder.acks_path(name), spec.topic.partitions, offsets_told)
-        self.produced[name]["client"] = running()  # replaced by what a child reports
         t0 = time.monotonic()
         result = None
         transactional = spec.transactional(variant)
@@ -168,12 +167,13 @@ class Run:
         # Before the final flush the faults still due are applied (at most a grace past their planned times),
         # then every fault is healed, so the flush can complete.
         before_flush = None if after else (lambda: nemesis.finish(self.stop))
+        child = None if version is None else ChildProducer(
+            ensure(version), cluster.client, topic, spec.topic.partitions, spec.workload.messages, config,
+            self.folder.acks_path(name), offsets_told, self.folder.client_log(name), spec.workload.rate,
+            spec.workload.flush_timeout, self.stop, on_progress, before_flush)
         try:
-            if version:
-                result, self.produced[name]["client"] = produce_in(
-                    ensure(version), cluster.client, topic, spec.topic.partitions, spec.workload.messages, config,
-                    self.folder.acks_path(name), offsets_told, self.folder.client_log(name), spec.workload.rate,
-                    spec.workload.flush_timeout, self.stop, on_progress, before_flush)
+            if child is not None:
+                result = child.run()
             elif transactional:
                 result = TransactionalWorkload(
                     cluster.client, topic, spec.topic.partitions, spec.workload.messages, config, log, txlog,
@@ -192,11 +192,13 @@ class Run:
             for warning in nemesis.warnings:  # faults applied late or held short
                 self.warnings.append(warning)
                 self.listener.warning(warning)
-            if log is not None:
-                counts = {"sent": log.sent, **log.counts}
-            else:  # the child's log: what it reported (nothing when it failed, then the run fails too)
-                counts = {"sent": result.sent, "acked": result.acked, "rejected": result.rejected,
-                          "unknown": result.unknown} if result is not None else {}
+            if child is None:
+                counts = {"sent": log.sent, **log.counts, "client": running()}
+            else:  # what the child reported of its log (nothing when it died: the run then fails too)
+                r = child.result
+                counts = {"client": child.versions or f"confluent-kafka {version}",
+                          **({"sent": r.sent, "acked": r.acked, "rejected": r.rejected, "unknown": r.unknown}
+                             if r is not None else {})}
             self.produced[name].update(**counts, produce_seconds=round(time.monotonic() - t0, 2))
             if txlog is not None:
                 self.produced[name]["transactions"] = txlog.counts()

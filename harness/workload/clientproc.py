@@ -39,68 +39,100 @@ from .producer import DeliveryLog, ProduceResult, produce
 
 CHILD = [sys.executable, "-m", "harness.workload.clientproc"]
 PROGRESS_EVERY = 0.2  # seconds between two progress lines
+STOP_TIMEOUT = 15.0  # a stopping child flushes nothing (its queue is purged, 2 s), closes its log and answers
 
 
-def produce_in(env: ClientEnv, client: dict, topic: str, partitions: int, messages: int, config: dict,
-               acks: Path, offsets_told: bool, client_log: Path, rate: float | None, flush_timeout: float,
-               stop: threading.Event, on_progress: Callable[[int], None] | None = None,
-               before_flush: Callable[[], None] | None = None) -> tuple[ProduceResult, str]:
-    """produce() in a child running confluent-kafka `env.version`: (its result, "confluent-kafka V,
-    librdkafka L" as the child reported it). InfraError when the child ends without a result or imported
-    another version than asked."""
-    task = {"client": client, "topic": topic, "partitions": partitions, "messages": messages, "config": config,
-            "acks": str(acks), "offsets_told": offsets_told, "client_log": str(client_log), "rate": rate,
-            "flush_timeout": flush_timeout, "heal": before_flush is not None}
-    proc = procs.spawn(CHILD, client_log, env=env.environ(), talk=True)
-    ended = threading.Event()
+class ChildProducer:
+    """produce() in a child running confluent-kafka `env.version`. `result` and `versions` ("confluent-kafka
+    V, librdkafka L" as the child reported them) stay readable however run() ends: on a stop or an
+    exception the child is asked to finish, and what it answers is kept."""
 
-    def relay_stop() -> None:
-        while not ended.wait(0.1):
-            if stop.is_set():
-                proc.send_signal(signal.SIGTERM)
-                return
+    def __init__(self, env: ClientEnv, client: dict, topic: str, partitions: int, messages: int, config: dict,
+                 acks: Path, offsets_told: bool, client_log: Path, rate: float | None, flush_timeout: float,
+                 stop: threading.Event, on_progress: Callable[[int], None] | None = None,
+                 before_flush: Callable[[], None] | None = None):
+        self.env, self.client_log, self.stop = env, client_log, stop
+        self.on_progress, self.before_flush = on_progress, before_flush
+        self.task = {"client": client, "topic": topic, "partitions": partitions, "messages": messages,
+                     "config": config, "acks": str(acks), "offsets_told": offsets_told, "client_log": str(client_log),
+                     "rate": rate, "flush_timeout": flush_timeout, "heal": before_flush is not None}
+        self.result: ProduceResult | None = None
+        self.versions = ""
+        self._wrong = ""
 
-    relay = threading.Thread(target=relay_stop, name="client-child-stop", daemon=True)
-    relay.start()
-    result, versions, wrong = None, "", ""
-    try:
+    def run(self) -> ProduceResult:
+        """InfraError when the child ends without a result or imported another version than asked."""
+        proc = procs.spawn(CHILD, self.client_log, env=self.env.environ(), talk=True)
+        ended = threading.Event()
+        relay = threading.Thread(target=self._relay_stop, args=(proc, ended), name="client-child-stop", daemon=True)
+        relay.start()
         try:
-            _say(proc, json.dumps(task))
+            try:
+                _say(proc, json.dumps(self.task))
+                self._listen(proc)
+            except BaseException:  # interrupted, or a fault could not be healed: the child still finishes its log
+                _close(proc.stdin)  # a child waiting for "flush" reads the end instead
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+                killer = threading.Timer(STOP_TIMEOUT, procs.stop, (proc,))
+                killer.start()
+                try:
+                    self._listen(proc, serve=False)
+                finally:
+                    killer.cancel()
+                raise
+        finally:
+            ended.set()
+            _close(proc.stdin)
+            procs.stop(proc, timeout=STOP_TIMEOUT)
+            relay.join()
+            _close(proc.stdout)
+        if self._wrong or self.result is None:
+            why = self._wrong or f"it ended (exit status {proc.returncode}) without its result"
+            raise InfraError(f"the producer child process of confluent-kafka {self.env.version}: {why}; "
+                             f"see {self.client_log}")
+        return self.result
+
+    def _listen(self, proc, serve: bool = True) -> None:
+        """The child's lines to their end; serve=False: only its result is taken (it is stopping)."""
+        try:
             for line in proc.stdout:
                 word, _, rest = line.strip().partition(" ")
-                if word == "client":
+                if word == "result":
+                    self.result = ProduceResult(**json.loads(rest))
+                elif word == "client":
                     version, _, lib = rest.partition(" ")
-                    versions = f"confluent-kafka {version}, librdkafka {lib}"
-                    if version != env.version:
-                        wrong = f"asked for confluent-kafka {env.version}, the child imported {version}"
-                        break
-                elif word == "sent" and on_progress is not None:
-                    on_progress(int(rest))
+                    self.versions = f"confluent-kafka {version}, librdkafka {lib}"
+                    if version != self.env.version:
+                        self._wrong = f"asked for confluent-kafka {self.env.version}, the child imported {version}"
+                        return
+                elif not serve:
+                    continue
+                elif word == "sent" and self.on_progress is not None:
+                    self.on_progress(int(rest))
                 elif word == "handed":
-                    before_flush()
+                    self.before_flush()
                     _say(proc, "flush")
-                elif word == "result":
-                    result = ProduceResult(**json.loads(rest))
         except (OSError, ValueError):  # the child went away mid-line, or said something else
             pass
-    finally:
-        ended.set()
-        try:
-            proc.stdin.close()  # a child still waiting for "flush" reads the end: it flushes and finishes
-        except OSError:
-            pass
-        procs.stop(proc, timeout=10.0)
-        relay.join()
-        proc.stdout.close()
-    if wrong or result is None:
-        why = wrong or f"it ended (exit status {proc.returncode}) without its result"
-        raise InfraError(f"the producer child process of confluent-kafka {env.version}: {why}; see {client_log}")
-    return result, versions
+
+    def _relay_stop(self, proc, ended: threading.Event) -> None:
+        while not ended.wait(0.1):
+            if self.stop.is_set():
+                proc.send_signal(signal.SIGTERM)
+                return
 
 
 def _say(proc, line: str) -> None:
     proc.stdin.write(line + "\n")
     proc.stdin.flush()
+
+
+def _close(pipe) -> None:
+    try:
+        pipe.close()
+    except OSError:
+        pass
 
 
 # -- the child --------------------------------------------------------------------------------------
