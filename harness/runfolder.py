@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import uuid
 from datetime import datetime, timezone
@@ -47,7 +48,7 @@ import yaml
 
 from . import yamlfile
 from .exits import Exit, HarnessError
-from .formats import json_object
+from .formats import REQUIRED, json_object
 
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
@@ -107,7 +108,35 @@ def parquet_files(path: Path) -> list[str]:
     """A Parquet dataset's data files: the file itself, or the visible *.parquet files of a folder, sorted."""
     if path.is_file():
         return [str(path)]
-    return sorted(str(p) for p in path.rglob("*.parquet") if not p.name.startswith(("_", ".")))
+    found = []
+    for base, dirs, files in os.walk(path):  # never into a linked folder (rglob would follow it, loops included)
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        found += [str(Path(base) / f) for f in files if f.endswith(".parquet") and not f.startswith(("_", "."))]
+    return sorted(found)
+
+
+# A name a variant or a run folder can have (spec.py's names, and run ids made of them): one path component.
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def entry_name(name, what: str, where: Path) -> str:
+    """`name` when it can only name a folder right in `where`; RunFolderError (damaged) naming it otherwise."""
+    if not isinstance(name, str) or not NAME.match(name):
+        raise RunFolderError(f"{where}: {what} {str(name)[:100]!r} is not a {what} name (letters, digits, '.', '_', "
+                             f"'-'; no path): refused, nothing outside the folder is opened", damaged=True)
+    return name
+
+
+def resolve_inside(root: Path, path: Path) -> Path:
+    """`path` when, links followed, it stays in `root`; RunFolderError (damaged) naming it otherwise."""
+    try:
+        real, base = path.resolve(), root.resolve()
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symbolic link loop (Python 3.11)
+        raise RunFolderError(f"{path}: a symbolic link that cannot be followed ({_first_line(e)})",
+                             damaged=True) from None
+    if real != base and not real.is_relative_to(base):
+        raise RunFolderError(f"{path}: leads out of the folder {root} (to {real}): refused, not opened", damaged=True)
+    return path
 
 
 def _new_path(out: Path, name: str) -> Path:
@@ -196,29 +225,41 @@ class RunFolder:
     def spec_path(self) -> Path:
         return self.path / SPEC
 
+    def inside(self, path: Path) -> Path:
+        """`path` once it is proven to stay in this folder: no symbolic link on its way leads out of it or
+        loops (RunFolderError, damaged, naming it). Every file the folder's own files name (a variant of
+        summary.json or spec.yaml, a part of a dataset) is opened through here."""
+        return resolve_inside(self.path, path)
+
     def variant_dir(self, variant: str) -> Path:
-        return self.path / variant
+        """The variant's folder; RunFolderError (damaged) when `variant` is not a name a variant can have
+        (an absolute path, a `..`, a separator) or its folder leads out of the run folder."""
+        return self.inside(self.path / entry_name(variant, "variant", self.path))
 
     def acks_path(self, variant: str) -> Path:
-        return self.path / variant / ACKS
+        return self.inside(self.variant_dir(variant) / ACKS)
 
     def log_path(self, variant: str) -> Path:
-        return self.path / variant / LOG
+        return self.inside(self.variant_dir(variant) / LOG)
 
     def transactions_path(self, variant: str) -> Path:
-        return self.path / variant / TRANSACTIONS
+        return self.inside(self.variant_dir(variant) / TRANSACTIONS)
 
     def read_path(self, variant: str) -> Path:
-        return self.path / variant / READ
+        return self.inside(self.variant_dir(variant) / READ)
 
     def uncommitted_log_path(self, variant: str) -> Path:
-        return self.path / variant / LOG_UNCOMMITTED
+        return self.inside(self.variant_dir(variant) / LOG_UNCOMMITTED)
 
     def sink_path(self, variant: str) -> Path:
-        return self.path / variant / SINK
+        return self.inside(self.variant_dir(variant) / SINK)
 
     def table_path(self, variant: str, table: str) -> Path:
-        return self.path / variant / ANOMALIES / f"{table}.parquet"
+        return self.inside(self.variant_dir(variant) / ANOMALIES / f"{table}.parquet")
+
+    def parquet_files(self, path: Path) -> list[str]:
+        """A dataset's data files (parquet_files), each proven to stay in the folder."""
+        return [str(self.inside(Path(f))) for f in parquet_files(path)]
 
     # -- spec, summary, faults, report ---------------------------------------------------
     def write_spec(self, doc: dict) -> None:
@@ -296,8 +337,12 @@ class RunFolder:
             for name in dirs + files:
                 path = Path(base) / name
                 if path.is_symlink():
-                    target = path.resolve()
-                    if not target.is_relative_to(root) or not target.exists():
+                    try:
+                        target = path.resolve()
+                        away = not target.is_relative_to(root) or not target.exists()
+                    except (OSError, RuntimeError):  # RuntimeError: a link loop (Python 3.11)
+                        away = True
+                    if away:
                         found.append(f"{path} -> {os.readlink(path)}")
         return found
 
@@ -329,12 +374,12 @@ class RunFolder:
         why = self.missing(variant)
         if why:
             raise RunFolderError(why)
-        return parquet_files(self.log_path(variant)), parquet_files(self.acks_path(variant))
+        return self.parquet_files(self.log_path(variant)), self.parquet_files(self.acks_path(variant))
 
     def transactions_input(self, variant: str) -> list[str]:
         """The transactions log's files of a variant (none for a variant without transactions)."""
         path = self.transactions_path(variant)
-        return parquet_files(path) if path.exists() else []
+        return self.parquet_files(path) if path.exists() else []
 
     def write_read(self, variant: str, doc: dict) -> None:
         _write_atomic(self.read_path(variant), json.dumps(doc) + "\n")
@@ -363,7 +408,35 @@ class RunFolder:
         if path.is_dir() and not (path / DONE).exists():
             raise RunFolderError(f"{path} is incomplete (no {DONE}: the read_uncommitted read did not finish)",
                                  damaged=True)
-        return parquet_files(path)
+        return self.parquet_files(path)
+
+    def read_dataset(self, path: Path, what: str):
+        """A dataset of the folder ("acks", "log": formats.SCHEMAS) as one pyarrow Table, each of its files
+        read and required to hold the format's columns: RunFolderError naming the first that is damaged or
+        from elsewhere (never a pyarrow error, never foreign rows mixed in)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not path.exists():
+            raise RunFolderError(f"{path} is missing")
+        tables = []
+        for f in self.parquet_files(path):
+            try:
+                table = pq.read_table(f)
+            except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+                raise RunFolderError(f"{f}: not a readable Parquet file ({_first_line(e)})", damaged=True) from None
+            missing = [c for c in REQUIRED[what] if c not in table.schema.names]
+            if missing:
+                raise RunFolderError(f"{f}: no column {missing[0]!r} (it holds {', '.join(REQUIRED[what])}): "
+                                     "not a file of this run", damaged=True)
+            if tables and table.schema != tables[0].schema:  # one dataset, one writer, one schema
+                raise RunFolderError(f"{f}: its columns differ from those of {Path(first).name} beside it "
+                                     "(a file from elsewhere?)", damaged=True)
+            first = first if tables else f
+            tables.append(table)
+        if not tables:
+            raise RunFolderError(f"{path}: holds no Parquet file", damaged=True)
+        return pa.concat_tables(tables)
 
     def read_transactions(self, variant: str):
         """The transactions log as a pyarrow Table, or None (no transactions in this variant)."""
@@ -385,7 +458,7 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(path))
+            return sum(pq.ParquetFile(f).metadata.num_rows for f in self.parquet_files(path))
         except (OSError, ValueError) as e:
             raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
 
@@ -394,7 +467,7 @@ class RunFolder:
         import pyarrow.parquet as pq
 
         ends: dict[int, int] = {}
-        for path in parquet_files(self.log_path(variant)):
+        for path in self.parquet_files(self.log_path(variant)):
             last = pq.read_table(path, columns=["partition", "offset"]).group_by("partition").aggregate(
                 [("offset", "max")])
             for p, o in zip(last.column("partition").to_pylist(), last.column("offset_max").to_pylist()):
@@ -425,7 +498,7 @@ class RunFolder:
 
         import pyarrow.parquet as pq
 
-        folder = self.path / variant / ANOMALIES
+        folder = self.variant_dir(variant) / ANOMALIES
         if folder.is_symlink():  # never delete what a link points at
             folder.unlink()
         elif folder.exists():
@@ -481,7 +554,8 @@ class SeriesFolder:
             raise RunFolderError(f"{self.aggregate_path} is missing") from None
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise RunFolderError(f"{self.aggregate_path}: unreadable ({_first_line(e)})", damaged=True) from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict):
+        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict) or \
+                not isinstance(doc.get("runs", []), list):
             raise RunFolderError(f"{self.aggregate_path}: not a kafka-chaos aggregate", damaged=True)
         return doc
 
@@ -489,34 +563,72 @@ class SeriesFolder:
         _write_atomic(self.report, html)
         return self.report
 
+    def run_folder(self, run) -> RunFolder:
+        """One run of the series (an entry of aggregate.json's runs), a folder beside this one."""
+        if not isinstance(run, dict):
+            raise RunFolderError(f"{self.aggregate_path}: a run entry that is not an object", damaged=True)
+        name = entry_name(run.get("run_id"), "run_id", self.aggregate_path)
+        return RunFolder(resolve_inside(self.path.parent, self.path.parent / name))
+
     def run_summaries(self, doc: dict) -> list[dict]:
         """The summaries of the series' runs, read from their folders beside this one (for re-aggregating)."""
         out = []
         for run in doc.get("runs", []):
-            summary = RunFolder(self.path.parent / str(run.get("run_id"))).read_summary()
+            summary = self.run_folder(run).read_summary()
             if summary is not None:
                 out.append(summary)
         return out
 
 
+def _entries(out: Path, marker: str) -> list[Path]:
+    """The folders of `out` holding `marker` whose names a run or a series can have and that stay in `out`
+    (a name that is not one, a link leading elsewhere: not ours, left out)."""
+    found = []
+    for p in sorted(out.glob(f"*/{marker}")):
+        try:
+            entry_name(p.parent.name, "run", out)
+            resolve_inside(out, p)
+        except RunFolderError:
+            continue
+        found.append(p.parent)
+    return found
+
+
 def series_in(out: Path) -> list[SeriesFolder]:
     """The series of repeated runs in an --out folder (those with an aggregate.json)."""
-    return [SeriesFolder(p.parent) for p in sorted(out.glob(f"*/{AGGREGATE}"))]
+    return [SeriesFolder(p) for p in _entries(out, AGGREGATE)]
 
 
 def runs_in(out: Path) -> list[RunFolder]:
     """The run folders of an --out folder (those with a summary.json)."""
-    return [RunFolder(p.parent) for p in sorted(out.glob(f"*/{SUMMARY}"))]
+    return [RunFolder(p) for p in _entries(out, SUMMARY)]
 
 
 def index_path(out: Path) -> Path:
     return out / REPORT
 
 
+# How a runs index the harness wrote is told from any other page (the title: releases before the mark).
+INDEX_MARKS = ('<meta name="generator" content="kafka-chaos">', "<title>kafka-chaos runs</title>")
+
+
 def write_runs_index(out: Path, html: str) -> Path:
-    """<out>/index.html, the list of runs."""
-    _write_atomic(index_path(out), html)
-    return index_path(out)
+    """<out>/index.html, the list of runs: only in a folder that holds runs, and only over a page of ours
+    (RunFolderError, exit 2, naming the folder or the page otherwise: `report --index /` writes nothing)."""
+    if not runs_in(out) and not series_in(out):
+        raise RunFolderError(f"{out}: holds no run (no folder with a summary.json); the runs index is written "
+                             "only into a folder of runs")
+    path = index_path(out)
+    if path.exists() or path.is_symlink():
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4096).decode("utf-8", "replace")
+        except OSError as e:
+            raise RunFolderError(f"{path}: cannot be read ({_first_line(e)}); not overwritten") from None
+        if path.is_symlink() or not any(mark in head for mark in INDEX_MARKS):
+            raise RunFolderError(f"{path}: not a runs index kafka-chaos wrote; not overwritten")
+    _write_atomic(path, html)
+    return path
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -563,15 +675,11 @@ class StoredRun:
 
     def log(self, variant: str):
         """The topic as read back (columns: formats.LOG_SCHEMA)."""
-        import pyarrow.parquet as pq
-
-        return pq.read_table(self.folder.log_path(variant)).to_pandas()
+        return self.folder.read_dataset(self.folder.log_path(variant), "log").to_pandas()
 
     def acks(self, variant: str):
         """The delivery log (columns: formats.ACKS_SCHEMA)."""
-        import pyarrow.parquet as pq
-
-        return pq.read_table(self.folder.acks_path(variant)).to_pandas()
+        return self.folder.read_dataset(self.folder.acks_path(variant), "acks").to_pandas()
 
     def transactions(self, variant: str):
         """The transactions log (columns: formats.TRANSACTIONS_SCHEMA); empty without transactions."""

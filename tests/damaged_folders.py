@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -116,6 +117,21 @@ def outside(f: RunFolder) -> str:
     out.mkdir(exist_ok=True)
     (out / "keep.txt").write_text("keep me")
     return str(out)
+
+
+def sink(variant):
+    """A consumer group's sink, as the group leaves it, with a few processed records."""
+    def damage(f: RunFolder):
+        from harness.workload import sink as sinks
+
+        path = f.sink_path(variant)
+        sinks.create(path)
+        db = sqlite3.connect(path)
+        db.executemany("INSERT INTO processed (partition, offset, value, member, session, n, processed_at, committed) "
+                       "VALUES (0, ?, ?, 'm0', 0, 1, 0.0, 'yes')", [(i, i) for i in range(2000)])
+        db.commit()
+        db.close()
+    return damage
 
 
 def both(*damages):
@@ -228,6 +244,19 @@ CASES = [
     Case("log-part-a-text-file", write(LOG0, "hello"), DAMAGED, "not a readable Parquet file", LOG0),
     Case("log-foreign-parquet", lambda f: pq.write_table(FOREIGN, f.path / LOG0), DAMAGED,
          "no column 'partition'", LOG0),
+    Case("log-foreign-parquet-of-other-widths", lambda f: pq.write_table(pa.table(
+        {"partition": pa.array([0], pa.int64()), "offset": [99], "value": [5]}), f.path / "off/log.parquet/x.parquet"),
+         DAMAGED, "column 'partition' is int64 where part-00000.parquet beside it has int32", "off/log.parquet/x.parquet"),
+    Case("sink-deleted", edit_text("spec.yaml", "seed: 3", "seed: 3\nconsumer: {members: 2}"), USAGE,
+         "is missing (the variant ran a consumer group)", "off/sink.sqlite"),
+    Case("sink-truncated", both(edit_text("spec.yaml", "seed: 3", "seed: 3\nconsumer: {members: 2}"), sink("off"),
+                                sink("on"), truncate("off/sink.sqlite", keep=0.3)), DAMAGED, "unreadable SQLite",
+         "off/sink.sqlite"),
+    Case("sink-not-a-database", both(edit_text("spec.yaml", "seed: 3", "seed: 3\nconsumer: {members: 2}"),
+                                     write("off/sink.sqlite", "not sqlite")), DAMAGED, "unreadable SQLite",
+         "off/sink.sqlite"),
+    Case("acks-linked-to-itself", link(ACKS, lambda f: str(f.path / ACKS)), DAMAGED,
+         "a symbolic link leading out of the run folder", ACKS),
     Case("log-offset-a-string", log(*retyped(LOG_SCHEMA, "offset", pa.string())), DAMAGED,
          "column 'offset' is string, expected integer", LOG0),
     Case("log-timestamp-a-string", log(*retyped(LOG_SCHEMA, "timestamp", pa.string())), DAMAGED,

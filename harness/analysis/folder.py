@@ -13,6 +13,7 @@ a RunFolderError, never a Java or Python traceback.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -66,6 +67,7 @@ def check_files(files: list[str], what: str, partitions: int | None = None) -> d
     Returns {"rows", "value_max"} over the files."""
     limit = partitions or MAX_PARTITIONS
     rows, value_max = 0, -1
+    types: dict[str, tuple[pa.DataType, str]] = {}  # column -> (its type, the first file that has it)
     for path in files:
         try:
             pf = pq.ParquetFile(path)
@@ -81,6 +83,11 @@ def check_files(files: list[str], what: str, partitions: int | None = None) -> d
             dtype = schema.field(name).type
             if not _KINDS[kind](dtype):
                 raise RunFolderError(f"{path}: column {name!r} is {dtype}, expected {kind}", damaged=True)
+            # One dataset, one schema: the readers concatenate its files (a file from elsewhere would stop them).
+            first, where = types.setdefault(name, (dtype, path))
+            if dtype != first:
+                raise RunFolderError(f"{path}: column {name!r} is {dtype} where {Path(where).name} beside it has "
+                                     f"{first} (a file from elsewhere?)", damaged=True)
         rows += pf.metadata.num_rows
         for name in NOT_NULL[what]:
             nulls, _, _ = _facts(pf, path, name)
@@ -111,8 +118,14 @@ def check_inputs(folder: RunFolder, variants: list[str], partial: bool = False,
     read's record or None, the read_uncommitted read's files), or why it cannot be analysed (only with partial).
     Reads no data, starts no Spark; RunFolderError naming the first problem."""
     inputs: dict[str, tuple | str] = {}
+    spec = folder.read_spec() or {}
     for v in variants:
         why = folder.missing(v)
+        if not why and _ran_a_group(spec, v):  # its sink is the consumer metrics' only source
+            sink = folder.sink_path(v)
+            why = "" if sink.exists() else f"{sink} is missing (the variant ran a consumer group)"
+            if not why:
+                folder.read_sink(v)  # readable, with its tables: RunFolderError (damaged) naming it otherwise
         if not why:
             logs, acks = folder.analysis_input(v)
             txns = folder.transactions_input(v)
@@ -130,6 +143,14 @@ def check_inputs(folder: RunFolder, variants: list[str], partial: bool = False,
             raise RunFolderError(f"{why}; analyse what is complete with --partial")
         inputs[v] = why or (logs, acks, fault_periods(folder, v), txns, sends, read, others)
     return inputs
+
+
+def _ran_a_group(spec: dict, variant: str) -> bool:
+    """The stored spec gives the variant a consumer group (the experiment's section, or the variant's own)."""
+    if spec.get("consumer"):
+        return True
+    entries = spec.get("variants") if isinstance(spec.get("variants"), list) else []
+    return any(isinstance(e, dict) and e.get("name") == variant and e.get("consumer") for e in entries)
 
 
 def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool = False,

@@ -15,7 +15,7 @@ from ..analysis.consumption import TABLES as CONSUMER_TABLES
 from ..analysis.metrics import BY_KEY
 from ..aggregate import ranking
 from ..formats import TxnCause, TxnOutcome
-from ..runfolder import RunFolder, RunFolderError, SeriesFolder, runs_in, series_in
+from ..runfolder import SUMMARY, RunFolder, RunFolderError, SeriesFolder, entry_name, runs_in, series_in
 from ..spec import masked
 from ..verdict import run_verdict, status_of
 
@@ -119,6 +119,9 @@ def load(folder: RunFolder) -> dict:
     spec = folder.read_spec() or {}
     faults = [{**f, "target": target_text(f.get("target"))} for f in folder.read_faults()]
     keys, settings = _differing_settings(spec)
+    for name in summary.get("variants", {}):  # each a folder of this run, refused before anything is read
+        entry_name(name, "variant", folder.path / SUMMARY)
+        folder.variant_dir(name)
     variants = {}
     for name in summary.get("variants", {}):
         runs = _rows(folder, name, "jump_back_runs")
@@ -145,9 +148,10 @@ def load_aggregate(folder: SeriesFolder) -> dict:
     """The view of a series of repeated runs: its aggregate, the settings of its variants, the ranking."""
     doc = folder.read_aggregate()
     spec = {}
-    for run in doc.get("runs", []):  # the settings as the runs were made (every run has the same spec)
+    runs = [folder.run_folder(run) for run in doc.get("runs", [])]  # each beside the series, or refused
+    for run in runs:  # the settings as the runs were made (every run has the same spec)
         try:
-            spec = RunFolder(folder.path.parent / str(run.get("run_id"))).read_spec() or {}
+            spec = run.read_spec() or {}
         except RunFolderError:
             continue
         if spec:
