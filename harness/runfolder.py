@@ -47,7 +47,7 @@ from pathlib import Path
 import yaml
 
 from . import yamlfile
-from .exits import Exit, HarnessError
+from .exits import Exit, HarnessError, one_line
 from .formats import REQUIRED, json_object
 
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
@@ -132,7 +132,7 @@ def resolve_inside(root: Path, path: Path) -> Path:
     try:
         real, base = path.resolve(), root.resolve()
     except (OSError, RuntimeError) as e:  # RuntimeError: a symbolic link loop (Python 3.11)
-        raise RunFolderError(f"{path}: a symbolic link that cannot be followed ({_first_line(e)})",
+        raise RunFolderError(f"{path}: a symbolic link that cannot be followed ({one_line(e)})",
                              damaged=True) from None
     if real != base and not real.is_relative_to(base):
         raise RunFolderError(f"{path}: leads out of the folder {root} (to {real}): refused, not opened", damaged=True)
@@ -272,7 +272,7 @@ class RunFolder:
         try:
             doc = yamlfile.load(path)
         except (OSError, ValueError) as e:  # YamlError, UnicodeDecodeError
-            raise RunFolderError(f"{path}: unreadable ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{path}: unreadable ({one_line(e)})", damaged=True) from None
         if not isinstance(doc, dict):
             raise RunFolderError(f"{path}: not an experiment (a YAML mapping)", damaged=True)
         return doc
@@ -288,7 +288,7 @@ class RunFolder:
         try:
             doc = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise RunFolderError(f"{path}: unreadable ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{path}: unreadable ({one_line(e)})", damaged=True) from None
         if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict) or \
                 not all(isinstance(v, dict) for v in doc.get("variants", {}).values()):
             raise RunFolderError(f"{path}: not a kafka-chaos summary (an object with an object per variant)",
@@ -306,13 +306,13 @@ class RunFolder:
         try:
             lines = self.faults_path.read_text().splitlines()
         except (OSError, UnicodeDecodeError) as e:
-            raise RunFolderError(f"{self.faults_path}: unreadable ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{self.faults_path}: unreadable ({one_line(e)})", damaged=True) from None
         for n, line in enumerate(lines, 1):
             if line.strip():
                 try:
                     row = json_object(line)
                 except ValueError as e:
-                    raise RunFolderError(f"{self.faults_path}:{n}: not a JSON object line ({_first_line(e)})",
+                    raise RunFolderError(f"{self.faults_path}:{n}: not a JSON object line ({one_line(e)})",
                                          damaged=True) from None
                 problem = _fault_row_problem(row)
                 if problem:
@@ -393,7 +393,7 @@ class RunFolder:
         try:
             doc = json_object(path.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise RunFolderError(f"{path}: unreadable ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{path}: unreadable ({one_line(e)})", damaged=True) from None
         problem = _read_problem(doc, partitions)
         if problem:
             raise RunFolderError(f"{path}: {problem}", damaged=True)
@@ -424,7 +424,7 @@ class RunFolder:
             try:
                 table = pq.read_table(f)
             except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
-                raise RunFolderError(f"{f}: not a readable Parquet file ({_first_line(e)})", damaged=True) from None
+                raise RunFolderError(f"{f}: not a readable Parquet file ({one_line(e)})", damaged=True) from None
             missing = [c for c in REQUIRED[what] if c not in table.schema.names]
             if missing:
                 raise RunFolderError(f"{f}: no column {missing[0]!r} (it holds {', '.join(REQUIRED[what])}): "
@@ -448,7 +448,7 @@ class RunFolder:
         try:
             return pq.read_table(path)
         except (OSError, ValueError) as e:
-            raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{path}: unreadable Parquet ({one_line(e)})", damaged=True) from None
 
     def uncommitted_records(self, variant: str) -> int | None:
         """Records of the read_uncommitted read (from the files' footers), or None when there is none."""
@@ -460,7 +460,7 @@ class RunFolder:
         try:
             return sum(pq.ParquetFile(f).metadata.num_rows for f in self.parquet_files(path))
         except (OSError, ValueError) as e:
-            raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{path}: unreadable Parquet ({one_line(e)})", damaged=True) from None
 
     def log_ends(self, variant: str) -> dict[int, int]:
         """{partition: last offset read + 1} of the final read (0 for a partition with no record)."""
@@ -490,7 +490,7 @@ class RunFolder:
             finally:
                 db.close()
         except (sqlite3.Error, pd.errors.DatabaseError) as e:
-            raise RunFolderError(f"{path}: unreadable SQLite ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{path}: unreadable SQLite ({one_line(e)})", damaged=True) from None
 
     def write_tables(self, variant: str, tables: dict) -> None:
         """Anomaly tables (name -> pyarrow Table), one Parquet file each, replacing any earlier ones."""
@@ -517,7 +517,7 @@ class RunFolder:
         try:
             return pq.read_table(path)
         except (OSError, ValueError) as e:
-            raise RunFolderError(f"{path}: unreadable Parquet ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{path}: unreadable Parquet ({one_line(e)})", damaged=True) from None
 
 
 class SeriesFolder:
@@ -553,7 +553,7 @@ class SeriesFolder:
         except FileNotFoundError:
             raise RunFolderError(f"{self.aggregate_path} is missing") from None
         except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise RunFolderError(f"{self.aggregate_path}: unreadable ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{self.aggregate_path}: unreadable ({one_line(e)})", damaged=True) from None
         if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict) or \
                 not isinstance(doc.get("runs", []), list):
             raise RunFolderError(f"{self.aggregate_path}: not a kafka-chaos aggregate", damaged=True)
@@ -624,7 +624,7 @@ def write_runs_index(out: Path, html: str) -> Path:
             with open(path, "rb") as f:
                 head = f.read(4096).decode("utf-8", "replace")
         except OSError as e:
-            raise RunFolderError(f"{path}: cannot be read ({_first_line(e)}); not overwritten") from None
+            raise RunFolderError(f"{path}: cannot be read ({one_line(e)}); not overwritten") from None
         if path.is_symlink() or not any(mark in head for mark in INDEX_MARKS):
             raise RunFolderError(f"{path}: not a runs index kafka-chaos wrote; not overwritten")
     _write_atomic(path, html)
@@ -644,9 +644,6 @@ def _write_atomic(path: Path, text: str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
 
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _number(x) -> float:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..exits import one_line
 from ..formats import NOT_NULL, REQUIRED, SCHEMAS, FaultOutcome
 from ..runfolder import RunFolder, RunFolderError
 from ..spec import MAX_PARTITIONS  # the bound for a folder analysed without its spec
@@ -52,7 +53,7 @@ def _facts(pf: pq.ParquetFile, path: str, column: str) -> tuple[int, object, obj
             try:
                 values = pf.read(columns=[column]).column(0)
             except Exception as e:
-                raise RunFolderError(f"{path}: not a readable Parquet file ({_first_line(e)})", damaged=True) from None
+                raise RunFolderError(f"{path}: not a readable Parquet file ({one_line(e)})", damaged=True) from None
             found = pc.min_max(values).as_py()
             return values.null_count, found["min"], found["max"]
         nulls += st.null_count
@@ -73,7 +74,7 @@ def check_files(files: list[str], what: str, partitions: int | None = None) -> d
             pf = pq.ParquetFile(path)
             schema = pf.schema_arrow
         except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ... for truncated or foreign files
-            raise RunFolderError(f"{path}: not a readable Parquet file ({_first_line(e)})", damaged=True) from None
+            raise RunFolderError(f"{path}: not a readable Parquet file ({one_line(e)})", damaged=True) from None
         for name, (kind, required) in _COLUMNS[what].items():
             if name not in schema.names:
                 if required:
@@ -250,6 +251,3 @@ def faults_not_applied(folder: RunFolder, variant: str) -> int:
     return sum(1 for f in folder.read_faults() if f.get("variant") == variant
                and f.get("outcome") not in (FaultOutcome.APPLIED, FaultOutcome.HEALED))
 
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
