@@ -516,9 +516,18 @@ def matrix_variants(matrix: dict[str, list]) -> list[dict]:
     keys = list(matrix)
     out = []
     for combo in itertools.product(*(matrix[k] for k in keys)):
-        name = "_".join(f"{MATRIX_SHORT.get(k, k.replace('.', '-'))}-{setting_text(v)}" for k, v in zip(keys, combo))
+        # A secret's value never reaches a name (folders, logs, the terminal): its place in the list does.
+        name = "_".join(f"{MATRIX_SHORT.get(k, k.replace('.', '-'))}-"
+                        f"{matrix[k].index(v) + 1 if SECRET_KEY.search(k) else setting_text(v)}"
+                        for k, v in zip(keys, combo))
         out.append({"name": name, "producer": dict(zip(keys, combo))})
     return out
+
+
+def secret_selector(key: str) -> bool:
+    """An expectations/allow key that selects variants by the literal value of a secret setting."""
+    selector = parse_selector(key) if "=" in key else None
+    return bool(selector) and any(SECRET_KEY.search(k) and not ENV_REF.fullmatch(v) for k, v in selector.items())
 
 
 def parse_selector(key: str) -> dict[str, str] | None:
@@ -740,6 +749,14 @@ class ExperimentSpec(Strict):
                 entry["consumer"] = variant.consumer.model_dump(mode="json", exclude_unset=True)
         doc.pop("matrix", None)  # expanded into variants (less those librdkafka refused)
         doc["cluster"]["client"] = masked(doc["cluster"]["client"])
+        # A selector by a secret's value is kept as the variants it selected, by name: its allow list is
+        # already in theirs (_cross_checks), its rules go under their names.
+        doc["allow"] = {k: v for k, v in doc["allow"].items() if not secret_selector(k)}
+        expectations = {}
+        for key, rules in doc["expectations"].items():
+            for name in (self.selected(key) if secret_selector(key) else [key]):
+                expectations[name] = {**expectations.get(name, {}), **rules}
+        doc["expectations"] = expectations
         doc["producer"] = masked(doc["producer"])
         for variant in doc["variants"]:
             variant["producer"] = masked(variant["producer"])

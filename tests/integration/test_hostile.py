@@ -22,6 +22,32 @@ TINY = {
 }
 
 
+def test_a_secret_in_a_matrix_or_a_selector_reaches_no_name_no_file_and_not_the_terminal(tmp_path):
+    doc = {**TINY, "variants": [], "matrix": {"sasl.password": [f"{SECRET}-1", f"{SECRET}-2"]},
+           "allow": {f"sasl.password={SECRET}-1": ["lost"]},
+           "expectations": {f"sasl.password={SECRET}-2": {"duplicates": ">= 0"}}}
+    exp = tmp_path / "secret.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    out, junit = tmp_path / "reports", tmp_path / "junit.xml"
+    result = kafka_chaos("run", str(exp), "--out", str(out), "--junit", str(junit))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert SECRET not in result.stdout + result.stderr  # the terminal
+    run_dir = next(run_dirs(out))
+    found = [str(p) for p in [*out.rglob("*"), junit] if SECRET.encode() in p.name.encode() + (
+        p.read_bytes() if p.is_file() else b"")]
+    assert found == []  # no file holds it, no file or folder is named after it
+    spec = yaml.safe_load((run_dir / "spec.yaml").read_text())
+    assert [v["name"] for v in spec["variants"]] == ["sasl-password-1", "sasl-password-2"]
+    # Selectors by a secret's value are kept as the variants they selected, by name.
+    assert spec.get("allow", {}) == {} and spec["variants"][0]["allow"] == ["lost"] and spec["variants"][1]["allow"] == []
+    assert list(spec["expectations"]) == ["sasl-password-2"]
+    before = json.loads((run_dir / "summary.json").read_text())["variants"]
+    assert kafka_chaos("analyze", str(run_dir)).returncode == 0  # the folder it wrote is analysable, the same
+    after = json.loads((run_dir / "summary.json").read_text())["variants"]
+    assert {n: (v["allowed"], v["expectations"]) for n, v in after.items()} == {
+        n: (v["allowed"], v["expectations"]) for n, v in before.items()}
+
+
 def test_a_literal_secret_is_written_nowhere_in_the_run_folder(tmp_path):
     # librdkafka accepts SASL and SSL secrets on a PLAINTEXT connection and ignores them.
     doc = {**TINY, "producer": {**TINY["producer"], "sasl.password": SECRET, "ssl.key.password": SECRET},

@@ -239,6 +239,27 @@ def test_matrix_expands_into_named_variants_and_selectors_address_them(tmp_path)
     assert stored.rules("acks-all_idem-true_linger-0") == {"duplicates": Rule("==", 0)}
 
 
+def test_a_secret_in_the_matrix_or_a_selector_never_reaches_a_name_or_the_stored_spec(tmp_path):
+    from harness.spec import ExperimentSpec
+
+    doc = {"name": "m", "workload": {"messages": 10}, "matrix": {"sasl.password": ["hunter2", "swordfish"],
+                                                                "acks": [1, "all"]},
+           "allow": {"sasl.password=hunter2": ["lost"]},
+           "expectations": {"sasl.password=swordfish,acks=all": {"duplicates": "<= 3"}, "acks=1": {"lost": "> 0"}}}
+    spec = load_spec(write(tmp_path, {**doc, "allow": {**doc["allow"], "acks=1": ["lost"]}}))
+    assert [v.name for v in spec.variants] == ["acks-1_sasl-password-1", "acks-1_sasl-password-2",
+                                               "acks-all_sasl-password-1", "acks-all_sasl-password-2"]
+    public = spec.public_dict()
+    text = yaml.safe_dump(public)
+    assert "hunter2" not in text and "swordfish" not in text
+    assert public["allow"] == {"acks=1": ["lost"]}  # the secret selector's allow lists live in the variants
+    assert public["expectations"] == {"acks-all_sasl-password-2": {"duplicates": "<= 3"}, "acks=1": {"lost": "> 0"}}
+    stored = ExperimentSpec.model_validate(public, context={"stored": True})
+    for v in spec.variants:  # judged the same from the stored spec
+        assert stored.rules(v.name) == spec.rules(v.name)
+        assert next(s.allow for s in stored.variants if s.name == v.name) == v.allow
+
+
 @pytest.mark.parametrize("change, where, what", [
     ({"expectations": {"linger.ms=5": {"duplicates": 0}}}, "expectations.linger.ms=5", "selects no variant"),
     ({"allow": {"acks=1": ["duplicates"]}}, "allow", "not a fatal anomaly"),
