@@ -13,7 +13,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, Union, get_args
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainSerializer,
                       PrivateAttr, Tag, ValidationError, ValidationInfo, field_validator, model_validator)
@@ -45,8 +45,27 @@ Seconds = Annotated[float, Field(le=MAX_SECONDS)]
 Millis = Annotated[int, Field(le=MAX_MS)]
 
 
+def _numeric(annotation) -> bool:
+    """A field that takes a number and never a true/false (int, float, Annotated or Optional ones)."""
+    if annotation in (int, float):
+        return True
+    args = get_args(annotation)
+    return bool(args) and bool not in args and any(_numeric(a) for a in args if a is not type(None))
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_true_for_a_number(cls, data):
+        """pydantic reads true as 1 for a number field (members: true would be one member): refused."""
+        if isinstance(data, dict):
+            for name, field in cls.model_fields.items():
+                for key in {name, field.alias} - {None}:
+                    if isinstance(data.get(key), bool) and _numeric(field.annotation):
+                        raise ValueError(f"{key}: {str(data[key]).lower()} is not a number")
+        return data
 
 
 ClientValue = Union[str, int, float, bool]
@@ -453,7 +472,14 @@ class RebalanceStorm(_WorkloadFault):
 
     kind: Literal["rebalance-storm"]
     duration: Annotated[Seconds, Field(gt=0)] = 10.0
-    interval: Annotated[Seconds, Field(gt=0)] = 2.0
+    interval: Annotated[Seconds, Field(ge=1 / MAX_FAULTS_PER_SECOND)] = 2.0  # the floor of every fault's `every`
+
+    @model_validator(mode="after")
+    def _acts(self):
+        if self.interval > self.duration:
+            raise ValueError(f"interval: {self.interval:g} s is longer than the storm's duration, {self.duration:g} s: "
+                             "no member would ever join or leave")
+        return self
 
 
 Fault = Annotated[
@@ -494,6 +520,28 @@ class ConsumerSpec(Strict):
     drain_timeout: Annotated[Seconds, Field(gt=0)] = Field(120.0, description="seconds the group may take, once "
                                                                              "faults are healed, to reach the end")
     config: dict[str, ClientValue] = Field(default_factory=dict, description="librdkafka settings of every member")
+
+    @field_validator("config")
+    @classmethod
+    def _not_owned(cls, config: dict) -> dict:
+        for key in config:
+            if key in CONSUMER_OWNED:
+                raise ValueError(f"{key}: set by the harness ({CONSUMER_OWNED[key]}); it cannot be changed here")
+        return config
+
+
+# The members' settings the harness sets itself (workload/member.consumer_config), and why.
+CONSUMER_OWNED = {
+    "bootstrap.servers": "the cluster's; use cluster.bootstrap_servers (backend external)",
+    "group.id": "one group per variant, named after its topic",
+    "group.instance.id": "members are replaced and rejoin as new members; static membership would hide that",
+    "client.id": "each member's name, which its log and sink rows carry",
+    "enable.auto.commit": "the strategy decides: auto-commit, or commits the member makes",
+    "auto.offset.reset": "earliest: the group must process the whole log",
+    "isolation.level": "read_committed: what the analysis counts as written",
+    "group.protocol": "use the consumer section's group.protocol field",
+    "transactional.id": "one per member slot, for the transactional strategy",
+}
 
 
 # Short names of the settings a matrix most often varies, for its variants' names.
@@ -677,6 +725,23 @@ class ExperimentSpec(Strict):
         if self.cluster.backend != "external" and self.topic.replication_factor > self.cluster.brokers:
             raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than the "
                              f"{self.cluster.brokers} broker(s) of the cluster")
+        if "transaction_size" in self.workload.model_fields_set and not any(self.transactional(v)
+                                                                            for v in self.variants):
+            raise ValueError("workload.transaction_size: only variants whose producer sets transactional.id send in "
+                             "transactions, and none does")
+        for variant in names:  # a consumer metric on a variant without a group would hold trivially
+            if self.consumer_spec(names[variant]) is not None:
+                continue
+            for metric in self.rules(variant):
+                if BY_KEY[metric].consumer:
+                    where = next(k for k in self.expectations if variant in self.selected(k) and metric in
+                                 self.expectations[k])
+                    raise ValueError(f"expectations.{where}.{metric}: measured on a consumer group's sink, and "
+                                     f"variant {variant} has none (add a consumer section)")
+            for metric in names[variant].allow:
+                if BY_KEY[metric].consumer:
+                    raise ValueError(f"allow: {metric} is measured on a consumer group's sink, and variant "
+                                     f"{variant} has none (add a consumer section)")
         if self.workload.abort_ratio and not any(self.transactional(v) for v in self.variants):
             raise ValueError("workload.abort_ratio: only variants whose producer sets transactional.id send in "
                              "transactions, and none does")

@@ -142,7 +142,7 @@ def test_what_did_happen_as_planned_adds_no_check():
 def test_the_planned_metrics_are_expressible_in_an_experiment():
     # An experiment that expects its one planned fault to be dropped says so, and is judged by it.
     s = ExperimentSpec.model_validate({
-        "name": "t", "workload": {"messages": 100, "rate": 100}, "variants": [{"name": "a"}],
+        "name": "t", "workload": {"messages": 100, "rate": 100}, "variants": [{"name": "a"}], "consumer": {},
         "expectations": {"a": {"faults_not_applied": "== 1", "producer_failed": 0, "processed": "> 0"}}})
     assert s.rules("a") == {"faults_not_applied": Rule("==", 1), "producer_failed": Rule("==", 0),
                             "processed": Rule(">", 0)}
