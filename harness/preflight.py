@@ -28,6 +28,11 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
         schedule = load(replay, spec) if replay is not None else plan(spec, spec.seed if seed is None else seed)
     except ScheduleError as e:
         raise ScheduleError(str(e) if replay is not None else f"{experiment}: {e}") from None
+    if replay is not None:  # what the experiment file's faults are held to (spec.kind_problem)
+        for fault in schedule:
+            problem = spec.kind_problem(fault.kind)
+            if problem:
+                raise ScheduleError(f"{replay}: fault {fault.id}: {problem} (in {experiment})")
     if spark_master is not None and not SPARK_MASTER.match(spark_master):
         raise UsageError(f"--spark-master {spark_master!r}: not a Spark master URL "
                          "(local, local[N], local[*], spark://HOST:PORT, yarn, k8s://...)")

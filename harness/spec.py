@@ -745,14 +745,6 @@ class ExperimentSpec(Strict):
         if self.workload.abort_ratio and not any(self.transactional(v) for v in self.variants):
             raise ValueError("workload.abort_ratio: only variants whose producer sets transactional.id send in "
                              "transactions, and none does")
-        for i, fault in enumerate(self.faults):
-            groups = [self.consumer_spec(v) for v in self.variants]
-            if fault.kind in CONSUMER_FAULTS and not all(groups):
-                raise ValueError(f"faults.{i}: {fault.kind} acts on the consumer group, and variant "
-                                 f"{self.variants[groups.index(None)].name} has none: add a consumer section")
-            if fault.kind in PRODUCER_FAULTS and any(g is not None and g.when == "after" for g in groups):
-                raise ValueError(f"faults.{i}: {fault.kind} acts on the producer, which runs before the fault "
-                                 "timeline when consumer.when is after")
         for v in self.variants:  # what the producer child of another client version does not do (yet)
             version = self.client_version(v)
             if version is None:
@@ -763,14 +755,31 @@ class ExperimentSpec(Strict):
                 raise ValueError(f"client: {why}; it cannot send in transactions (transactional.id)")
             if self.consumer_spec(v) is not None:
                 raise ValueError(f"client: {why}; it cannot have a consumer group")
-            for i, fault in enumerate(self.faults):
-                if fault.kind in PRODUCER_FAULTS:
-                    raise ValueError(f"faults.{i}: {fault.kind} acts on the producer; {why}")
+        for i, fault in enumerate(self.faults):
+            problem = self.kind_problem(fault.kind)
+            if problem:
+                raise ValueError(f"faults.{i}: {problem}")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         if not _stored(info):
             self._faults_fire()
         return self
+
+    def kind_problem(self, kind: str) -> str:
+        """Why no variant of this experiment can take a fault of `kind` ("" when they all can): the same check
+        for the experiment's faults and a replayed schedule's (preflight)."""
+        groups = [self.consumer_spec(v) for v in self.variants]
+        if kind in CONSUMER_FAULTS and not all(groups):
+            return (f"{kind} acts on the consumer group, and variant {self.variants[groups.index(None)].name} has "
+                    "none: add a consumer section")
+        if kind in PRODUCER_FAULTS and any(g is not None and g.when == "after" for g in groups):
+            return f"{kind} acts on the producer, which runs before the fault timeline when consumer.when is after"
+        for v in self.variants:
+            version = self.client_version(v)
+            if kind in PRODUCER_FAULTS and version is not None:
+                return (f"{kind} acts on the producer; variant {v.name} runs confluent-kafka {version} in a child "
+                        "process, which runs the plain producer under broker and network faults only, so far")
+        return ""
 
     def _faults_fire(self) -> None:
         """Every fault entry is applied at least once, and the plan stays within MAX_FAULTS (checked
