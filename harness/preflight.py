@@ -98,6 +98,7 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
 
     quiet = _quiet_logger()
     from_matrix = {v["name"] for v in matrix_variants(spec.matrix)}
+    refused: dict[str, str] = {}  # matrix variant -> librdkafka's reason
     kept = []
     for i, variant in enumerate(spec.variants):
         conf = {**spec.producer_config(variant), **spec.cluster.client_settings(),
@@ -108,11 +109,22 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
             detail = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
             if variant.name in from_matrix:
                 spec.notes.append(f"matrix: {variant.name} skipped: librdkafka refuses it: {detail}")
+                refused[variant.name] = detail
                 continue
             raise SpecError(f"{path}: variants.{i}.producer ({variant.name}): librdkafka rejects it: {detail}") from None
         kept.append(variant)
     if not kept:
-        raise SpecError(f"{path}: matrix: librdkafka refuses every combination")
+        first = next(iter(refused.items()))
+        raise SpecError(f"{path}: matrix: librdkafka refuses every combination ({first[0]}: {first[1]})")
+    # A rule that names, or selects nothing but, combinations left out would judge nothing (and the spec.yaml
+    # written would name variants it does not have).
+    for field in ("expectations", "allow"):
+        for key in getattr(spec, field):
+            chosen = spec.selected(key)
+            if chosen and all(name in refused for name in chosen):
+                raise SpecError(f"{path}: {field}.{key}: {'selects' if '=' in key else 'names'} only "
+                                f"{', '.join(chosen)}, which librdkafka refuses ({refused[chosen[0]]}); remove the "
+                                "rule, or the combination from the matrix")
     spec.variants = kept
 
 

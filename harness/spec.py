@@ -409,8 +409,9 @@ class _Downtime(FaultBase):
     downtime: Annotated[Seconds, Field(gt=0)] = 2.0
 
     @model_validator(mode="after")
-    def _downtime_is_duration(self):
-        if "duration" in self.model_fields_set:
+    def _downtime_is_duration(self, info: ValidationInfo):
+        # Run folders of earlier releases wrote the duration beside the downtime (the same number).
+        if "duration" in self.model_fields_set and not (_stored(info) and self.duration == self.downtime):
             raise ValueError(f"{self.kind} takes 'downtime' (seconds until the broker starts again), not 'duration'")
         self.duration = self.downtime
         return self
@@ -650,6 +651,15 @@ class ExperimentSpec(Strict):
             matrix = data["matrix"]
             if all(isinstance(v, list) and v and all(isinstance(x, (str, int, float, bool)) for x in v)
                    for v in matrix.values()):  # otherwise the field's own validation says what is wrong
+                for key, values in matrix.items():  # a value names its variants: the name must hold it, once
+                    texts = [setting_text(x) for x in values]
+                    for x, text in zip(values, texts):
+                        if texts.count(text) > 1:
+                            raise ValueError(f"matrix.{key}: {'a value' if SECRET_KEY.search(key) else repr(x)} "
+                                             "is given twice")
+                        if not SECRET_KEY.search(key) and not re.fullmatch(r"[A-Za-z0-9_.-]+", text):
+                            raise ValueError(f"matrix.{key}: {x!r} cannot be part of a variant's name (letters, "
+                                             "digits, '.', '_', '-'); give such settings in variants")
                 combinations = math.prod(len(v) for v in matrix.values())
                 if combinations + len(data.get("variants") or []) > MAX_VARIANTS:  # before expanding them
                     raise ValueError(f"matrix: {combinations:,} combinations; at most {MAX_VARIANTS} variants "
@@ -822,6 +832,9 @@ class ExperimentSpec(Strict):
             if variant.consumer is not None:
                 entry["consumer"] = variant.consumer.model_dump(mode="json", exclude_unset=True)
         doc.pop("matrix", None)  # expanded into variants (less those librdkafka refused)
+        for fault in doc["faults"]:  # a broker stop's duration is its downtime, which the file gives
+            if "downtime" in fault:
+                fault.pop("duration", None)
         doc["cluster"]["client"] = masked(doc["cluster"]["client"])
         # A selector by a secret's value is kept as the variants it selected, by name: its allow list is
         # already in theirs (_cross_checks), its rules go under their names.
