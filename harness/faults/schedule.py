@@ -169,7 +169,7 @@ def plan(spec: ExperimentSpec, seed: int) -> list[PlannedFault]:
     schedule = [PlannedFault(i, kind, target, at, dur, params)
                 for i, (at, _, kind, target, dur, params) in enumerate(out)]
     check_rate(schedule, "faults")
-    check_overlaps(schedule, START_ALLOWANCE[spec.cluster.broker], f"seed {seed}")
+    check_overlaps(schedule, START_ALLOWANCE[spec.cluster.broker], f"seed {seed}", _members(spec))
     return schedule
 
 
@@ -223,7 +223,23 @@ def overlaps(schedule: list[PlannedFault], allowance: float) -> list[tuple[Plann
             if b.at < held_until(a, allowance) and could_meet(a, b)]
 
 
-def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str) -> None:
+def _members(spec: ExperimentSpec) -> int | None:
+    """The fewest members of a variant's consumer group (None without groups)."""
+    groups = [g for g in (spec.consumer_spec(v) for v in spec.variants) if g is not None]
+    return min(g.members for g in groups) if groups else None
+
+
+HOLDS_A_MEMBER = ("consumer-kill", "consumer-pause")  # a member down or frozen until the fault heals
+
+
+def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str, members: int | None = None) -> None:
+    held = sorted((f for f in schedule if f.kind in HOLDS_A_MEMBER), key=lambda f: (f.at, f.id))
+    for i, f in enumerate(held):  # each needs a running member to act on: no more at once than the group has
+        meanwhile = [g for g in held[:i] if g.at + g.duration > f.at]
+        if members is not None and len(meanwhile) >= members:
+            raise ScheduleError(f"faults ({origin}): {f} starts while {len(meanwhile)} member(s) are still held "
+                                f"({meanwhile[0]}{', ...' if len(meanwhile) > 1 else ''}) and the group has "
+                                f"{members}: it would find no running member; move one of them or add members")
     pauses = sorted((f for f in schedule if f.kind == "producer-pause"), key=lambda f: (f.at, f.id))
     for a, b in zip(pauses, pauses[1:]):  # one paused producer at a time: it resumes before the next pause
         if b.at < a.at + a.duration:
@@ -322,5 +338,5 @@ def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
         raise ScheduleError(f"{path}: {len(faults):,} faults; at most {MAX_FAULTS:,} per variant")
     schedule = sorted((f for _, f in faults.values()), key=lambda f: (f.at, f.id))
     check_rate(schedule, str(path))
-    check_overlaps(schedule, START_ALLOWANCE[spec.cluster.broker], str(path))
+    check_overlaps(schedule, START_ALLOWANCE[spec.cluster.broker], str(path), _members(spec))
     return schedule
