@@ -255,6 +255,14 @@ CASES = [
     Case("sink-not-a-database", both(edit_text("spec.yaml", "seed: 3", "seed: 3\nconsumer: {members: 2}"),
                                      write("off/sink.sqlite", "not sqlite")), DAMAGED, "unreadable SQLite",
          "off/sink.sqlite"),
+    Case("uncommitted-log-part-truncated", lambda f: (
+        shutil.copytree(f.log_path("off"), f.uncommitted_log_path("off")),
+        truncate("off/log_read_uncommitted.parquet/part-00000.parquet")(f)), DAMAGED, "not a readable Parquet file",
+         "off/log_read_uncommitted.parquet/part-00000.parquet"),
+    Case("uncommitted-log-unfinished", lambda f: (
+        shutil.copytree(f.log_path("off"), f.uncommitted_log_path("off")),
+        remove("off/log_read_uncommitted.parquet/_SUCCESS")(f)), DAMAGED, "the read_uncommitted read did not finish",
+         "off/log_read_uncommitted.parquet"),
     Case("acks-linked-to-itself", link(ACKS, lambda f: str(f.path / ACKS)), DAMAGED,
          "a symbolic link leading out of the run folder", ACKS),
     Case("log-offset-a-string", log(*retyped(LOG_SCHEMA, "offset", pa.string())), DAMAGED,
