@@ -79,8 +79,8 @@ def _writable_file(path: Path, option: str) -> None:
 
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
-    from .analysis.metrics import FIGURES, METRICS
-    from .verdict import status_of
+    from .analysis.metrics import FIGURES, METRICS, applies, not_measured
+    from .verdict import held_text, status_of
 
     variants = summary.get("variants", {})
     table = Table(title=Text(f"{summary.get('experiment')} · {summary.get('status')} · verdict "
@@ -89,8 +89,9 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     for name in variants:
         table.add_column(Text(name), justify="right")
     consumers = any(x.get("consumer") for x in variants.values())  # consumer metrics only where a group ran
-    for m in sorted((m for m in METRICS if consumers or not m.consumer), key=lambda m: m.accounting):
-        cells = [f"{x[m.key]:,}" if isinstance(x.get(m.key), int) else "-" for x in variants.values()]
+    absent = not_measured(variants)  # no transactions, no consumer group: said once below the table
+    for m in sorted((m for m in METRICS if m not in absent), key=lambda m: m.accounting):
+        cells = [f"{x[m.key]:,}" if isinstance(x.get(m.key), int) and applies(m, x) else "-" for x in variants.values()]
         table.add_row(m.label + (" *" if m.fatal else ""), *cells, style="dim" if m.accounting else None)
     from .report.render import latency_text, window_text
 
@@ -101,11 +102,17 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
                  if f.key.startswith("dedup_window") else str(x.get(f.key, "-")) for x in variants.values()]
         table.add_row(f.label, *cells)
     console.print(table)
+    if absent:
+        say(f"not measured here: {', '.join(m.label for m in absent)}", "dim")
     for name, x in variants.items():
         if x.get("incomplete"):
             console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
+        if x.get("expectations"):
+            console.print(Text.assemble("  ", ("pass", "green"), f"  {name}: {held_text(x['expectations'], x)}"))
         for c in x.get("expectations", []):
             status = status_of(c)
+            if status == PASS:
+                continue
             mark = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow"),
                     UNKNOWN: ("UNKNOWN", "bold magenta")}[status]
             actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
@@ -476,6 +483,48 @@ def report(run_dir: Path | None, index_dir: Path | None) -> None:
         say(f"report: {write_report(RunFolder(run_dir))}")
     except Exception as e:
         _fail(e)
+
+
+@main.command(epilog=exit_help(OK="the page is written", USAGE="a folder that is not a run, or a page that is "
+                                                             "not ours where the page would go"))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", "page", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The page to write (default: compare-<id>.html beside the first run, where the runs index "
+                   "lists it).")
+def compare(runs: tuple[Path, ...], page: Path | None) -> None:
+    """Put runs side by side: the same variants' metrics from each RUN folder, differences highlighted.
+
+    Writes one HTML page and prints the table. Compare two runs of a client upgrade, a settings change
+    or another broker version: `kafka-chaos compare reports/RUN_A reports/RUN_B`."""
+    from .report import write_compare
+    from .report.render import compare_rows
+    from .runfolder import RunFolder, compare_path
+
+    try:
+        if len(runs) < 2:
+            raise UsageError("compare: give at least two run folders")
+        for path in runs:
+            if not path.is_dir():
+                raise UsageError(f"{path}: no such run folder")
+        folders = [RunFolder(p) for p in runs]
+        written, view = write_compare(folders, page or compare_path(runs[0].resolve().parent,
+                                                                      [f.path.name for f in folders]))
+    except Exception as e:
+        _fail(e)
+    table = Table(title=Text("runs compared: " + " · ".join(f"{i + 1} = {r['folder']}" for i, r in
+                                                             enumerate(view["runs"]))), title_justify="left")
+    table.add_column("")
+    columns = [(n, i) for n in view["variants"] for i in range(len(view["runs"]))]
+    for n, i in columns:
+        table.add_column(Text(f"{n} #{i + 1}"), justify="right")
+    for row in compare_rows(view):
+        label = row["metric"].label if row.get("metric") else row["label"]
+        cells = [Text("-" if row["cells"][k] is None else f"{row['cells'][k]:,}" if isinstance(row["cells"][k], int)
+                      else str(row["cells"][k]), style="bold yellow" if row["differs"][k[0]] else None)
+                 for k in columns]
+        table.add_row(label, *cells)
+    console.print(table)
+    say(f"page: {written}")
 
 
 @main.command()

@@ -36,6 +36,7 @@ It is also the Python API for exploring runs in a notebook, as pandas DataFrames
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -612,13 +613,8 @@ def index_path(out: Path) -> Path:
 INDEX_MARKS = ('<meta name="generator" content="kafka-chaos">', "<title>kafka-chaos runs</title>")
 
 
-def write_runs_index(out: Path, html: str) -> Path:
-    """<out>/index.html, the list of runs: only in a folder that holds runs, and only over a page of ours
-    (RunFolderError, exit 2, naming the folder or the page otherwise: `report --index /` writes nothing)."""
-    if not runs_in(out) and not series_in(out):
-        raise RunFolderError(f"{out}: holds no run (no folder with a summary.json); the runs index is written "
-                             "only into a folder of runs")
-    path = index_path(out)
+def _refuse_foreign(path: Path) -> None:
+    """RunFolderError (exit 2) unless `path` is absent or a page the harness wrote (never written over)."""
     if path.exists() or path.is_symlink():
         try:
             with open(path, "rb") as f:
@@ -626,7 +622,42 @@ def write_runs_index(out: Path, html: str) -> Path:
         except OSError as e:
             raise RunFolderError(f"{path}: cannot be read ({one_line(e)}); not overwritten") from None
         if path.is_symlink() or not any(mark in head for mark in INDEX_MARKS):
-            raise RunFolderError(f"{path}: not a runs index kafka-chaos wrote; not overwritten")
+            raise RunFolderError(f"{path}: not a page kafka-chaos wrote; not overwritten")
+
+
+def compare_path(out: Path, run_ids: list[str]) -> Path:
+    """Where `kafka-chaos compare` writes the page of these runs, by default: beside the runs index."""
+    digest = hashlib.sha1("\n".join(run_ids).encode()).hexdigest()[:8]
+    return out / f"compare-{digest}.html"
+
+
+def compare_pages(out: Path) -> list[str]:
+    """The comparison pages of an --out folder (compare-*.html the harness wrote), by name."""
+    found = []
+    for p in sorted(out.glob("compare-*.html")):
+        try:
+            _refuse_foreign(p)
+        except RunFolderError:
+            continue
+        found.append(p.name)
+    return found
+
+
+def write_page(path: Path, html: str) -> Path:
+    """A page of the harness's (a comparison) at `path`, never over a page someone else wrote."""
+    _refuse_foreign(path)
+    _write_atomic(path, html)
+    return path
+
+
+def write_runs_index(out: Path, html: str) -> Path:
+    """<out>/index.html, the list of runs: only in a folder that holds runs, and only over a page of ours
+    (RunFolderError, exit 2, naming the folder or the page otherwise: `report --index /` writes nothing)."""
+    if not runs_in(out) and not series_in(out):
+        raise RunFolderError(f"{out}: holds no run (no folder with a summary.json); the runs index is written "
+                             "only into a folder of runs")
+    path = index_path(out)
+    _refuse_foreign(path)
     _write_atomic(path, html)
     return path
 

@@ -16,7 +16,7 @@ import operator
 import re
 from dataclasses import dataclass
 
-from .analysis.metrics import METRICS
+from .analysis.metrics import BY_KEY, METRICS, applies
 # Run verdicts besides pass and fail: the run's status when it did not produce numbers to judge.
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 
@@ -96,6 +96,31 @@ def plan_checks(facts: dict, rules: dict[str, Rule]) -> list[dict]:
     if facts.get("consumer") and facts.get("received") and not facts.get("processed"):
         unknown("processed", "> 0", 0, f"the consumer group processed none of {facts['received']:,} records")
     return checks
+
+
+def implicit(check: dict) -> bool:
+    """A check every variant gets (a fatal metric == 0 or allowed, unseen == 0), not an expectation the
+    experiment wrote."""
+    return check["rule"] == "allowed" or check["rule"].endswith(("(fatal)", "(else unknown)"))
+
+
+def held_text(checks: list[dict], variant: dict | None = None) -> str:
+    """The checks that held, in one line: "all 7 fatal checks held (1 allowed); 2 expectations held
+    (duplicates > 0, jump_back_runs > 0)". A fatal check of a metric that cannot apply to the variant (its
+    summary entry: no transactions, no consumer group) is not counted. Checks that failed or could not be
+    decided are said one by one elsewhere."""
+    relevant = [c for c in checks
+                if variant is None or c["metric"] not in BY_KEY or applies(BY_KEY[c["metric"]], variant)]
+    fatal = [c for c in relevant if implicit(c)]
+    fine = [c for c in fatal if status_of(c) in (PASS, ALLOWED)]
+    allowed = sum(1 for c in fine if status_of(c) == ALLOWED)
+    head = (f"all {len(fatal)}" if len(fine) == len(fatal) else f"{len(fine)} of {len(fatal)}") + " fatal checks held"
+    head += f" ({allowed} allowed)" if allowed else ""
+    written = [c for c in relevant if not implicit(c) and status_of(c) == PASS]
+    if written:
+        head += (f"; {len(written)} expectation{'s' if len(written) > 1 else ''} held ("
+                 + ", ".join(f"{c['metric']} {c['rule']}" for c in written) + ")")
+    return head
 
 
 def _check(metric: str, rule: str, actual, status: str) -> dict:

@@ -21,6 +21,7 @@ class Metric:
     trend: bool = False  # drawn across runs in the runs index
     accounting: bool = False  # delivery counts, shown dimmed after the anomalies
     consumer: bool = False  # measured on the consumer group's sink (0 in variants without one)
+    transactional: bool = False  # about transactions (0 in variants that send none)
     undecided: bool = False  # above 0 the verdict is unknown (exit 3), unless the variant allows lost
     planned: bool = False  # what the run did of its plan (not measured on the log; no per-partition value): above
     # 0 the verdict is unknown (exit 3) unless an expectation names the metric (verdict.plan_checks)
@@ -62,16 +63,16 @@ METRICS: tuple[Metric, ...] = (
            "acked sends whose offset is below the offset of the send before them in their partition and session"),
     # Transactional variants (the log read with read_committed); 0 elsewhere.
     Metric("aborted_reads", "aborted reads", "records of aborted transactions visible under read_committed",
-           fatal=True, anomaly=True),
+           fatal=True, anomaly=True, transactional=True),
     Metric("lost_committed", "lost committed", "values of committed transactions never read under read_committed",
-           fatal=True, anomaly=True),
+           fatal=True, anomaly=True, transactional=True),
     # Per partition: transactions partly read within it; per variant the driver counts across partitions.
     Metric("torn_transactions", "torn transactions",
            "transactions partly visible under read_committed (some of their values read, some not)",
-           fatal=True, anomaly=True),
+           fatal=True, anomaly=True, transactional=True),
     Metric("zombie_writes_visible", "zombie writes visible",
            "records of a fenced producer instance's transaction visible under read_committed",
-           fatal=True, anomaly=True),
+           fatal=True, anomaly=True, transactional=True),
     # Consumer variants (the group's sink against the log read back; analysis/consumption.py); 0 elsewhere.
     Metric("reprocessed", "reprocessed", "records (partition, offset) the consumer group processed more than once",
            anomaly=True, trend=True, consumer=True),
@@ -128,6 +129,21 @@ BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
 FATAL: frozenset[str] = frozenset(m.key for m in METRICS if m.fatal)
 UNDECIDED: frozenset[str] = frozenset(m.key for m in METRICS if m.undecided)
+
+
+def applies(metric: Metric, variant: dict) -> bool:
+    """The metric can be non-zero for this variant (its summary entry): the consumer metrics need a consumer
+    group, the transaction metrics transactions; the tables and the CLI leave out the others."""
+    if metric.consumer:
+        return bool(variant.get("consumer"))
+    if metric.transactional:
+        return bool(variant.get("transactions"))
+    return True
+
+
+def not_measured(variants: dict[str, dict]) -> list[Metric]:
+    """The metrics that apply to none of the variants (said once, as "not measured here")."""
+    return [m for m in METRICS if not any(applies(m, v) for v in variants.values())]
 
 
 def combine(key: str, values) -> int:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runfolder import RunFolder, SeriesFolder, write_runs_index
-from .load import load, load_aggregate, load_index, load_series
-from .render import render_aggregate, render_index, render_run
+import os
+from urllib.parse import quote
+
+from ..runfolder import RunFolder, SeriesFolder, compare_pages, write_page, write_runs_index
+from .load import load, load_aggregate, load_compare, load_index, load_series
+from .render import render_aggregate, render_compare, render_index, render_run
 
 
 def write_report(folder: RunFolder) -> Path:
@@ -16,9 +19,21 @@ def write_report(folder: RunFolder) -> Path:
 
 def write_index(out: Path) -> Path:
     """<out>/index.html: every run of the folder, newest first, with the trend across runs."""
-    return write_runs_index(out, render_index(load_index(out), load_series(out)))
+    return write_runs_index(out, render_index(load_index(out), load_series(out), compare_pages(out)))
 
 
 def write_aggregate_report(folder: SeriesFolder) -> Path:
     """<series>/index.html: the aggregate of repeated runs, from aggregate.json."""
     return folder.write_report(render_aggregate(load_aggregate(folder)))
+
+
+def write_compare(folders: list[RunFolder], page: Path) -> tuple[Path, dict]:
+    """`page`: the runs side by side (links to each run's report relative to it); also the view, for the
+    terminal's table."""
+    view = load_compare(folders)
+    for run, folder in zip(view["runs"], folders):
+        run["href"] = quote(os.path.relpath(folder.path.resolve() / "index.html", page.resolve().parent), safe="/.")
+    written = write_page(page, render_compare(view))
+    if (page.parent / "index.html").exists() and any(r.path.parent.resolve() == page.parent.resolve() for r in folders):
+        write_index(page.parent)  # the runs index lists the comparisons beside it
+    return written, view

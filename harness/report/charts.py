@@ -153,3 +153,36 @@ def window_cdf(title: str, distances: list[float], unit: str, marks: dict[str, f
         body.append(f'<text x="{W - PAD_R - 4}" y="{PAD_T + 12 + 12 * i}" class="legend" text-anchor="end" '
                     f'fill="{color}">{escape(name)} {_num(at)} {escape(unit)}</text>')
     return _frame(title + " (% of repeats caught)", 100, ("0", f"{_num(top)} {unit}"), body)
+
+
+def compare(title: str, names: list[str], panels: list[tuple[str, list[float | None]]]) -> Markup:
+    """The variants side by side: one panel per measure (its label, one value per variant in `names`' order),
+    a horizontal bar per variant with its value written beside it. The title and a <desc> listing every
+    value are the chart's text alternative."""
+    label_w, gap, bar_h = 150, 18, 16
+    height = PAD_T + 18 + len(names) * (bar_h + 6) + 8
+    panel_w = (W - label_w - PAD_R - gap * (len(panels) - 1)) / max(len(panels), 1)
+    def text(v) -> str:
+        return "-" if v is None else f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
+
+    desc = "; ".join(f"{label}: " + ", ".join(f"{n} {text(v)}" for n, v in zip(names, vals)) for label, vals in panels)
+    body = [f'<desc>{escape(desc)}</desc>']
+    for i, name in enumerate(names):
+        y = PAD_T + 18 + i * (bar_h + 6)
+        body.append(f'<text x="{label_w - 6}" y="{y + bar_h - 4}" class="legend" text-anchor="end">{escape(name)}</text>')
+    for k, (label, values) in enumerate(panels):
+        x0 = label_w + k * (panel_w + gap)
+        top = max([v for v in values if v is not None] + [0]) or 1
+        body.append(f'<text x="{x0:.1f}" y="{PAD_T + 8}" class="legend">{escape(label)}</text>')
+        body.append(f'<line x1="{x0:.1f}" y1="{PAD_T + 12}" x2="{x0:.1f}" y2="{height - 6}" class="axis"/>')
+        for i, v in enumerate(values):
+            y = PAD_T + 18 + i * (bar_h + 6)
+            width = 0 if not v else max(1.0, (panel_w - 60) * v / top)
+            body.append(f'<rect class="bar" fill="{COLORS[i % len(COLORS)]}" x="{x0:.1f}" y="{y}" width="{width:.1f}" '
+                        f'height="{bar_h}"><title>{escape(names[i])}: {escape(label)} {text(v)}</title></rect>')
+            body.append(f'<text x="{x0 + width + 4:.1f}" y="{y + bar_h - 4}" class="tick">{text(v)}</text>')
+    return Markup("\n".join([
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" '
+        f'height="{height}" role="img" aria-label="{escape(title)}: {escape(desc)}">',
+        f'<title>{escape(title)}</title>', f'<text x="{PAD_L}" y="14" class="title">{escape(title)}</text>',
+        *body, "</svg>"]))

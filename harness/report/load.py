@@ -190,3 +190,19 @@ def load_series(out: Path) -> list[dict]:
             continue
     found.sort(key=lambda r: (str(r["aggregate"].get("started_at") or ""), r["folder"]), reverse=True)
     return found
+
+
+def load_compare(folders: list[RunFolder]) -> dict:
+    """Runs side by side: each run's summary, and the variants they share by name (in the first run's order,
+    then the others'). RunFolderError (exit 2) naming a folder that is not an analysed run."""
+    runs = []
+    for folder in folders:
+        summary = folder.read_summary()
+        if summary is None:
+            raise RunFolderError(f"{folder.path}: not a run folder (no summary.json); compare takes folders that "
+                                 "`kafka-chaos run` or `analyze` wrote")
+        runs.append({"folder": folder.path.name, "path": str(folder.path), "summary": summary})
+    names: list[str] = []
+    for r in runs:
+        names += [n for n in r["summary"].get("variants", {}) if n not in names]
+    return {"runs": runs, "variants": names}

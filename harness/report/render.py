@@ -4,6 +4,7 @@
     render_index(runs, series) -> str   <out>/index.html, every run with its verdict and the trend across
                                   runs, and every series of repeated runs with its rates
     render_aggregate(view) -> str <series>/index.html, the aggregate of repeated runs
+    render_compare(view) -> str   compare-....html, runs side by side (`kafka-chaos compare`)
 
 Pages are jinja2 templates with autoescaping (every value from data or experiment files is
 escaped), inline CSS and SVG, no script and no network request. Links are built only from names
@@ -16,9 +17,10 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from ..aggregate import RANKED
-from ..analysis.metrics import BY_KEY, FIGURES, METRICS
+from ..analysis.metrics import BY_KEY, FIGURES, METRICS, applies, not_measured
 from .. import verdict as v
 from ..status import COMPLETE, INTERRUPTED
 from . import charts
@@ -150,17 +152,72 @@ def window_text(window) -> str:
     return " / ".join(f"{window[k]:,}" for k in ("p50", "p99", "p100"))
 
 
+def _n(x) -> str:
+    return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else "-"
+
+
+def finding(name: str, x: dict, clients: bool = False) -> str:
+    """A variant's outcome in the seed article's words: sent, confirmed, received, duplicates in jump-backs and
+    the largest, loss, any other anomaly, and the longest stall. clients: name its client (they differ)."""
+    if x.get("incomplete"):
+        return f"{name}: not analysed ({x['incomplete']})."
+    who = f" ({x['client']})" if clients and x.get("client") else ""
+    parts = [f"{_n(x.get('sent'))} sent, {_n(x.get('acked'))} confirmed, {_n(x.get('received'))} received"]
+    dup, runs, big = x.get("duplicates") or 0, x.get("jump_back_runs") or 0, x.get("max_jump_back") or 0
+    parts.append(f"{dup:,} duplicates in {runs:,} jump-back{'s' if runs != 1 else ''} of up to {big:,}"
+                 if dup or runs else "no duplicate, no jump-back")
+    lost = x.get("lost") or 0
+    parts.append(f"{lost:,} confirmed value{'s' if lost != 1 else ''} lost" if lost else "nothing lost")
+    told = ("duplicates", "jump_back_runs", "max_jump_back", "lost")
+    parts += [f"{x[m.key]:,} {m.label}" + (" (allowed)" if m.key in (x.get("allowed") or []) else "")
+              for m in METRICS if m.anomaly and m.key not in told and applies(m, x) and x.get(m.key)]
+    if x.get("unavailable_s"):
+        parts.append(f"the longest stall {x['unavailable_s']} s")
+    return f"{name}{who}: " + "; ".join(parts) + "."
+
+
+def comparison(s: dict) -> Markup | None:
+    """The variants side by side: duplicates, lost and the longest stall (the finding as one picture)."""
+    names = [n for n, x in s.get("variants", {}).items() if not x.get("incomplete")]
+    if not names:
+        return None
+    xs = [s["variants"][n] for n in names]
+    return charts.compare("the variants side by side", names, [
+        ("duplicates", [x.get("duplicates") for x in xs]), ("lost", [x.get("lost") for x in xs]),
+        ("longest stall (s)", [x.get("unavailable_s") for x in xs])])
+
+
+def partition_metrics(view_variants: dict, entries: dict) -> list:
+    """The per-partition table's columns: the delivery figures, then every anomaly that applies and shows
+    in some partition (so the table fits a laptop's screen)."""
+    always = ("received", "duplicates", "jump_back_runs", "max_jump_back", "lost")
+    seen = {m.key for var in view_variants.values() for p in var.get("partitions", []) for m in METRICS
+            if isinstance(p.get(m.key), int) and p.get(m.key)}
+    return [m for m in METRICS if m.key in always or (m.anomaly and m.key in seen and any(
+        applies(m, x) for x in entries.values()))]
+
+
 def render_run(view: dict) -> str:
     s = view["summary"]
     css, line = headline(s, view["verdict"])
+    entries = s.get("variants", {})
+    clients = len({x.get("client") for x in entries.values()}) > 1
+    checks_open = any(v.status_of(c) != v.PASS for x in entries.values() for c in x.get("expectations", [])) or \
+        any(x.get("incomplete") for x in entries.values())
     variants = {name: {**var, "charts": _charts(name, var, s.get("variants", {}).get(name)),
                        "listing": [listing_line(r) for r in var["runs"]],
                        "window_charts": _window_charts(name, var, s["variants"].get(name, {}))}
                 for name, var in view["variants"].items()}
     has_consumer = any(var.get("consumer") for var in view["variants"].values()) or any(
         v.get("consumer") for v in s.get("variants", {}).values())
+    absent = not_measured(entries)
     return _env().get_template("run.html.j2").render(
-        s=s, verdict=view["verdict"], headline=line, headline_class=css, metrics=METRICS, figures=FIGURES,
+        findings=[finding(n, x, clients) for n, x in entries.items()], comparison=comparison(s),
+        held={n: v.held_text(x.get("expectations", []), x) for n, x in entries.items()}, checks_open=checks_open,
+        absent=absent, applies=applies, partition_metrics=partition_metrics(view["variants"], entries),
+        by_key=BY_KEY, clients=clients,
+        s=s, verdict=view["verdict"], headline=line, headline_class=css,
+        metrics=[m for m in METRICS if m not in absent], figures=FIGURES,
         latency_text=latency_text, window_text=window_text, has_consumer=has_consumer,
         setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"], variants=variants,
         detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s),
@@ -212,7 +269,28 @@ def render_aggregate(view: dict) -> str:
         allowed_fatal=view.get("allowed", {}))
 
 
-def render_index(runs: list[dict], series: list[dict] = ()) -> str:
+def compare_rows(view: dict) -> list[dict]:
+    """Per metric that applies somewhere: its values per (variant, run), and whether the runs differ on it."""
+    rows = []
+    entries = {(n, i): r["summary"]["variants"].get(n) for n in view["variants"] for i, r in enumerate(view["runs"])}
+    absent = not_measured({f"{n}@{i}": x for (n, i), x in entries.items() if x is not None})
+    for m in (m for m in METRICS if m not in absent):
+        cells = {key: (x.get(m.key) if x is not None and applies(m, x) else None) for key, x in entries.items()}
+        differs = {n: len({cells[(n, i)] for i in range(len(view["runs"]))}) > 1 for n in view["variants"]}
+        rows.append({"metric": m, "cells": cells, "differs": differs})
+    for key, label in (("unavailable_s", "longest stall (s)"), ("client", "client")):
+        cells = {k: (x.get(key) if x is not None else None) for k, x in entries.items()}
+        differs = {n: len({cells[(n, i)] for i in range(len(view["runs"]))}) > 1 for n in view["variants"]}
+        rows.append({"label": label, "cells": cells, "differs": differs})
+    return rows
+
+
+def render_compare(view: dict) -> str:
+    return _env().get_template("compare.html.j2").render(runs=view["runs"], variants=view["variants"],
+                                                        rows=compare_rows(view))
+
+
+def render_index(runs: list[dict], series: list[dict] = (), compares: list[str] = ()) -> str:
     oldest_first = list(reversed(runs))
     names = sorted({(r["summary"].get("experiment"), name) for r in runs for name in r["summary"].get("variants", {})},
                    key=str)
@@ -223,4 +301,5 @@ def render_index(runs: list[dict], series: list[dict] = ()) -> str:
                                    if r["summary"].get("experiment") == exp else None for r in oldest_first]
                  for exp, name in names}
         trend.append(charts.trend(f"{metric} per variant, oldest run left", [r["folder"] for r in oldest_first], lines))
-    return _env().get_template("index.html.j2").render(runs=runs, trend=trend, series=series, ci=interval_text)
+    return _env().get_template("index.html.j2").render(runs=runs, trend=trend, series=series, ci=interval_text,
+                                                       compares=compares)

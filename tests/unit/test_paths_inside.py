@@ -154,7 +154,7 @@ def test_report_index_writes_only_into_a_folder_of_runs_and_only_over_its_own_pa
     page = out / "index.html"
     page.write_text("<html>the user's own page</html>")
     result = invoke("report", "--index", out)
-    assert result.exit_code == 2 and f"{page}: not a runs index kafka-chaos wrote" in result.output
+    assert result.exit_code == 2 and f"{page}: not a page kafka-chaos wrote" in result.output
     assert page.read_text() == "<html>the user's own page</html>"
 
 

@@ -204,3 +204,121 @@ def test_longest_unavailability_is_marked_on_the_acks_chart_and_variants_are_ran
     rows = re.findall(r"<td>(\d)</td><td class=\"l nw\">(\w+)</td>", ranking)
     assert rows == [("1", "on"), ("2", "off")]  # off: 37 duplicates per 1,000 acked = 3,700 per 100k
     assert ">3,700<" in ranking and ">500<" in ranking and ">1,234<" in ranking  # on: 1,000 acked in 2 s
+
+
+def test_the_finding_comes_first_in_words_with_one_picture_and_the_verdict_in_one_line(tmp_path):
+    folder, summary, _ = make_run(tmp_path)
+    html = unescape(html_of(folder))
+    finding = html[html.index('id="finding"'):html.index('id="checks"')]
+    off, on = summary["variants"]["off"], summary["variants"]["on"]
+    assert (f"off: {off['sent']:,} sent, {off['acked']:,} confirmed, {off['received']:,} received; "
+            f"{off['duplicates']:,} duplicates in {off['jump_back_runs']} jump-backs of up to {off['max_jump_back']:,}; "
+            "nothing lost") in finding
+    assert "on: " in finding and "no duplicate, no jump-back; nothing lost" in finding
+    picture = finding[finding.index("<svg"):finding.index("</svg>")]
+    assert "<desc>" in picture and f"duplicates: off {off['duplicates']:,}, on 0" in picture  # its text alternative
+    assert "off</b>: all 7 fatal checks held" in finding
+    assert "on</b>: all 7 fatal checks held; 1 expectation held (duplicates == 0)" in finding
+    assert html.index('id="finding"') < html.index('id="comparison"')  # before every table
+    assert '<details id="checks">' in html  # all held: the table of every check is folded
+
+
+def test_the_checks_unfold_when_something_failed_or_was_allowed(tmp_path):
+    folder, _, _ = make_run(tmp_path, off_lost=2, off_allow=("lost",))
+    html = html_of(folder)
+    assert '<details id="checks" open>' in html
+    assert "2 confirmed values lost" in unescape(html)
+
+
+def test_a_producer_only_run_shows_no_transaction_or_consumer_metric_and_says_so(tmp_path):
+    folder, summary, _ = make_run(tmp_path)
+    html = html_of(folder)
+    for key in ("aborted_reads", "torn_transactions", "zombie_writes_visible", "lost_committed", "reprocessed",
+                "skipped", "processed"):
+        assert f'data-metric="{key}"' not in html, key
+    assert 'id="not-measured"' in html and "aborted reads" in html[html.index('id="not-measured"'):]
+    partitions = html[html.index('class="partitions"'):html.index("</table>", html.index('class="partitions"'))]
+    assert "aborted reads" not in partitions and "duplicates" in partitions
+
+
+def test_a_transactional_run_shows_the_transaction_metrics(tmp_path):
+    folder, summary, _ = make_run(tmp_path)
+    summary["variants"]["on"]["transactions"] = {"committed": 10, "aborted": 1, "unknown": 0}
+    rewrite_summary(folder, summary)
+    html = html_of(folder)
+    assert 'data-metric="aborted_reads"' in html and 'data-metric="torn_transactions"' in html
+    assert "aborted reads" not in html[html.index('id="not-measured"'):] if 'id="not-measured"' in html else True
+    row = html[html.index('data-metric="aborted_reads"') - 200:html.index("</tr>", html.index('data-metric="aborted_reads"'))]
+    assert row.count('data-metric="aborted_reads"') == 2 and ">-<" in row  # off sends no transactions: "-"
+
+
+def test_the_cli_table_leaves_out_what_cannot_apply(tmp_path, capsys):
+    from harness.cli import print_summary
+
+    _, summary, _ = make_run(tmp_path)
+    print_summary(summary)
+    out = capsys.readouterr().out
+    assert "aborted reads" not in out.split("not measured here")[0] and "not measured here: aborted reads" in out
+    assert "off: all 7 fatal checks held" in out and "on: all 7 fatal checks held; 1 expectation held" in out
+    summary["variants"]["on"]["transactions"] = {"committed": 3}
+    print_summary(summary)
+    out = capsys.readouterr().out
+    assert "aborted reads" in out.split("not measured here")[0]
+
+
+def test_fault_rows_are_seconds_from_the_start_with_their_lateness(tmp_path):
+    folder, _, faults = make_run(tmp_path)
+    records = [{**f, "applied_offset": f["planned_at"] + 0.35, "late_s": 0.35, "held_s": 0.3} for f in faults]
+    folder.faults_path.write_text("")
+    folder.append_faults(records)
+    html = html_of(folder)
+    table = html[html.index('id="faults"'):html.index("</table>", html.index('id="faults"'))]
+    assert "<th>applied at (s)</th><th>late (s)</th>" in table and ">1.35<" in table and 'class="bad">0.35<' in table
+    assert f">{faults[0]['applied_at']}<" not in table  # clock times only on hover (title), never wrapping the row
+
+
+def test_compare_puts_two_runs_side_by_side_and_refuses_a_folder_that_is_not_a_run(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    a, summary, _ = make_run(tmp_path / "out", run_id="20260101T000000Z-fixture-aaaaaa")
+    b, _, _ = make_run(tmp_path / "out", run_id="20260102T000000Z-fixture-bbbbbb", off_lost=3, off_allow=("lost",))
+    write_index(tmp_path / "out")
+    result = CliRunner().invoke(main, ["compare", str(a.path), str(b.path)])
+    assert result.exit_code == 0, result.output
+    [page] = (tmp_path / "out").glob("compare-*.html")
+    html = page.read_text()
+    assert "20260101T000000Z-fixture-aaaaaa" in html and "20260102T000000Z-fixture-bbbbbb" in html
+    off = html[html.index('id="compare-off"'):html.index("</table>", html.index('id="compare-off"'))]
+    lost_row = off[off.index(">lost"):off.index("</tr>", off.index(">lost"))]
+    assert lost_row.count('class="differs"') == 2 and ">3<" in lost_row  # the difference highlighted
+    assert page.name in (tmp_path / "out" / "index.html").read_text()  # the runs index links it
+    assert "lost" in result.output and f"page: {page}" in result.output
+    result = CliRunner().invoke(main, ["compare", str(a.path), str(tmp_path)])
+    assert result.exit_code == 2 and f"{tmp_path}: not a run folder" in result.output
+
+
+PROBE = """<script>
+const box = e => e ? Math.round(e.getBoundingClientRect().bottom) : -1;
+const wide = [...document.querySelectorAll('table')].filter(t => t.getBoundingClientRect().right > innerWidth).length;
+document.title = JSON.stringify({scroll: document.documentElement.scrollWidth, width: innerWidth, wide: wide,
+  finding: box([...document.querySelectorAll('p.finding')].pop()), picture: box(document.querySelector('#finding ~ svg'))});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (.ci/run installs Debian's chromium)")
+def test_on_a_laptop_screen_the_finding_is_on_the_first_screen_and_no_table_scrolls_sideways(tmp_path):
+    """At 1366x768 in headless Chromium: a copy of the page with a measuring script (the page itself has
+    none) reports the page's width and where the findings and the picture end."""
+    folder, _, _ = make_run(tmp_path, n_runs=40)
+    page = write_report(folder)
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    dom = subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1366,768",
+                          "--virtual-time-budget=2000", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=60)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = json.loads(unescape(re.search(r"<title>(.*?)</title>", dom.stdout, re.S).group(1)))
+    assert found["width"] == 1366 and found["scroll"] <= found["width"] and found["wide"] == 0, found
+    assert 0 < found["finding"] <= 768 and 0 < found["picture"] <= 768, found
