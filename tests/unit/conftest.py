@@ -1,3 +1,4 @@
+import signal
 import sys
 
 import psutil
@@ -16,3 +17,13 @@ def no_jvm_in_the_unit_tier(request):
     before = _jvm()
     yield
     assert before or not _jvm(), f"{request.module.__name__} started a JVM"
+
+
+@pytest.fixture
+def signal_handlers_restored():
+    """A command run in-process (CliRunner) installs the harness's Ctrl-C policy; keep pytest's own for the
+    rest of the session. Modules that run commands use it for every test (pytestmark)."""
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in saved.items():
+        signal.signal(s, handler)

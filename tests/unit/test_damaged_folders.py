@@ -3,7 +3,6 @@
 traceback, and rewrites nothing. The cases that need the analysis are in tests/spark."""
 
 import shutil
-import signal
 
 import pytest
 from click.testing import CliRunner
@@ -21,13 +20,7 @@ def pristine(tmp_path_factory):
     return make_analysable_run(tmp_path_factory.mktemp("pristine"))
 
 
-@pytest.fixture(autouse=True)
-def signal_handlers_restored():
-    """analyze installs the harness's Ctrl-C policy; keep pytest's own for the rest of the session."""
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for s, handler in saved.items():
-        signal.signal(s, handler)
+pytestmark = pytest.mark.usefixtures("signal_handlers_restored")
 
 
 def test_corpus_is_large_enough():

@@ -4,7 +4,6 @@ write of the summary fails with ENOSPC; everything the run would start is replac
 
 import errno
 import json
-import signal
 
 import pytest
 from click.testing import CliRunner
@@ -33,12 +32,7 @@ class _Cluster:
         pass
 
 
-@pytest.fixture(autouse=True)
-def signal_handlers_restored():
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for s, handler in saved.items():
-        signal.signal(s, handler)
+pytestmark = pytest.mark.usefixtures("signal_handlers_restored")
 
 
 def test_full_disk_keeps_a_minimal_summary_and_exits_3(tmp_path, monkeypatch):

@@ -6,7 +6,6 @@ that would show in any page or table built from them."""
 import json
 import os
 import shutil
-import signal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,12 +20,7 @@ from tests.stored_run import LOG_SCHEMA, acks_table, make_analysable_run
 TRAP = 777777
 
 
-@pytest.fixture(autouse=True)
-def signal_handlers_restored():
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for s, handler in saved.items():
-        signal.signal(s, handler)
+pytestmark = pytest.mark.usefixtures("signal_handlers_restored")
 
 
 @pytest.fixture
