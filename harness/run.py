@@ -30,12 +30,10 @@ from .logfile import FileLogger
 from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
-from .workload.clientenv import ensure, running
-from .workload.clientproc import ChildProducer
 from .workload.consumers import ConsumerGroup
-from .workload.producer import DeliveryLog, produce
+from .workload.producers import Sending, make_producer
 from .workload.readback import final_read, save_log
-from .workload.transactional import TransactionalWorkload, TransactionsLog, TransactionsUnavailable
+from .workload.transactional import TransactionsUnavailable
 
 
 class Listener:
@@ -153,35 +151,21 @@ class Run:
         if not after:
             nemesis.start()
         watchdog = Watchdog(cluster, self.stop)
-        config = spec.producer_config(variant)
-        offsets_told = str(config.get("acks", config.get("request.required.acks", "all"))) != "0"
-        version = spec.client_version(variant)  # another confluent-kafka: its producer runs in a child process
-        log = None if version else DeliveryLog(self.folder.acks_path(name), spec.topic.partitions, offsets_told)
-        t0 = time.monotonic()
-        result = None
-        transactional = spec.transactional(variant)
-        txlog = TransactionsLog(self.folder.transactions_path(name)) if transactional else None
-        on_progress = lambda n: self.listener.sent(name, n, spec.workload.messages)  # noqa: E731
-        settings = dict(rate=spec.workload.rate, flush_timeout=spec.workload.flush_timeout, stop=self.stop,
-                        on_progress=on_progress, logger=logger, faults=None if after else nemesis.workload)
+        sending = Sending(cluster.client, topic, spec.topic.partitions, spec.workload.messages,
+                          spec.producer_config(variant), self.folder.acks_path(name), self.folder.client_log(name),
+                          spec.workload.rate, spec.workload.flush_timeout, self.stop,
+                          lambda n: self.listener.sent(name, n, spec.workload.messages), logger,
+                          None if after else nemesis.workload)
+        producer = make_producer(sending, spec.client_version(variant), spec.transactional(variant),
+                                 self.folder.transactions_path(name), spec.workload.transaction_size,
+                                 spec.workload.abort_ratio, self.seed)
         # Before the final flush the faults still due are applied (at most a grace past their planned times),
         # then every fault is healed, so the flush can complete.
         before_flush = None if after else (lambda: nemesis.finish(self.stop))
-        child = None if version is None else ChildProducer(
-            ensure(version), cluster.client, topic, spec.topic.partitions, spec.workload.messages, config,
-            self.folder.acks_path(name), offsets_told, self.folder.client_log(name), spec.workload.rate,
-            spec.workload.flush_timeout, self.stop, on_progress, before_flush)
+        t0 = time.monotonic()
+        result = None
         try:
-            if child is not None:
-                result = child.run()
-            elif transactional:
-                result = TransactionalWorkload(
-                    cluster.client, topic, spec.topic.partitions, spec.workload.messages, config, log, txlog,
-                    spec.workload.transaction_size, spec.workload.abort_ratio, self.seed, **settings,
-                ).run(before_flush=before_flush)
-            else:
-                result = produce(cluster.client, topic, spec.topic.partitions, spec.workload.messages, config, log,
-                                 before_flush=before_flush, **settings)
+            result = producer.run(before_flush)
             if after and not self.stop.is_set():
                 self._faults_on_group(group, nemesis, name)
         except TransactionsUnavailable as e:
@@ -192,16 +176,7 @@ class Run:
             for warning in nemesis.warnings:  # faults applied late or held short
                 self.warnings.append(warning)
                 self.listener.warning(warning)
-            if child is None:
-                counts = {"sent": log.sent, **log.counts, "client": running()}
-            else:  # what the child reported of its log (nothing when it died: the run then fails too)
-                r = child.result
-                counts = {"client": child.versions or f"confluent-kafka {version}",
-                          **({"sent": r.sent, "acked": r.acked, "rejected": r.rejected, "unknown": r.unknown}
-                             if r is not None else {})}
-            self.produced[name].update(**counts, produce_seconds=round(time.monotonic() - t0, 2))
-            if txlog is not None:
-                self.produced[name]["transactions"] = txlog.counts()
+            self.produced[name].update(**producer.record(), produce_seconds=round(time.monotonic() - t0, 2))
         if result is not None and result.error:
             self.produced[name]["producer_error"] = result.error
             warning = (f"{name}: the producer failed for good after {result.sent:,} of {spec.workload.messages:,} "
@@ -221,7 +196,7 @@ class Run:
         cluster.settle(topic, spec.topic.partitions)
         self.listener.phase(name, "reading back")
         self._final_read(spark, name, topic)
-        if transactional:  # what the broker kept of aborted and fenced transactions, for the report
+        if spec.transactional(variant):  # what the broker kept of aborted and fenced transactions, for the report
             save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.uncommitted_log_path(name),
                      isolation="read_uncommitted")
         if group is not None:

