@@ -161,8 +161,9 @@ def exit_help(**meanings: str) -> str:
         "SIGINT": "interrupted by Ctrl-C",
         "SIGTERM": "interrupted by SIGTERM",
     }
-    default.update(meanings)
-    return "Exit status: " + "; ".join(f"{int(code)} {default[code.name]}" for code in Exit) + "."
+    default.update(meanings)  # a meaning given as "" drops that status (a command that never returns it)
+    return "Exit status: " + "; ".join(f"{int(code)} {default[code.name]}" for code in Exit
+                                       if default[code.name]) + "."
 
 
 class OneLineErrors(click.Group):
@@ -485,8 +486,9 @@ def report(run_dir: Path | None, index_dir: Path | None) -> None:
         _fail(e)
 
 
-@main.command(epilog=exit_help(OK="the page is written", USAGE="a folder that is not a run, or a page that is "
-                                                             "not ours where the page would go"))
+@main.command(epilog=exit_help(OK="the page is written", FAILED="", USAGE="a folder that is not a run, or a page "
+                                                                        "that is not ours where the page would go",
+                               INFRA="a summary.json that is damaged"))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--out", "page", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The page to write (default: compare-<id>.html beside the first run, where the runs index "
