@@ -88,12 +88,29 @@ def _client_key(key: str) -> str:
     if key == "transactional.id":  # librdkafka would make every client transactional, the harness none
         raise ValueError("a producer setting: set it under producer (or a variant's producer), where the harness "
                          "runs the transactional workload")
+    if key in PRODUCER_OWNED:
+        raise ValueError(f"set by the harness ({PRODUCER_OWNED[key]}); it cannot be changed here")
+    if key in CONSUMER_OWNED and key != "client.id":  # the members' own replace the client's (member.consumer_config)
+        raise ValueError(f"set by the harness for the consumer group's members ({CONSUMER_OWNED[key]}); it cannot "
+                         "be changed here")
     return key
+
+
+# The producers' settings the harness sets or needs as they are (workload/producer.client_conf), and why.
+PRODUCER_OWNED = {
+    "bootstrap.servers": "the cluster's; use cluster.bootstrap_servers (backend external)",
+    "delivery.report.only.error": "the delivery log records every send's report, acknowledged ones too",
+    "logger": "the client's log goes to the variant's client log",
+}
 
 
 def _producer_settings(settings: dict) -> dict:
     """librdkafka takes any transactional.id as text ("0", "false"): it must be a non-empty string here, or the
-    harness and the client would disagree on whether the variant is transactional."""
+    harness and the client would disagree on whether the variant is transactional. Settings the harness owns
+    (PRODUCER_OWNED) are refused."""
+    for key in settings:
+        if key in PRODUCER_OWNED:
+            raise ValueError(f"{key}: set by the harness ({PRODUCER_OWNED[key]}); it cannot be changed here")
     tid = settings.get("transactional.id")
     if "transactional.id" in settings and (not isinstance(tid, str) or not tid.strip()):
         raise ValueError(f"transactional.id: {tid!r} is not a name; give a non-empty string (e.g. kc-tx-1), or "
@@ -654,6 +671,10 @@ class ExperimentSpec(Strict):
                 for key, values in matrix.items():  # a value names its variants: the name must hold it, once
                     texts = [setting_text(x) for x in values]
                     for x, text in zip(values, texts):
+                        try:  # what a producer section refuses, named where the file gives it
+                            _producer_settings({key: x})
+                        except ValueError as e:
+                            raise ValueError(f"matrix.{e}") from None
                         if texts.count(text) > 1:
                             raise ValueError(f"matrix.{key}: {'a value' if SECRET_KEY.search(key) else repr(x)} "
                                              "is given twice")
