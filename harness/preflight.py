@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .exits import UsageError
 from .runfolder import RunFolder, RunFolderError
-from .spec import ExperimentSpec, SpecError, load_spec, validation_message
+from .spec import SECRET_KEY, ExperimentSpec, SpecError, load_spec, matrix_variants, setting_text, validation_message
 from .workload.clientenv import ClientEnvError, ensure
 
 SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+(:\d+)?(,[\w.\-]+(:\d+)?)*|yarn|k8s://\S+)$")
@@ -94,8 +94,6 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
     that it refuses (idempotence with acks=1, ...) is left out, with a note that says so."""
     from confluent_kafka import KafkaException, Producer
 
-    from .spec import matrix_variants
-
     quiet = _quiet_logger()
     from_matrix = {v["name"] for v in matrix_variants(spec.matrix)}
     refused: dict[str, str] = {}  # matrix variant -> librdkafka's reason
@@ -116,6 +114,15 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
     if not kept:
         first = next(iter(refused.items()))
         raise SpecError(f"{path}: matrix: librdkafka refuses every combination ({first[0]}: {first[1]})")
+    # A value refused in every combination it is part of is a bad value, not a combination left out.
+    combos = matrix_variants(spec.matrix)
+    for key, values in spec.matrix.items():
+        for n, value in enumerate(values, 1):
+            names = [c["name"] for c in combos if setting_text(c["producer"][key]) == setting_text(value)]
+            if all(name in refused for name in names):
+                shown = f"value {n}" if SECRET_KEY.search(key) else repr(value)
+                raise SpecError(f"{path}: matrix.{key}: {shown}: librdkafka refuses it in every combination "
+                                f"({names[0]}: {refused[names[0]]})")
     # A rule that names, or selects nothing but, combinations left out would judge nothing (and the spec.yaml
     # written would name variants it does not have).
     for field in ("expectations", "allow"):
