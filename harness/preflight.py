@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .exits import UsageError
 from .runfolder import RunFolder, RunFolderError
-from .spec import SECRET_KEY, ExperimentSpec, SpecError, load_spec, matrix_variants, setting_text, validation_message
+from .spec import (SECRET_KEY, ExperimentSpec, SpecError, load_spec, masked_selector, matrix_variants, setting_text,
+                   validation_message)
 from .workload.clientenv import ClientEnvError, ensure
 
 SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+(:\d+)?(,[\w.\-]+(:\d+)?)*|yarn|k8s://\S+)$")
@@ -129,7 +130,7 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
         for key in getattr(spec, field):
             chosen = spec.selected(key)
             if chosen and all(name in refused for name in chosen):
-                raise SpecError(f"{path}: {field}.{key}: {'selects' if '=' in key else 'names'} only "
+                raise SpecError(f"{path}: {field}.{masked_selector(key)}: {'selects' if '=' in key else 'names'} only "
                                 f"{', '.join(chosen)}, which librdkafka refuses ({refused[chosen[0]]}); remove the "
                                 "rule, or the combination from the matrix")
     spec.variants = kept

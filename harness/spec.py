@@ -596,6 +596,31 @@ def secret_selector(key: str) -> bool:
     return bool(selector) and any(SECRET_KEY.search(k) and not ENV_REF.fullmatch(v) for k, v in selector.items())
 
 
+def masked_selector(key: str) -> str:
+    """An expectations/allow key as messages may show it: the value of every secret setting it selects by
+    replaced by MASK (a ${NAME} reference kept); any other key as it is. Also for keys that are not valid
+    selectors, which messages name too."""
+    parts = []
+    for part in key.split(","):
+        setting, eq, value = part.partition("=")
+        secret = eq and SECRET_KEY.search(setting) and not ENV_REF.fullmatch(value.strip())
+        parts.append(f"{setting}={MASK}" if secret else part)
+    return ",".join(parts)
+
+
+def hide_secret_selectors(message: str, data) -> str:
+    """`message` with every expectations/allow key of the raw experiment `data` that selects by a secret's
+    value shown masked (masked_selector): an error message never carries the secret to the terminal."""
+    if not isinstance(data, dict):
+        return message
+    for field in ("expectations", "allow"):
+        keys = data.get(field)
+        for key in sorted(keys if isinstance(keys, dict) else (), key=lambda k: -len(str(k))):
+            if isinstance(key, str) and masked_selector(key) != key:
+                message = message.replace(key, masked_selector(key))
+    return message
+
+
 def parse_selector(key: str) -> dict[str, str] | None:
     """An expectations/allow key that selects variants by setting: "enable.idempotence=true,acks=all"
     -> {"enable.idempotence": "true", "acks": "all"}; a variant name (no '=') -> None."""
@@ -980,7 +1005,7 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as e:
-        raise SpecError(validation_message(e, path)) from None
+        raise SpecError(hide_secret_selectors(validation_message(e, path), data)) from None
     compose_file = getattr(spec.cluster, "compose_file", None)
     if compose_file and not Path(compose_file).is_absolute():  # as Compose resolves paths: from the file's folder
         spec.cluster.compose_file = str((path.parent / compose_file).resolve())

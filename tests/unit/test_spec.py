@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.preflight import check_producer_configs
 from harness.spec import SpecError, load_spec
 from harness.verdict import Rule
 
@@ -293,3 +294,41 @@ def test_a_stored_broker_stop_of_an_earlier_release_with_its_duration_still_read
     assert ExperimentSpec.model_validate(doc, context={"stored": True}).faults[0].duration == 5.0
     with pytest.raises(Exception, match="takes 'downtime'"):  # in an experiment file, still a mistake
         ExperimentSpec.model_validate(doc)
+
+
+SECRET_SELECTOR_ERRORS = {  # a message naming an expectations/allow key that selects by a secret's value
+    "selects nothing": ({"expectations": {"sasl.password=hunter2": {"duplicates": 0}}},
+                        "expectations.sasl.password=***: selects no variant"),
+    "allow selects nothing": ({"allow": {"sasl.password=hunter2,acks=all": ["lost"]}},
+                              "allow.sasl.password=***,acks=all: selects no variant"),
+    "not a selector": ({"expectations": {"sasl.password=hunter2,": {"duplicates": 0}}},
+                       "'sasl.password=***,': a selector is SETTING=VALUE"),
+    "unknown metric": ({"variants": [{"name": "a", "producer": {"sasl.password": "hunter2"}}],
+                        "expectations": {"sasl.password=hunter2": {"nonsense": 0}}},
+                       "expectations.sasl.password=***.nonsense: unknown metric"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECRET_SELECTOR_ERRORS))
+def test_a_message_naming_a_secret_selector_masks_its_value(tmp_path, case):
+    extra, says = SECRET_SELECTOR_ERRORS[case]
+    message = error_of(tmp_path, {**BASE, **extra})
+    assert says in message and "hunter2" not in message, message
+
+
+def test_a_selector_by_an_environment_reference_is_named_as_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("KC_PW", "hunter2")
+    message = error_of(tmp_path, {**BASE, "expectations": {"sasl.password=${KC_PW}": {"duplicates": 0}}})
+    assert "expectations.sasl.password=${KC_PW}: selects no variant" in message, message
+
+
+def test_a_rule_on_refused_combinations_masks_the_secret_it_selects_by(tmp_path):
+    path = write(tmp_path, {**BASE, "variants": [{"name": "a"}],
+                            "matrix": {"acks": [1, "all"], "enable.idempotence": [True, False]},
+                            "producer": {"sasl.password": "hunter2"},
+                            "expectations": {"sasl.password=hunter2,acks=1,enable.idempotence=true": {"lost": 0}}})
+    spec = load_spec(path)
+    with pytest.raises(SpecError) as e:
+        check_producer_configs(spec, path)
+    assert "expectations.sasl.password=***,acks=1,enable.idempotence=true: selects only acks-1_idem-true" in str(e.value)
+    assert "hunter2" not in str(e.value)
