@@ -3,6 +3,7 @@ machine and the chosen backend can do, the Spark master. Every problem is bad in
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -80,12 +81,44 @@ def stored_spec(folder: RunFolder, partial: bool) -> ExperimentSpec | None:
 
 def _quiet_logger():
     """A logger for the throw-away clients that only let librdkafka judge settings: nothing is printed."""
-    import logging
-
     quiet = logging.getLogger("kafka-chaos.config-check")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     return quiet
+
+
+# librdkafka's warning for a setting of the other kind of client, which it ignores (it names the property by
+# its canonical name: queue.buffering.max.ms for linger.ms).
+IGNORED = re.compile(r"Configuration property (\S+) is a (consumer|producer) property and will be ignored")
+
+
+class _Ignored(logging.Handler):
+    """Collects the properties librdkafka says a throw-away client ignores (its CONFWARN log lines)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        m = IGNORED.search(record.getMessage())
+        if m:
+            self.names.append(m.group(1))
+
+
+def _ignored_settings(open_and_close, conf: dict) -> list[str]:
+    """The properties of `conf` librdkafka says it ignores in the client `open_and_close(conf)` builds (a
+    producer given a consumer's settings, ...), by librdkafka's names; none when it refuses `conf`."""
+    logger = logging.getLogger(f"kafka-chaos.config-check.{id(conf)}")
+    logger.propagate = False
+    handler = _Ignored()
+    logger.addHandler(handler)
+    try:
+        open_and_close({**conf, "bootstrap.servers": "127.0.0.1:9", "logger": logger})
+    except Exception:  # noqa: BLE001 - refused settings are judged with the experiment's full settings
+        return []
+    finally:
+        logger.removeHandler(handler)
+    return handler.names
 
 
 def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
@@ -112,6 +145,13 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
                 continue
             raise SpecError(f"{path}: variants.{i}.producer ({variant.name}): librdkafka rejects it: {detail}") from None
         kept.append(variant)
+        # cluster.client's settings are for every client; a producer's own must be a producer's.
+        for name in _ignored_settings(lambda c: Producer(c).poll(0), spec.producer_config(variant)):
+            where = (f"matrix.{name}" if name in spec.matrix else f"producer: {name}"
+                     if name in spec.producer and name not in variant.producer else
+                     f"variants.{i}.producer: {_as_given(name, spec.producer_config(variant))}")
+            raise SpecError(f"{path}: {where}: a consumer setting, which librdkafka ignores in a producer (a "
+                            "consumer group's settings go in its consumer section or consumer.config)")
     if not kept:
         first = next(iter(refused.items()))
         raise SpecError(f"{path}: matrix: librdkafka refuses every combination ({first[0]}: {first[1]})")
@@ -155,3 +195,19 @@ def check_consumer_configs(spec: ExperimentSpec, path: Path) -> None:
             detail = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
             raise SpecError(f"{path}: variants.{i}.consumer ({variant.name}): librdkafka rejects its member "
                             f"settings: {detail}") from None
+    # The members' own settings (not cluster.client's, which are for every client) must be a consumer's.
+    sections = [("consumer.config", spec.consumer)] + [(f"variants.{i}.consumer.config", v.consumer)
+                                                        for i, v in enumerate(spec.variants)]
+    for where, section in sections:
+        if section is None or not section.config:
+            continue
+        alone = consumer_config({}, "check", "check", section.strategy, section.group_protocol, section.config)
+        for name in _ignored_settings(lambda c: Consumer(c).close(), alone):
+            raise SpecError(f"{path}: {where}: {_as_given(name, section.config)}: a producer setting, which "
+                            "librdkafka ignores in a consumer group's member (a producer's settings go under producer)")
+
+
+def _as_given(name: str, settings: dict) -> str:
+    """A property librdkafka names, as the file gives it: itself, or librdkafka's name of an alias."""
+    return name if name in settings else \
+        f"{name} (librdkafka's name for {'one of ' if len(settings) > 1 else ''}{', '.join(settings)})"
