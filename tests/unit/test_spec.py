@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.faults.schedule import dumps, load, plan
 from harness.preflight import check_producer_configs
 from harness.spec import SpecError, load_spec
 from harness.verdict import Rule
@@ -284,6 +285,18 @@ def test_every_shipped_experiment_writes_a_spec_that_analyze_reads_back_the_same
     assert [v.name for v in stored.variants] == [v.name for v in spec.variants]
     for v, w in zip(spec.variants, stored.variants):
         assert (w.allow, stored.rules(w.name)) == (v.allow, spec.rules(v.name)), v.name
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_experiments_plan_replays_as_planned(path, tmp_path):
+    """--replay of a run's plan passes the same checks as the file's own faults (broker stops' downtime included)
+    and gives the same schedule back."""
+    spec = load_spec(path)
+    planned = plan(spec, spec.seed)
+    journal = tmp_path / "faults.jsonl"
+    journal.write_text(dumps(planned))
+    assert load(journal, spec) == planned
+    assert [spec.kind_problem(f.kind) for f in planned] == [""] * len(planned)
 
 
 def test_a_stored_broker_stop_of_an_earlier_release_with_its_duration_still_reads():
