@@ -798,6 +798,19 @@ class ExperimentSpec(Strict):
                 if BY_KEY[metric].consumer:
                     raise ValueError(f"allow: {metric} is measured on a consumer group's sink, and variant "
                                      f"{variant} has none (add a consumer section)")
+        for variant in names if not _stored(info) else ():  # so is a transactions metric on one that sends none
+            if self.transactional(names[variant]):
+                continue
+            for metric in self.rules(variant):
+                if BY_KEY[metric].transactional:
+                    where = next(k for k in self.expectations if variant in self.selected(k) and metric in
+                                 self.expectations[k])
+                    raise ValueError(f"expectations.{where}.{metric}: about the producer's transactions, and variant "
+                                     f"{variant} sends none (its producer sets no transactional.id)")
+            for metric in names[variant].allow:
+                if BY_KEY[metric].transactional:
+                    raise ValueError(f"allow: {metric} is about the producer's transactions, and variant {variant} "
+                                     "sends none (its producer sets no transactional.id)")
         if self.workload.abort_ratio and not any(self.transactional(v) for v in self.variants):
             raise ValueError("workload.abort_ratio: only variants whose producer sets transactional.id send in "
                              "transactions, and none does")
