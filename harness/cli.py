@@ -513,19 +513,21 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
                                                                       [f.path.name for f in folders]))
     except Exception as e:
         _fail(e)
-    table = Table(title=Text("runs compared: " + " · ".join(f"{i + 1} = {r['folder']}" for i, r in
-                                                             enumerate(view["runs"]))), title_justify="left")
-    table.add_column("")
-    columns = [(n, i) for n in view["variants"] for i in range(len(view["runs"]))]
-    for n, i in columns:
-        table.add_column(Text(f"{n} #{i + 1}"), justify="right")
-    for row in compare_rows(view):
-        label = row["metric"].label if row.get("metric") else row["label"]
-        cells = [Text("-" if row["cells"][k] is None else f"{row['cells'][k]:,}" if isinstance(row["cells"][k], int)
-                      else str(row["cells"][k]), style="bold yellow" if row["differs"][k[0]] else None)
-                 for k in columns]
-        table.add_row(label, *cells)
-    console.print(table)
+    say("runs compared: " + " · ".join(f"{i + 1} = {r['folder']}" for i, r in enumerate(view["runs"])))
+    rows = compare_rows(view)
+    for name in view["variants"]:  # one table per variant: its runs side by side fit a narrow terminal
+        table = Table(title=Text(name), title_justify="left")
+        table.add_column("")
+        for i in range(len(view["runs"])):
+            table.add_column(f"run {i + 1}", justify="right")
+        table.add_column("")
+        for row in rows:
+            style = "bold yellow" if row["differs"][name] else None
+            cells = [row["cells"][(name, i)] for i in range(len(view["runs"]))]
+            table.add_row(row["metric"].label if row.get("metric") else row["label"],
+                          *(Text("-" if x is None else f"{x:,}" if isinstance(x, int) else str(x), style=style)
+                            for x in cells), "differs" if row["differs"][name] else "")
+        console.print(table)
     say(f"page: {written}")
 
 

@@ -156,11 +156,12 @@ def _n(x) -> str:
     return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else "-"
 
 
-def finding(name: str, x: dict, clients: bool = False) -> str:
-    """A variant's outcome in the seed article's words: sent, confirmed, received, duplicates in jump-backs and
-    the largest, loss, any other anomaly, and the longest stall. clients: name its client (they differ)."""
+def finding(x: dict, clients: bool = False) -> str:
+    """A variant's outcome in the seed article's words, said after its name: sent, confirmed, received,
+    duplicates in jump-backs and the largest, loss, any other anomaly, and the longest stall. clients: name its
+    client first (they differ)."""
     if x.get("incomplete"):
-        return f"{name}: not analysed ({x['incomplete']})."
+        return f": not analysed ({x['incomplete']})."
     who = f" ({x['client']})" if clients and x.get("client") else ""
     parts = [f"{_n(x.get('sent'))} sent, {_n(x.get('acked'))} confirmed, {_n(x.get('received'))} received"]
     dup, runs, big = x.get("duplicates") or 0, x.get("jump_back_runs") or 0, x.get("max_jump_back") or 0
@@ -173,7 +174,7 @@ def finding(name: str, x: dict, clients: bool = False) -> str:
               for m in METRICS if m.anomaly and m.key not in told and applies(m, x) and x.get(m.key)]
     if x.get("unavailable_s"):
         parts.append(f"the longest stall {x['unavailable_s']} s")
-    return f"{name}{who}: " + "; ".join(parts) + "."
+    return f"{who}: " + "; ".join(parts) + "."
 
 
 def comparison(s: dict) -> Markup | None:
@@ -212,7 +213,7 @@ def render_run(view: dict) -> str:
         v.get("consumer") for v in s.get("variants", {}).values())
     absent = not_measured(entries)
     return _env().get_template("run.html.j2").render(
-        findings=[finding(n, x, clients) for n, x in entries.items()], comparison=comparison(s),
+        findings={n: finding(x, clients) for n, x in entries.items()}, comparison=comparison(s),
         held={n: v.held_text(x.get("expectations", []), x) for n, x in entries.items()}, checks_open=checks_open,
         absent=absent, applies=applies, partition_metrics=partition_metrics(view["variants"], entries),
         by_key=BY_KEY, clients=clients,

@@ -211,10 +211,10 @@ def test_the_finding_comes_first_in_words_with_one_picture_and_the_verdict_in_on
     html = unescape(html_of(folder))
     finding = html[html.index('id="finding"'):html.index('id="checks"')]
     off, on = summary["variants"]["off"], summary["variants"]["on"]
-    assert (f"off: {off['sent']:,} sent, {off['acked']:,} confirmed, {off['received']:,} received; "
+    assert (f"<b>off</b>: {off['sent']:,} sent, {off['acked']:,} confirmed, {off['received']:,} received; "
             f"{off['duplicates']:,} duplicates in {off['jump_back_runs']} jump-backs of up to {off['max_jump_back']:,}; "
             "nothing lost") in finding
-    assert "on: " in finding and "no duplicate, no jump-back; nothing lost" in finding
+    assert "<b>on</b>: " in finding and "no duplicate, no jump-back; nothing lost" in finding
     picture = finding[finding.index("<svg"):finding.index("</svg>")]
     assert "<desc>" in picture and f"duplicates: off {off['duplicates']:,}, on 0" in picture  # its text alternative
     assert "off</b>: all 7 fatal checks held" in finding
@@ -294,7 +294,9 @@ def test_compare_puts_two_runs_side_by_side_and_refuses_a_folder_that_is_not_a_r
     lost_row = off[off.index(">lost"):off.index("</tr>", off.index(">lost"))]
     assert lost_row.count('class="differs"') == 2 and ">3<" in lost_row  # the difference highlighted
     assert page.name in (tmp_path / "out" / "index.html").read_text()  # the runs index links it
-    assert "lost" in result.output and f"page: {page}" in result.output
+    assert f"page: {page}" in result.output
+    printed = result.output[result.output.index("\noff\n"):result.output.index("\non\n")]  # one table per variant
+    assert re.search(r"lost +│ +0 │ +3 │ differs", printed) and not re.search(r"sent .*differs", printed)
     result = CliRunner().invoke(main, ["compare", str(a.path), str(tmp_path)])
     assert result.exit_code == 2 and f"{tmp_path}: not a run folder" in result.output
 
