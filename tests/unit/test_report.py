@@ -146,7 +146,7 @@ def test_report_and_index_render_in_headless_chromium_offline(tmp_path):
         console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Failed to load resource" in line]
         assert console == [], console
         shot = tmp_path / f"{name}.png"
-        subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={profile}", "--window-size=1200,2400",
+        subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={profile}", "--window-size=1366,768",
                         f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=60)
         assert shot.stat().st_size > 10_000
 
@@ -303,24 +303,42 @@ def test_compare_puts_two_runs_side_by_side_and_refuses_a_folder_that_is_not_a_r
 
 PROBE = """<script>
 const box = e => e ? Math.round(e.getBoundingClientRect().bottom) : -1;
-const wide = [...document.querySelectorAll('table')].filter(t => t.getBoundingClientRect().right > innerWidth).length;
-document.title = JSON.stringify({scroll: document.documentElement.scrollWidth, width: innerWidth, wide: wide,
-  finding: box([...document.querySelectorAll('p.finding')].pop()), picture: box(document.querySelector('#finding ~ svg'))});
+const wide = [...document.querySelectorAll('table, svg, pre')].filter(t => t.getBoundingClientRect().right > innerWidth);
+document.title = JSON.stringify({scroll: document.documentElement.scrollWidth, width: innerWidth,
+  wide: wide.map(t => t.tagName + '#' + t.id), tables: document.querySelectorAll('table').length,
+  finding: box([...document.querySelectorAll('p.finding')].pop()), picture: box(document.querySelector('#finding ~ svg')),
+  verdict: box(document.querySelector('#verdict-line'))});
 </script>"""
+
+
+def measured(page, profile):
+    """At 1366x768 in headless Chromium: a copy of the page (beside it) with a measuring script appended (the
+    page itself has none) reports the page's width, the elements wider than the window and where the
+    finding, the picture and the verdict line end."""
+    probe = page.with_name("probe-" + page.name)
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    dom = subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={profile}", "--window-size=1366,768",
+                          "--virtual-time-budget=2000", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=60)
+    probe.unlink()
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    return json.loads(unescape(re.search(r"<title>(.*?)</title>", dom.stdout, re.S).group(1)))
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (.ci/run installs Debian's chromium)")
 def test_on_a_laptop_screen_the_finding_is_on_the_first_screen_and_no_table_scrolls_sideways(tmp_path):
-    """At 1366x768 in headless Chromium: a copy of the page with a measuring script (the page itself has
-    none) reports the page's width and where the findings and the picture end."""
-    folder, _, _ = make_run(tmp_path, n_runs=40)
-    page = write_report(folder)
-    probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
-    dom = subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1366,768",
-                          "--virtual-time-budget=2000", "--dump-dom", probe.as_uri()],
-                         capture_output=True, text=True, timeout=60)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    found = json.loads(unescape(re.search(r"<title>(.*?)</title>", dom.stdout, re.S).group(1)))
-    assert found["width"] == 1366 and found["scroll"] <= found["width"] and found["wide"] == 0, found
-    assert 0 < found["finding"] <= 768 and 0 < found["picture"] <= 768, found
+    """The report, the runs index and a comparison at 1366x768: nothing wider than the window; the report's
+    finding, its picture and the verdict line on the first screen."""
+    from harness.report import write_compare
+
+    out = tmp_path / "out"
+    a, _, _ = make_run(out, n_runs=40)
+    b, _, _ = make_run(out, n_runs=3, run_id="20260102T000000Z-fixture-bbbbbb", off_lost=2, off_allow=("lost",))
+    pages = {"report": write_report(a), "index": write_index(out),
+             "compare": write_compare([a, b], out / "compare-ab.html")[0]}
+    for name, page in pages.items():
+        found = measured(page, tmp_path / "profile")
+        assert found["width"] == 1366 and found["scroll"] <= found["width"] and found["wide"] == [], (name, found)
+        assert found["tables"] >= 1, (name, found)  # the page was measured, not an error page
+    found = measured(pages["report"], tmp_path / "profile")
+    assert 0 < found["finding"] <= 768 and 0 < found["picture"] <= 768 and 0 < found["verdict"] <= 768, found
