@@ -80,7 +80,7 @@ def _writable_file(path: Path, option: str) -> None:
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
     from .analysis.metrics import FIGURES, METRICS, applies, not_measured
-    from .verdict import held_text, status_of
+    from .verdict import held_text, status_of, variant_verdict
 
     variants = summary.get("variants", {})
     table = Table(title=Text(f"{summary.get('experiment')} · {summary.get('status')} · verdict "
@@ -107,14 +107,16 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     for name, x in variants.items():
         if x.get("incomplete"):
             console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
-        if x.get("expectations"):
-            console.print(Text.assemble("  ", ("pass", "green"), f"  {name}: {held_text(x['expectations'], x)}"))
+        marks = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow"),
+                 UNKNOWN: ("UNKNOWN", "bold magenta")}
+        if x.get("expectations"):  # the variant's verdict, then what held in one line, then each other check
+            console.print(Text.assemble("  ", marks[variant_verdict(x["expectations"])],
+                                        f"  {name}: {held_text(x['expectations'], x)}"))
         for c in x.get("expectations", []):
             status = status_of(c)
             if status == PASS:
                 continue
-            mark = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow"),
-                    UNKNOWN: ("UNKNOWN", "bold magenta")}[status]
+            mark = marks[status]
             actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
             console.print(Text.assemble("  ", mark, f"  {name}: {c['metric']} {c['rule']} (actual {actual})"))
     if summary.get("reason"):

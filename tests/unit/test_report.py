@@ -264,6 +264,11 @@ def test_the_cli_table_leaves_out_what_cannot_apply(tmp_path, capsys):
     print_summary(summary)
     out = capsys.readouterr().out
     assert "aborted reads" in out.split("not measured here")[0]
+    _, summary, _ = make_run(tmp_path / "failed", off_lost=2)
+    print_summary(summary)
+    out = capsys.readouterr().out  # the one line is headed by the variant's verdict, never pass when one failed
+    assert re.search(r"FAIL +off: 6 of 7 fatal checks held", out) and re.search(r"FAIL +off: lost == 0", out), out
+    assert re.search(r"pass +on: all 7 fatal checks held", out), out
 
 
 def test_fault_rows_are_seconds_from_the_start_with_their_lateness(tmp_path):
