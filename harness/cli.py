@@ -488,8 +488,9 @@ def report(run_dir: Path | None, index_dir: Path | None) -> None:
         _fail(e)
 
 
-@main.command(epilog=exit_help(OK="the page is written", FAILED="", USAGE="a folder that is not a run, or a page "
-                                                                        "that is not ours where the page would go",
+@main.command(epilog=exit_help(OK="the page is written", FAILED="", USAGE="a folder that is not a run, a page "
+                                                                        "that is not ours where the page would go, "
+                                                                        "or an --out that cannot be written",
                                INFRA="a summary.json that is damaged"))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--out", "page", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -510,6 +511,8 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
         for path in runs:
             if not path.is_dir():
                 raise UsageError(f"{path}: no such run folder")
+        if page is not None:
+            _writable_file(page, "--out")
         folders = [RunFolder(p) for p in runs]
         written, view = write_compare(folders, page or compare_path(runs[0].resolve().parent,
                                                                       [f.path.name for f in folders]))

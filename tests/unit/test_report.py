@@ -304,6 +304,11 @@ def test_compare_puts_two_runs_side_by_side_and_refuses_a_folder_that_is_not_a_r
     assert re.search(r"lost +│ +0 │ +3 │ differs", printed) and not re.search(r"sent .*differs", printed)
     result = CliRunner().invoke(main, ["compare", str(a.path), str(tmp_path)])
     assert result.exit_code == 2 and f"{tmp_path}: not a run folder" in result.output
+    result = CliRunner().invoke(main, ["compare", str(a.path), str(tmp_path / "gone")])
+    assert result.exit_code == 2 and f"{tmp_path / 'gone'}: no such run folder" in result.output
+    (tmp_path / "file").write_text("")
+    result = CliRunner().invoke(main, ["compare", str(a.path), str(b.path), "--out", str(tmp_path / "file" / "x.html")])
+    assert result.exit_code == 2 and f"--out {tmp_path / 'file'}: not a writable folder" in result.output, result.output
 
 
 PROBE = """<script>
