@@ -252,6 +252,25 @@ def test_a_transactional_run_shows_the_transaction_metrics(tmp_path):
     assert row.count('data-metric="aborted_reads"') == 2 and ">-<" in row  # off sends no transactions: "-"
 
 
+def test_a_consumer_variant_shows_the_consumer_metrics_and_the_other_variant_dashes(tmp_path, capsys):
+    from harness.cli import print_summary
+
+    folder, summary, _ = make_run(tmp_path)
+    summary["variants"]["on"]["consumer"] = {"group": "g", "members": 2}
+    for key in ("reprocessed", "skipped", "processed"):
+        summary["variants"]["on"][key] = 7
+    rewrite_summary(folder, summary)
+    html = html_of(folder)
+    row = html[html.index('data-metric="reprocessed"') - 200:html.index("</tr>", html.index('data-metric="reprocessed"'))]
+    assert re.findall(r'data-metric="reprocessed"[^>]*>([^<]*)<', row) == ["-", "7"]
+    assert "reprocessed" not in html[html.index('id="not-measured"'):] and "aborted reads" in html[
+        html.index('id="not-measured"'):]
+    print_summary(summary)
+    out = capsys.readouterr().out
+    table, said = out.split("not measured here")
+    assert re.search(r"reprocessed +│ +- │ +7 │", table) and "aborted reads" in said and "reprocessed" not in said
+
+
 def test_the_cli_table_leaves_out_what_cannot_apply(tmp_path, capsys):
     from harness.cli import print_summary
 
