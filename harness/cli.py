@@ -79,7 +79,7 @@ def _writable_file(path: Path, option: str) -> None:
 
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
-    from .analysis.metrics import FIGURES, METRICS, applies, not_measured
+    from .analysis.metrics import FIGURES, METRICS, applies, not_measured, not_measured_text
     from .verdict import held_text, status_of, variant_verdict
 
     variants = summary.get("variants", {})
@@ -103,7 +103,7 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
         table.add_row(f.label, *cells)
     console.print(table)
     if absent:
-        say(f"not measured here: {', '.join(m.label for m in absent)}", "dim")
+        say(not_measured_text(variants), "dim")
     for name, x in variants.items():
         if x.get("incomplete"):
             console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))

@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from ..aggregate import RANKED
-from ..analysis.metrics import BY_KEY, FIGURES, METRICS, applies, not_measured
+from ..analysis.metrics import BY_KEY, FIGURES, METRICS, applies, not_measured, not_measured_text
 from .. import verdict as v
 from ..status import COMPLETE, INTERRUPTED
 from . import charts
@@ -215,7 +215,7 @@ def render_run(view: dict) -> str:
     return _env().get_template("run.html.j2").render(
         findings={n: finding(x, clients) for n, x in entries.items()}, comparison=comparison(s),
         held={n: v.held_text(x.get("expectations", []), x) for n, x in entries.items()}, checks_open=checks_open,
-        absent=absent, applies=applies, partition_metrics=partition_metrics(view["variants"], entries),
+        absent=not_measured_text(entries), applies=applies, partition_metrics=partition_metrics(view["variants"], entries),
         by_key=BY_KEY, clients=clients,
         s=s, verdict=view["verdict"], headline=line, headline_class=css,
         metrics=[m for m in METRICS if m not in absent], figures=FIGURES,

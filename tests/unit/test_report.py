@@ -236,7 +236,9 @@ def test_a_producer_only_run_shows_no_transaction_or_consumer_metric_and_says_so
     for key in ("aborted_reads", "torn_transactions", "zombie_writes_visible", "lost_committed", "reprocessed",
                 "skipped", "processed"):
         assert f'data-metric="{key}"' not in html, key
-    assert 'id="not-measured"' in html and "aborted reads" in html[html.index('id="not-measured"'):]
+    said = html[html.index('id="not-measured"'):html.index("</p>", html.index('id="not-measured"'))]
+    assert re.search(r"not measured here: aborted reads, [^;]*zombie writes visible \(no variant sends in "
+                     r"transactions\); reprocessed, [^;]*processed \(no variant runs a consumer group\)", said), said
     partitions = html[html.index('class="partitions"'):html.index("</table>", html.index('class="partitions"'))]
     assert "aborted reads" not in partitions and "duplicates" in partitions
 
@@ -269,6 +271,7 @@ def test_a_consumer_variant_shows_the_consumer_metrics_and_the_other_variant_das
     out = capsys.readouterr().out
     table, said = out.split("not measured here")
     assert re.search(r"reprocessed +│ +- │ +7 │", table) and "aborted reads" in said and "reprocessed" not in said
+    assert "(no variant sends in transactions)" in said and "consumer group" not in said
 
 
 def test_the_cli_table_leaves_out_what_cannot_apply(tmp_path, capsys):
