@@ -122,7 +122,10 @@ def _charts(name: str, var: dict, figures: dict | None = None) -> list:
                                    {"duplicates": [(r["second"], r["duplicates"]) for r in series],
                                     "jump-backs": [(r["second"], r["jump_backs"]) for r in series]}, var["faults"]))
         timed = [r for r in series if r.get("latency_p99_ms") is not None]
-        if timed:
+        if (var.get("cloud") or {}).get("points"):  # every send (or 1 in k, said) over the faults
+            out.append(charts.cloud(f"{name}: latency of each send, ms, coloured by outcome (faults shaded by kind)",
+                                    t0, t1, var["cloud"], var["faults"]))
+        elif timed:
             out.append(charts.timeline(f"{name}: latency of the sends of each second, ms (faults shaded by kind)",
                                        t0, t1, {"p99": [(r["second"], r["latency_p99_ms"]) for r in timed],
                                                 "p50": [(r["second"], r["latency_p50_ms"]) for r in timed]},

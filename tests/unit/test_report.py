@@ -206,6 +206,45 @@ def test_longest_unavailability_is_marked_on_the_acks_chart_and_variants_are_ran
     assert ">3,700<" in ranking and ">500<" in ranking and ">1,234<" in ranking  # on: 1,000 acked in 2 s
 
 
+def write_acks(folder, variant, n=10_000):
+    """A delivery log of n sends, 1 ms apart from T0: the 10 sent 4.1 s in (in make_run's 0.3 s fault at 4 s)
+    unknown after 900 ms, the others acked in 2.5 ms."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from harness.formats import ACKS_SCHEMA
+
+    value = np.arange(n, dtype=np.int64)
+    unknown = (value >= 4100) & (value < 4110)
+    acks = pa.table({"partition": pa.array(np.zeros(n, np.int32)), "value": value,
+                     "outcome": pa.array(np.where(unknown, "unknown", "acked")), "offset": value,
+                     "error": pa.nulls(n, pa.string()), "sent_at": pa.array(T0 * 1000 + value, pa.int64()),
+                     "latency_ms": pa.array(np.where(unknown, 900.0, 2.5)), "session": pa.array(np.zeros(n, np.int32)),
+                     "txn": pa.nulls(n, pa.int64())},
+                    schema=ACKS_SCHEMA.set(5, pa.field("sent_at", pa.int64()))).cast(ACKS_SCHEMA)
+    pq.write_table(acks, folder.acks_path(variant))
+
+
+def test_each_send_is_a_dot_coloured_by_outcome_over_the_faults_thinned_with_the_thinning_said(tmp_path):
+    folder, _, _ = make_run(tmp_path)
+    write_acks(folder, "off")
+    html = html_of(folder)
+    off = html[html.index("<h2>off</h2>"):html.index("<h2>on</h2>")]
+    assert 'latency of each send' not in html[html.index("<h2>on</h2>"):]  # no delivery log, no cloud
+    start = off.rindex("<svg", 0, off.index("latency of each send"))
+    chart = off[start:off.index("</svg>", start)]
+    dots = {o: d.count("M") for o, d in re.findall(r'data-outcome="(\w+)"[^>]* d="([^"]*)"', chart)}
+    assert dots == {"acked": 3330, "unknown": 10}, dots  # every unknown send; 1 in 3 of the 9,990 acked
+    assert "3,340 of 10,000 sends shown: 1 in 3 acked" in chart and "acked 9,990; rejected 0; unknown 10" in chart
+    unknown_x = [float(x) for x in re.findall(r"M([\d.]+) ", re.search(r'data-outcome="unknown"[^>]* d="([^"]*)"',
+                                                                       chart).group(1))]
+    bands = [(float(x), float(w)) for x, w in re.findall(r'class="fault" data-kind="lost-acks"[^>]* x="([\d.]+)" '
+                                                         r'y="[\d.]+" width="([\d.]+)"', chart)]
+    assert len(bands) == 2 and all(w > 20 for _, w in bands)  # a 0.3 s fault is a band, not a hairline
+    x0, w = bands[1]
+    assert all(x0 <= x <= x0 + w for x in unknown_x)  # the unknown sends sit in the fault they met
+
+
 def test_the_finding_comes_first_in_words_with_one_picture_and_the_verdict_in_one_line(tmp_path):
     folder, summary, _ = make_run(tmp_path)
     html = unescape(html_of(folder))
@@ -365,6 +404,7 @@ def test_on_a_laptop_screen_the_finding_is_on_the_first_screen_and_no_table_scro
 
     out = tmp_path / "out"
     a, _, _ = make_run(out, n_runs=40)
+    write_acks(a, "off")  # the latency cloud, the widest chart
     b, _, _ = make_run(out, n_runs=3, run_id="20260102T000000Z-fixture-bbbbbb", off_lost=2, off_allow=("lost",))
     pages = {"report": write_report(a), "index": write_index(out),
              "compare": write_compare([a, b], out / "compare-ab.html")[0]}
