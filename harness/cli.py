@@ -79,8 +79,8 @@ def _writable_file(path: Path, option: str) -> None:
 
 def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
-    from .analysis.metrics import FIGURES, METRICS, applies, not_measured
-    from .verdict import held_text, status_of
+    from .analysis.metrics import FIGURES, METRICS, applies, not_measured, not_measured_text
+    from .verdict import held_text, status_of, variant_verdict
 
     variants = summary.get("variants", {})
     table = Table(title=Text(f"{summary.get('experiment')} · {summary.get('status')} · verdict "
@@ -103,18 +103,20 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
         table.add_row(f.label, *cells)
     console.print(table)
     if absent:
-        say(f"not measured here: {', '.join(m.label for m in absent)}", "dim")
+        say(not_measured_text(variants), "dim")
     for name, x in variants.items():
         if x.get("incomplete"):
             console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
-        if x.get("expectations"):
-            console.print(Text.assemble("  ", ("pass", "green"), f"  {name}: {held_text(x['expectations'], x)}"))
+        marks = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow"),
+                 UNKNOWN: ("UNKNOWN", "bold magenta")}
+        if x.get("expectations"):  # the variant's verdict, then what held in one line, then each other check
+            console.print(Text.assemble("  ", marks[variant_verdict(x["expectations"])],
+                                        f"  {name}: {held_text(x['expectations'], x)}"))
         for c in x.get("expectations", []):
             status = status_of(c)
             if status == PASS:
                 continue
-            mark = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow"),
-                    UNKNOWN: ("UNKNOWN", "bold magenta")}[status]
+            mark = marks[status]
             actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
             console.print(Text.assemble("  ", mark, f"  {name}: {c['metric']} {c['rule']} (actual {actual})"))
     if summary.get("reason"):
@@ -486,8 +488,9 @@ def report(run_dir: Path | None, index_dir: Path | None) -> None:
         _fail(e)
 
 
-@main.command(epilog=exit_help(OK="the page is written", FAILED="", USAGE="a folder that is not a run, or a page "
-                                                                        "that is not ours where the page would go",
+@main.command(epilog=exit_help(OK="the page is written", FAILED="", USAGE="a folder that is not a run, a page "
+                                                                        "that is not ours where the page would go, "
+                                                                        "or an --out that cannot be written",
                                INFRA="a summary.json that is damaged"))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--out", "page", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -508,24 +511,28 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
         for path in runs:
             if not path.is_dir():
                 raise UsageError(f"{path}: no such run folder")
+        if page is not None:
+            _writable_file(page, "--out")
         folders = [RunFolder(p) for p in runs]
         written, view = write_compare(folders, page or compare_path(runs[0].resolve().parent,
                                                                       [f.path.name for f in folders]))
     except Exception as e:
         _fail(e)
-    table = Table(title=Text("runs compared: " + " · ".join(f"{i + 1} = {r['folder']}" for i, r in
-                                                             enumerate(view["runs"]))), title_justify="left")
-    table.add_column("")
-    columns = [(n, i) for n in view["variants"] for i in range(len(view["runs"]))]
-    for n, i in columns:
-        table.add_column(Text(f"{n} #{i + 1}"), justify="right")
-    for row in compare_rows(view):
-        label = row["metric"].label if row.get("metric") else row["label"]
-        cells = [Text("-" if row["cells"][k] is None else f"{row['cells'][k]:,}" if isinstance(row["cells"][k], int)
-                      else str(row["cells"][k]), style="bold yellow" if row["differs"][k[0]] else None)
-                 for k in columns]
-        table.add_row(label, *cells)
-    console.print(table)
+    say("runs compared: " + " · ".join(f"{i + 1} = {r['folder']}" for i, r in enumerate(view["runs"])))
+    rows = compare_rows(view)
+    for name in view["variants"]:  # one table per variant: its runs side by side fit a narrow terminal
+        table = Table(title=Text(name), title_justify="left")
+        table.add_column("")
+        for i in range(len(view["runs"])):
+            table.add_column(f"run {i + 1}", justify="right")
+        table.add_column("")
+        for row in rows:
+            style = "bold yellow" if row["differs"][name] else None
+            cells = [row["cells"][(name, i)] for i in range(len(view["runs"]))]
+            table.add_row(row["metric"].label if row.get("metric") else row["label"],
+                          *(Text("-" if x is None else f"{x:,}" if isinstance(x, int) else str(x), style=style)
+                            for x in cells), "differs" if row["differs"][name] else "")
+        console.print(table)
     say(f"page: {written}")
 
 

@@ -146,6 +146,16 @@ def not_measured(variants: dict[str, dict]) -> list[Metric]:
     return [m for m in METRICS if not any(applies(m, v) for v in variants.values())]
 
 
+def not_measured_text(variants: dict[str, dict]) -> str:
+    """The metrics no variant measures, said once with why: "not measured here: aborted reads, ... (no
+    variant sends in transactions); reprocessed, ... (no variant runs a consumer group)"; "" when none."""
+    absent = not_measured(variants)
+    groups = [([m.label for m in absent if m.transactional], "no variant sends in transactions"),
+              ([m.label for m in absent if m.consumer], "no variant runs a consumer group")]
+    said = [f"{', '.join(labels)} ({why})" for labels, why in groups if labels]
+    return "not measured here: " + "; ".join(said) if said else ""
+
+
 def combine(key: str, values) -> int:
     """Combine one metric's values across partitions (or runs) the way the registry says."""
     values = [int(v) for v in values if v is not None]

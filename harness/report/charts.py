@@ -10,6 +10,8 @@ that reaches the SVG is escaped.
 
 from __future__ import annotations
 
+import math
+
 from markupsafe import Markup, escape
 
 W, H = 720, 180
@@ -71,11 +73,7 @@ def timeline(title: str, t0: float, t1: float, lines: dict[str, list[tuple[float
                     f'stroke-width="4"/><text x="{(x0 + x1) / 2:.1f}" y="{base - 6}" class="legend" '
                     f'text-anchor="middle">{escape(stretch["label"])}</text>'
                     f'<title>{escape(stretch["label"])}</title></g>')
-    for f in faults:
-        x0, x1 = x(max(0.0, f["start"] - t0)), x(min(t1 - t0, max(f["start"], f["end"]) - t0))
-        body.append(f'<rect class="fault" data-kind="{escape(f["kind"])}" fill="{fault_color(f["kind"])}" '
-                    f'x="{x0:.1f}" y="{PAD_T}" width="{max(1.0, x1 - x0):.1f}" height="{H - PAD_B - PAD_T}">'
-                    f'<title>{escape(f["label"])}</title></rect>')
+    body += _fault_bands(x, t0, t1, faults, PAD_T, H - PAD_B)
     for i, (name, pts) in enumerate(lines.items()):
         color = COLORS[i % len(COLORS)]
         coords = " ".join(f"{x(t - t0):.1f},{y(v):.1f}" for t, v in pts)
@@ -84,12 +82,87 @@ def timeline(title: str, t0: float, t1: float, lines: dict[str, list[tuple[float
                     f'<title>{escape(name)}</title></polyline>')
         body.append(f'<text x="{W - PAD_R - 4}" y="{PAD_T + 12 + 12 * i}" class="legend" text-anchor="end" '
                     f'fill="{color}">{escape(name)}</text>')
+    body += _fault_legend(faults)
+    return _frame(title, y_max, ("0 s", f"{t1 - t0:.0f} s"), body)
+
+
+def _fault_bands(x, t0: float, t1: float, faults: list[dict], top: float, bottom: float) -> list[str]:
+    """Each fault ({start, end, kind, label}, epoch seconds) shaded over its active period in its kind's colour
+    (at least 1 px wide), its label on hover."""
+    out = []
+    for f in faults:
+        x0, x1 = x(max(0.0, f["start"] - t0)), x(min(t1 - t0, max(f["start"], f["end"]) - t0))
+        out.append(f'<rect class="fault" data-kind="{escape(f["kind"])}" fill="{fault_color(f["kind"])}" '
+                   f'x="{x0:.1f}" y="{top}" width="{max(1.0, x1 - x0):.1f}" height="{bottom - top}">'
+                   f'<title>{escape(f["label"])}</title></rect>')
+    return out
+
+
+def _fault_legend(faults: list[dict]) -> list[str]:
+    out = []
     for i, kind in enumerate(sorted({f["kind"] for f in faults})):
         lx = PAD_L + 6 + 110 * i
-        body.append(f'<rect class="legend-key" x="{lx}" y="{PAD_T + 2}" width="9" height="9" '
-                    f'fill="{fault_color(kind)}"/><text x="{lx + 12}" y="{PAD_T + 10}" class="legend">'
-                    f'{escape(kind)}</text>')
-    return _frame(title, y_max, ("0 s", f"{t1 - t0:.0f} s"), body)
+        out.append(f'<rect class="legend-key" x="{lx}" y="{PAD_T + 2}" width="9" height="9" '
+                   f'fill="{fault_color(kind)}"/><text x="{lx + 12}" y="{PAD_T + 10}" class="legend">'
+                   f'{escape(kind)}</text>')
+    return out
+
+
+CLOUD_W, CLOUD_H = 1060, 260  # the latency cloud spans the page's width: a 0.3 s fault shows in a minute's run
+OUTCOME_COLORS = {"acked": "#1f77b4", "rejected": "#9467bd", "unknown": "#111111"}
+
+
+def cloud(title: str, t0: float, t1: float, data: dict, faults: list[dict]) -> Markup:
+    """Every send (or 1 in k, as `data` says: load._latency_cloud) as a dot at its send time and latency (ms,
+    log scale), coloured by outcome, over the faults shaded by kind. The title says the thinning; a <desc>
+    gives the counts and the largest latency as the text alternative."""
+    points, counts, every = data["points"], data["counts"], data["every"]
+    shown = {o: sum(1 for p in points if p[2] == o) for o in counts}
+    thinned = [f"1 in {every[o]:,} {o}" for o in counts if counts[o] and every.get(o, 1) > 1]
+    note = (f"{len(points):,} of {data['sends']:,} sends shown: " + ", ".join(thinned) + " (every other outcome "
+            "in full)" if thinned else f"all {data['sends']:,} sends")
+    top_ms = max([p[1] for p in points] + [1.0])
+    lo = 10 ** math.floor(math.log10(max(min([p[1] for p in points if p[1] > 0] + [1.0]), 0.1)))
+    hi = 10 ** math.ceil(math.log10(max(top_ms, lo * 10)))
+    left, right, top, bottom = PAD_L, CLOUD_W - PAD_R, PAD_T + 14, CLOUD_H - PAD_B
+    x = _scale(0, max(t1 - t0, 1e-9), left, right)
+    ly = _scale(math.log10(lo), math.log10(hi), bottom, top)
+    y = lambda ms: ly(math.log10(max(ms, lo)))  # noqa: E731
+    desc = (f"{title}: {note}; " + "; ".join(f"{o} {counts[o]:,}" for o in counts) +
+            f"; the largest latency shown {top_ms:,.0f} ms")
+    body = [f'<desc>{escape(desc)}</desc>', *_fault_bands(x, t0, t1, faults, top, bottom)]
+    decade = lo
+    while decade <= hi:
+        body.append(f'<line x1="{left}" y1="{y(decade):.1f}" x2="{right}" y2="{y(decade):.1f}" stroke="#eee"/>'
+                    f'<text x="{left - 4}" y="{y(decade) + 3:.1f}" class="tick" text-anchor="end">'
+                    f'{_num(decade)} ms</text>')
+        decade *= 10
+    span = max(t1 - t0, 1e-9)
+    step = next(s for s in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, math.inf)
+                if span / s <= 12)
+    for k in range(1, int(span / step) + 1) if step < math.inf else ():
+        body.append(f'<text x="{x(k * step):.1f}" y="{CLOUD_H - 6}" class="tick" text-anchor="middle">'
+                    f'{k * step:g} s</text>' if span - k * step > step / 2 else "")
+    for outcome, color in OUTCOME_COLORS.items():  # acked first: the rarer outcomes drawn over it
+        d = "".join(f"M{x(t - t0):.1f} {y(ms):.1f}h0" for t, ms, o in points if o == outcome)
+        if d:
+            body.append(f'<path class="sends" data-outcome="{outcome}" stroke="{color}" stroke-width="3" '
+                        f'stroke-linecap="round" stroke-opacity=".6" fill="none" d="{d}">'
+                        f'<title>{escape(outcome)}: {shown[outcome]:,} shown of {counts[outcome]:,}</title></path>')
+    for i, outcome in enumerate(o for o in OUTCOME_COLORS if counts.get(o)):
+        body.append(f'<text x="{right - 4}" y="{top + 10 + 12 * i}" class="legend" text-anchor="end" '
+                    f'fill="{OUTCOME_COLORS[outcome]}">{escape(outcome)} {counts[outcome]:,}</text>')
+    body += _fault_legend(faults)
+    return Markup("\n".join([
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {CLOUD_W} {CLOUD_H}" width="{CLOUD_W}" '
+        f'height="{CLOUD_H}" role="img" aria-label="{escape(desc)}">',
+        f'<text x="{left}" y="14" class="title">{escape(title)}</text>',
+        f'<text x="{right}" y="14" class="tick" text-anchor="end">{escape(note)}</text>',
+        f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" class="axis"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" class="axis"/>',
+        f'<text x="{left}" y="{CLOUD_H - 6}" class="tick">0 s</text>',
+        f'<text x="{right}" y="{CLOUD_H - 6}" class="tick" text-anchor="end">{t1 - t0:.1f} s</text>',
+        *body, "</svg>"]))
 
 
 def histogram(title: str, values: list[int], bins: int = 20) -> Markup:

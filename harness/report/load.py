@@ -7,19 +7,25 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..analysis.anomalies import TABLES
 from ..analysis.consumption import TABLES as CONSUMER_TABLES
 from ..analysis.metrics import BY_KEY
 from ..aggregate import ranking
-from ..formats import TxnCause, TxnOutcome
+from ..formats import Outcome, TxnCause, TxnOutcome
 from ..runfolder import SUMMARY, RunFolder, RunFolderError, SeriesFolder, entry_name, runs_in, series_in
 from ..spec import masked
 from ..verdict import run_verdict, status_of
 
 LISTING_CAP = 200  # jump-back runs and anomaly rows shown in the page; all of them are in the Parquet
+CLOUD_CAP = 4_000  # sends drawn per variant in the latency cloud; beyond it they are thinned, and the page says so
 # Tables listed row by row in the page: those named after a metric (lost, unseen, ...), but the two the
 # jump-back listing already shows.
 DETAIL_TABLES = tuple(t for t in TABLES if t in BY_KEY and t not in ("duplicates", "jump_back_runs"))
@@ -111,6 +117,38 @@ def _consumer(folder: RunFolder, variant: str) -> dict | None:
             "tables": {t: _capped(_rows(folder, variant, t)) for t in CONSUMER_TABLES if t != "dedup_window"}}
 
 
+def _thin(indices: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
+    """Every k-th of `indices` (in send order), k the smallest that keeps at most `budget`; and k."""
+    every = max(1, math.ceil(len(indices) / max(budget, 1)))
+    return indices[::every], every
+
+
+def _latency_cloud(folder: RunFolder, variant: str) -> dict | None:
+    """Each send's latency for the report's point cloud: {points: [(sent_at epoch s, latency ms, outcome)],
+    sends, counts: {outcome: n}, every: {outcome: k}}, the sends not acknowledged kept first (at most half of CLOUD_CAP, thinned
+    alike beyond it), then 1 in k acknowledged ones. None without a delivery log holding send times and
+    latencies (a damaged one is for analyze to name; older releases wrote no latency)."""
+    try:
+        table = folder.read_dataset(folder.acks_path(variant), "acks")
+    except RunFolderError:
+        return None
+    if not {"sent_at", "latency_ms"} <= set(table.schema.names):
+        return None
+    table = table.filter(pc.and_(pc.is_valid(table["sent_at"]), pc.is_valid(table["latency_ms"])))
+    sent = pc.cast(pc.cast(table["sent_at"], pa.timestamp("ms")), pa.int64()).to_numpy(zero_copy_only=False)
+    latency = table["latency_ms"].to_numpy(zero_copy_only=False)
+    outcome = np.asarray(table["outcome"].to_pylist(), dtype=object)
+    order = np.argsort(sent, kind="stable")
+    acked = outcome[order] == Outcome.ACKED.value
+    others, every_other = _thin(order[~acked], CLOUD_CAP // 2)
+    kept, every_acked = _thin(order[acked], CLOUD_CAP - len(others))
+    every = {o.value: (every_acked if o == Outcome.ACKED else every_other) for o in Outcome}
+    keep = np.sort(np.concatenate([others, kept]))
+    counts = {o.value: int(np.count_nonzero(outcome == o.value)) for o in Outcome}
+    return {"points": [(float(sent[i]) / 1000, float(latency[i]), str(outcome[i])) for i in keep],
+            "sends": int(len(order)), "counts": counts, "every": every}
+
+
 def load(folder: RunFolder) -> dict:
     """The view of one run: summary, settings, faults and, per variant, its tables."""
     summary = folder.read_summary()
@@ -134,6 +172,7 @@ def load(folder: RunFolder) -> dict:
             "has_tables": folder.table_path(name, "partitions").exists(),
             "transactions": _transactions(folder, name),
             "consumer": _consumer(folder, name),
+            "cloud": _latency_cloud(folder, name),
         }
     for var in summary.get("variants", {}).values():  # one status per check, whatever release wrote it
         var["expectations"] = [{**c, "status": status_of(c)} for c in var.get("expectations", [])]

@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from ..aggregate import RANKED
-from ..analysis.metrics import BY_KEY, FIGURES, METRICS, applies, not_measured
+from ..analysis.metrics import BY_KEY, FIGURES, METRICS, applies, not_measured, not_measured_text
 from .. import verdict as v
 from ..status import COMPLETE, INTERRUPTED
 from . import charts
@@ -122,7 +122,10 @@ def _charts(name: str, var: dict, figures: dict | None = None) -> list:
                                    {"duplicates": [(r["second"], r["duplicates"]) for r in series],
                                     "jump-backs": [(r["second"], r["jump_backs"]) for r in series]}, var["faults"]))
         timed = [r for r in series if r.get("latency_p99_ms") is not None]
-        if timed:
+        if (var.get("cloud") or {}).get("points"):  # every send (or 1 in k, said) over the faults
+            out.append(charts.cloud(f"{name}: latency of each send, ms, coloured by outcome (faults shaded by kind)",
+                                    t0, t1, var["cloud"], var["faults"]))
+        elif timed:
             out.append(charts.timeline(f"{name}: latency of the sends of each second, ms (faults shaded by kind)",
                                        t0, t1, {"p99": [(r["second"], r["latency_p99_ms"]) for r in timed],
                                                 "p50": [(r["second"], r["latency_p50_ms"]) for r in timed]},
@@ -156,11 +159,12 @@ def _n(x) -> str:
     return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else "-"
 
 
-def finding(name: str, x: dict, clients: bool = False) -> str:
-    """A variant's outcome in the seed article's words: sent, confirmed, received, duplicates in jump-backs and
-    the largest, loss, any other anomaly, and the longest stall. clients: name its client (they differ)."""
+def finding(x: dict, clients: bool = False) -> str:
+    """A variant's outcome in the seed article's words, said after its name: sent, confirmed, received,
+    duplicates in jump-backs and the largest, loss, any other anomaly, and the longest stall. clients: name its
+    client first (they differ)."""
     if x.get("incomplete"):
-        return f"{name}: not analysed ({x['incomplete']})."
+        return f": not analysed ({x['incomplete']})."
     who = f" ({x['client']})" if clients and x.get("client") else ""
     parts = [f"{_n(x.get('sent'))} sent, {_n(x.get('acked'))} confirmed, {_n(x.get('received'))} received"]
     dup, runs, big = x.get("duplicates") or 0, x.get("jump_back_runs") or 0, x.get("max_jump_back") or 0
@@ -173,7 +177,7 @@ def finding(name: str, x: dict, clients: bool = False) -> str:
               for m in METRICS if m.anomaly and m.key not in told and applies(m, x) and x.get(m.key)]
     if x.get("unavailable_s"):
         parts.append(f"the longest stall {x['unavailable_s']} s")
-    return f"{name}{who}: " + "; ".join(parts) + "."
+    return f"{who}: " + "; ".join(parts) + "."
 
 
 def comparison(s: dict) -> Markup | None:
@@ -212,9 +216,9 @@ def render_run(view: dict) -> str:
         v.get("consumer") for v in s.get("variants", {}).values())
     absent = not_measured(entries)
     return _env().get_template("run.html.j2").render(
-        findings=[finding(n, x, clients) for n, x in entries.items()], comparison=comparison(s),
+        findings={n: finding(x, clients) for n, x in entries.items()}, comparison=comparison(s),
         held={n: v.held_text(x.get("expectations", []), x) for n, x in entries.items()}, checks_open=checks_open,
-        absent=absent, applies=applies, partition_metrics=partition_metrics(view["variants"], entries),
+        absent=not_measured_text(entries), applies=applies, partition_metrics=partition_metrics(view["variants"], entries),
         by_key=BY_KEY, clients=clients,
         s=s, verdict=view["verdict"], headline=line, headline_class=css,
         metrics=[m for m in METRICS if m not in absent], figures=FIGURES,

@@ -146,7 +146,7 @@ def test_report_and_index_render_in_headless_chromium_offline(tmp_path):
         console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Failed to load resource" in line]
         assert console == [], console
         shot = tmp_path / f"{name}.png"
-        subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={profile}", "--window-size=1200,2400",
+        subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={profile}", "--window-size=1366,768",
                         f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=60)
         assert shot.stat().st_size > 10_000
 
@@ -206,15 +206,54 @@ def test_longest_unavailability_is_marked_on_the_acks_chart_and_variants_are_ran
     assert ">3,700<" in ranking and ">500<" in ranking and ">1,234<" in ranking  # on: 1,000 acked in 2 s
 
 
+def write_acks(folder, variant, n=10_000):
+    """A delivery log of n sends, 1 ms apart from T0: the 10 sent 4.1 s in (in make_run's 0.3 s fault at 4 s)
+    unknown after 900 ms, the others acked in 2.5 ms."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from harness.formats import ACKS_SCHEMA
+
+    value = np.arange(n, dtype=np.int64)
+    unknown = (value >= 4100) & (value < 4110)
+    acks = pa.table({"partition": pa.array(np.zeros(n, np.int32)), "value": value,
+                     "outcome": pa.array(np.where(unknown, "unknown", "acked")), "offset": value,
+                     "error": pa.nulls(n, pa.string()), "sent_at": pa.array(T0 * 1000 + value, pa.int64()),
+                     "latency_ms": pa.array(np.where(unknown, 900.0, 2.5)), "session": pa.array(np.zeros(n, np.int32)),
+                     "txn": pa.nulls(n, pa.int64())},
+                    schema=ACKS_SCHEMA.set(5, pa.field("sent_at", pa.int64()))).cast(ACKS_SCHEMA)
+    pq.write_table(acks, folder.acks_path(variant))
+
+
+def test_each_send_is_a_dot_coloured_by_outcome_over_the_faults_thinned_with_the_thinning_said(tmp_path):
+    folder, _, _ = make_run(tmp_path)
+    write_acks(folder, "off")
+    html = html_of(folder)
+    off = html[html.index("<h2>off</h2>"):html.index("<h2>on</h2>")]
+    assert 'latency of each send' not in html[html.index("<h2>on</h2>"):]  # no delivery log, no cloud
+    start = off.rindex("<svg", 0, off.index("latency of each send"))
+    chart = off[start:off.index("</svg>", start)]
+    dots = {o: d.count("M") for o, d in re.findall(r'data-outcome="(\w+)"[^>]* d="([^"]*)"', chart)}
+    assert dots == {"acked": 3330, "unknown": 10}, dots  # every unknown send; 1 in 3 of the 9,990 acked
+    assert "3,340 of 10,000 sends shown: 1 in 3 acked" in chart and "acked 9,990; rejected 0; unknown 10" in chart
+    unknown_x = [float(x) for x in re.findall(r"M([\d.]+) ", re.search(r'data-outcome="unknown"[^>]* d="([^"]*)"',
+                                                                       chart).group(1))]
+    bands = [(float(x), float(w)) for x, w in re.findall(r'class="fault" data-kind="lost-acks"[^>]* x="([\d.]+)" '
+                                                         r'y="[\d.]+" width="([\d.]+)"', chart)]
+    assert len(bands) == 2 and all(w > 20 for _, w in bands)  # a 0.3 s fault is a band, not a hairline
+    x0, w = bands[1]
+    assert all(x0 <= x <= x0 + w for x in unknown_x)  # the unknown sends sit in the fault they met
+
+
 def test_the_finding_comes_first_in_words_with_one_picture_and_the_verdict_in_one_line(tmp_path):
     folder, summary, _ = make_run(tmp_path)
     html = unescape(html_of(folder))
     finding = html[html.index('id="finding"'):html.index('id="checks"')]
     off, on = summary["variants"]["off"], summary["variants"]["on"]
-    assert (f"off: {off['sent']:,} sent, {off['acked']:,} confirmed, {off['received']:,} received; "
+    assert (f"<b>off</b>: {off['sent']:,} sent, {off['acked']:,} confirmed, {off['received']:,} received; "
             f"{off['duplicates']:,} duplicates in {off['jump_back_runs']} jump-backs of up to {off['max_jump_back']:,}; "
             "nothing lost") in finding
-    assert "on: " in finding and "no duplicate, no jump-back; nothing lost" in finding
+    assert "<b>on</b>: " in finding and "no duplicate, no jump-back; nothing lost" in finding
     picture = finding[finding.index("<svg"):finding.index("</svg>")]
     assert "<desc>" in picture and f"duplicates: off {off['duplicates']:,}, on 0" in picture  # its text alternative
     assert "off</b>: all 7 fatal checks held" in finding
@@ -236,7 +275,9 @@ def test_a_producer_only_run_shows_no_transaction_or_consumer_metric_and_says_so
     for key in ("aborted_reads", "torn_transactions", "zombie_writes_visible", "lost_committed", "reprocessed",
                 "skipped", "processed"):
         assert f'data-metric="{key}"' not in html, key
-    assert 'id="not-measured"' in html and "aborted reads" in html[html.index('id="not-measured"'):]
+    said = html[html.index('id="not-measured"'):html.index("</p>", html.index('id="not-measured"'))]
+    assert re.search(r"not measured here: aborted reads, [^;]*zombie writes visible \(no variant sends in "
+                     r"transactions\); reprocessed, [^;]*processed \(no variant runs a consumer group\)", said), said
     partitions = html[html.index('class="partitions"'):html.index("</table>", html.index('class="partitions"'))]
     assert "aborted reads" not in partitions and "duplicates" in partitions
 
@@ -252,6 +293,26 @@ def test_a_transactional_run_shows_the_transaction_metrics(tmp_path):
     assert row.count('data-metric="aborted_reads"') == 2 and ">-<" in row  # off sends no transactions: "-"
 
 
+def test_a_consumer_variant_shows_the_consumer_metrics_and_the_other_variant_dashes(tmp_path, capsys):
+    from harness.cli import print_summary
+
+    folder, summary, _ = make_run(tmp_path)
+    summary["variants"]["on"]["consumer"] = {"group": "g", "members": 2}
+    for key in ("reprocessed", "skipped", "processed"):
+        summary["variants"]["on"][key] = 7
+    rewrite_summary(folder, summary)
+    html = html_of(folder)
+    row = html[html.index('data-metric="reprocessed"') - 200:html.index("</tr>", html.index('data-metric="reprocessed"'))]
+    assert re.findall(r'data-metric="reprocessed"[^>]*>([^<]*)<', row) == ["-", "7"]
+    assert "reprocessed" not in html[html.index('id="not-measured"'):] and "aborted reads" in html[
+        html.index('id="not-measured"'):]
+    print_summary(summary)
+    out = capsys.readouterr().out
+    table, said = out.split("not measured here")
+    assert re.search(r"reprocessed +│ +- │ +7 │", table) and "aborted reads" in said and "reprocessed" not in said
+    assert "(no variant sends in transactions)" in said and "consumer group" not in said
+
+
 def test_the_cli_table_leaves_out_what_cannot_apply(tmp_path, capsys):
     from harness.cli import print_summary
 
@@ -264,6 +325,11 @@ def test_the_cli_table_leaves_out_what_cannot_apply(tmp_path, capsys):
     print_summary(summary)
     out = capsys.readouterr().out
     assert "aborted reads" in out.split("not measured here")[0]
+    _, summary, _ = make_run(tmp_path / "failed", off_lost=2)
+    print_summary(summary)
+    out = capsys.readouterr().out  # the one line is headed by the variant's verdict, never pass when one failed
+    assert re.search(r"FAIL +off: 6 of 7 fatal checks held", out) and re.search(r"FAIL +off: lost == 0", out), out
+    assert re.search(r"pass +on: all 7 fatal checks held", out), out
 
 
 def test_fault_rows_are_seconds_from_the_start_with_their_lateness(tmp_path):
@@ -294,31 +360,57 @@ def test_compare_puts_two_runs_side_by_side_and_refuses_a_folder_that_is_not_a_r
     lost_row = off[off.index(">lost"):off.index("</tr>", off.index(">lost"))]
     assert lost_row.count('class="differs"') == 2 and ">3<" in lost_row  # the difference highlighted
     assert page.name in (tmp_path / "out" / "index.html").read_text()  # the runs index links it
-    assert "lost" in result.output and f"page: {page}" in result.output
+    assert f"page: {page}" in result.output
+    printed = result.output[result.output.index("\noff\n"):result.output.index("\non\n")]  # one table per variant
+    assert re.search(r"lost +│ +0 │ +3 │ differs", printed) and not re.search(r"sent .*differs", printed)
     result = CliRunner().invoke(main, ["compare", str(a.path), str(tmp_path)])
     assert result.exit_code == 2 and f"{tmp_path}: not a run folder" in result.output
+    result = CliRunner().invoke(main, ["compare", str(a.path), str(tmp_path / "gone")])
+    assert result.exit_code == 2 and f"{tmp_path / 'gone'}: no such run folder" in result.output
+    (tmp_path / "file").write_text("")
+    result = CliRunner().invoke(main, ["compare", str(a.path), str(b.path), "--out", str(tmp_path / "file" / "x.html")])
+    assert result.exit_code == 2 and f"--out {tmp_path / 'file'}: not a writable folder" in result.output, result.output
 
 
 PROBE = """<script>
 const box = e => e ? Math.round(e.getBoundingClientRect().bottom) : -1;
-const wide = [...document.querySelectorAll('table')].filter(t => t.getBoundingClientRect().right > innerWidth).length;
-document.title = JSON.stringify({scroll: document.documentElement.scrollWidth, width: innerWidth, wide: wide,
-  finding: box([...document.querySelectorAll('p.finding')].pop()), picture: box(document.querySelector('#finding ~ svg'))});
+const wide = [...document.querySelectorAll('table, svg, pre')].filter(t => t.getBoundingClientRect().right > innerWidth);
+document.title = JSON.stringify({scroll: document.documentElement.scrollWidth, width: innerWidth,
+  wide: wide.map(t => t.tagName + '#' + t.id), tables: document.querySelectorAll('table').length,
+  finding: box([...document.querySelectorAll('p.finding')].pop()), picture: box(document.querySelector('#finding ~ svg')),
+  verdict: box(document.querySelector('#verdict-line'))});
 </script>"""
+
+
+def measured(page, profile):
+    """At 1366x768 in headless Chromium: a copy of the page (beside it) with a measuring script appended (the
+    page itself has none) reports the page's width, the elements wider than the window and where the
+    finding, the picture and the verdict line end."""
+    probe = page.with_name("probe-" + page.name)
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    dom = subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={profile}", "--window-size=1366,768",
+                          "--virtual-time-budget=2000", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=60)
+    probe.unlink()
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    return json.loads(unescape(re.search(r"<title>(.*?)</title>", dom.stdout, re.S).group(1)))
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (.ci/run installs Debian's chromium)")
 def test_on_a_laptop_screen_the_finding_is_on_the_first_screen_and_no_table_scrolls_sideways(tmp_path):
-    """At 1366x768 in headless Chromium: a copy of the page with a measuring script (the page itself has
-    none) reports the page's width and where the findings and the picture end."""
-    folder, _, _ = make_run(tmp_path, n_runs=40)
-    page = write_report(folder)
-    probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
-    dom = subprocess.run([CHROMIUM, *OFFLINE, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1366,768",
-                          "--virtual-time-budget=2000", "--dump-dom", probe.as_uri()],
-                         capture_output=True, text=True, timeout=60)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    found = json.loads(unescape(re.search(r"<title>(.*?)</title>", dom.stdout, re.S).group(1)))
-    assert found["width"] == 1366 and found["scroll"] <= found["width"] and found["wide"] == 0, found
-    assert 0 < found["finding"] <= 768 and 0 < found["picture"] <= 768, found
+    """The report, the runs index and a comparison at 1366x768: nothing wider than the window; the report's
+    finding, its picture and the verdict line on the first screen."""
+    from harness.report import write_compare
+
+    out = tmp_path / "out"
+    a, _, _ = make_run(out, n_runs=40)
+    write_acks(a, "off")  # the latency cloud, the widest chart
+    b, _, _ = make_run(out, n_runs=3, run_id="20260102T000000Z-fixture-bbbbbb", off_lost=2, off_allow=("lost",))
+    pages = {"report": write_report(a), "index": write_index(out),
+             "compare": write_compare([a, b], out / "compare-ab.html")[0]}
+    for name, page in pages.items():
+        found = measured(page, tmp_path / "profile")
+        assert found["width"] == 1366 and found["scroll"] <= found["width"] and found["wide"] == [], (name, found)
+        assert found["tables"] >= 1, (name, found)  # the page was measured, not an error page
+    found = measured(pages["report"], tmp_path / "profile")
+    assert 0 < found["finding"] <= 768 and 0 < found["picture"] <= 768 and 0 < found["verdict"] <= 768, found
