@@ -80,6 +80,9 @@ LOG_SCHEMA = pa.schema([
     ("offset", pa.int64()),
     ("value", pa.int64()),  # null: not a canonical decimal, so not the workload's record
     ("timestamp", pa.timestamp("us", tz="UTC")),
+    # The partition leader epoch the record's batch was written under (Kafka's batch header): null when the
+    # broker or the client does not say. A later epoch at an acknowledged offset tells a truncated ack.
+    ("leader_epoch", pa.int32()),
 ])
 
 # transactions.parquet: one row per transaction.

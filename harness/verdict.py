@@ -105,7 +105,7 @@ def implicit(check: dict) -> bool:
 
 
 def held_text(checks: list[dict], variant: dict | None = None) -> str:
-    """The checks that held, in one line: "all 7 fatal checks held (1 allowed); 2 expectations held
+    """The checks that held, in one line: "all 8 fatal checks held (1 allowed); 2 expectations held
     (duplicates > 0, jump_back_runs > 0)". A fatal check of a metric that cannot apply to the variant (its
     summary entry: no transactions, no consumer group) is not counted. Checks that failed or could not be
     decided are said one by one elsewhere."""

@@ -12,7 +12,7 @@ BEST = {"acked": 3, "unknown": 2, "rejected": 1}  # a value's outcome is its bes
 
 
 def reference(log_rows, ack_rows, reads=None, owned=frozenset()):
-    """log_rows: (partition, offset, value or None); ack_rows: (partition, value, outcome, offset or None[,
+    """log_rows: (partition, offset, value or None[, leader epoch or None]); ack_rows: (partition, value, outcome, offset or None[,
     session]): a value may be sent once per session. reads: {partition: (log start, end)} of a complete
     final read; a partition not in it was not proven read to its end. owned: (partition, value) of values
     that belong to a transaction: an absent one is lost_committed or nothing (reference_transactional),
@@ -21,8 +21,11 @@ def reference(log_rows, ack_rows, reads=None, owned=frozenset()):
     Returns {"metrics": {...}, table name: sorted list of row tuples without the partition... with it}.
     """
     logs, all_sends = defaultdict(list), defaultdict(lambda: defaultdict(list))
-    for p, off, v in log_rows:
+    epoch_at = {}  # (partition, offset) -> the record's leader epoch, where known
+    for p, off, v, *epoch in log_rows:
         logs[p].append((off, v))
+        if epoch and epoch[0] is not None and epoch[0] >= 0:
+            epoch_at[p, off] = epoch[0]
     for row in ack_rows:
         p, v, outcome, off = row[:4]
         all_sends[p][v].append((outcome, NO_OFFSET if off is None else off, row[4] if len(row) > 4 else 0))
@@ -105,6 +108,10 @@ def reference(log_rows, ack_rows, reads=None, owned=frozenset()):
                         cause = "holds another value"
                     if cause:
                         name = "base_offset_minus_one" if (session, v) in minus_one else "inconsistent_offsets"
+                        later, copy = epoch_at.get((p, off)), epoch_at.get((p, first[v]))
+                        if name == "inconsistent_offsets" and later is not None and copy is not None and later > copy:
+                            name = "truncated_acks"  # a later leader rewrote the acked offset
+                            cause += f" of leader epoch {later} (the value's copy: epoch {copy})"
                         m[name] += 1
                         found = by_offset.get(off) if off >= 0 else None
                         t[name].append((p, v, off, found, cause, first[v]))

@@ -100,6 +100,8 @@ TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
                              ("cause", _STR), ("found_at", _I64)],
     "base_offset_minus_one": [("partition", _I32), ("value", _I64), ("offset", _I64), ("found_value", _I64),
                               ("cause", _STR), ("found_at", _I64)],
+    "truncated_acks": [("partition", _I32), ("value", _I64), ("offset", _I64), ("found_value", _I64),
+                       ("cause", _STR), ("found_at", _I64)],
     "nonmonotonic_sends": [("partition", _I32), ("value", _I64), ("offset", _I64), ("previous_value", _I64),
                            ("previous_offset", _I64)],
     "rejected_visible": [("partition", _I32), ("value", _I64), ("offset", _I64), ("error", _STR)],
@@ -355,6 +357,7 @@ class PartitionCheck:
         self.changed = list(changed)  # offsets that held another record in another read (changed_offsets)
         n = len(outcomes.code)
         self.first = np.full(n, -1, dtype=np.int64)  # offset of each value's first copy
+        self.first_epoch = np.full(n, -1, dtype=np.int32)  # its leader epoch (-1: not known)
         self.received = self.repeats = self.reorders = 0
         self.highest = NONE
         self.last_offset = NONE
@@ -369,9 +372,10 @@ class PartitionCheck:
         # Acked sends, by offset.
         self.ack_val, self.ack_off, self.ack_ses = values[told][order], offsets[told][order], sessions[told][order]
         self.ack_i = 0  # acks before this index were checked against the log
-        # Acked sends whose told offset does not hold their value: (value, offset, found_value, cause, session). Whether
-        # that is an inconsistent offset (the value is elsewhere in the log), a loss (it is nowhere) or the
-        # base-offset -1 quirk is decided in finish(), when the whole log has been seen.
+        # Acked sends whose told offset does not hold their value: (value, offset, found_value, cause, session,
+        # leader epoch of the record at the offset or -1). Whether that is an inconsistent offset (the value is
+        # elsewhere in the log), a truncated ack, a loss (it is nowhere) or the base-offset -1 quirk is decided
+        # in finish(), when the whole log has been seen.
         self.misplaced: list[tuple] = []
         # Transactional variants: each value's transaction, and where non-committed transactions wrote.
         if outcomes.transactional:
@@ -382,14 +386,17 @@ class PartitionCheck:
 
     # -- streaming ---------------------------------------------------------------------
     def feed(self, offsets: np.ndarray, values: np.ndarray, valid: np.ndarray,
-             timestamps_ms: np.ndarray | None = None) -> None:
-        """values[i] is meaningful only where valid[i] (the record held a decimal number)."""
+             timestamps_ms: np.ndarray | None = None, epochs: np.ndarray | None = None) -> None:
+        """values[i] is meaningful only where valid[i] (the record held a decimal number); epochs[i] is the
+        record's leader epoch, -1 (or no array) when not known."""
         if len(offsets) == 0:
             return
         if offsets[0] <= self.last_offset or (len(offsets) > 1 and np.any(np.diff(offsets) <= 0)):
             raise OutOfOrder(f"partition {self.partition}")
         self.last_offset = int(offsets[-1])
-        self._check_acked_offsets(offsets, values, valid)
+        if epochs is None:
+            epochs = np.full(len(offsets), -1, dtype=np.int32)
+        self._check_acked_offsets(offsets, values, valid, epochs)
         n = len(self.outcomes.code)
         sent = valid & (values >= 0) & (values < n)
         sent[sent] = self.outcomes.code[values[sent]] != 0
@@ -397,12 +404,16 @@ class PartitionCheck:
             stray = np.flatnonzero(~sent)
             self.unexpected += [(o, v if ok else None) for o, v, ok in
                                 zip(offsets[stray].tolist(), values[stray].tolist(), valid[stray].tolist())]
-            offsets, values = offsets[sent], values[sent]
+            offsets, values, epochs = offsets[sent], values[sent], epochs[sent]
             timestamps_ms = timestamps_ms[sent] if timestamps_ms is not None else None
         if len(values):
             if self.outcomes.transactional:
                 self._attribute(offsets, values)
             self._order(offsets, values, timestamps_ms)
+            at = self.first[values]  # the epoch of each value whose first copy is in this batch
+            pos = np.minimum(np.searchsorted(offsets, at), len(offsets) - 1)
+            here = offsets[pos] == at
+            self.first_epoch[values[here]] = epochs[pos[here]]
 
     def _attribute(self, offsets: np.ndarray, values: np.ndarray) -> None:
         """Records of aborted or fenced transactions: aborted reads and zombie writes."""
@@ -412,7 +423,7 @@ class PartitionCheck:
             k = np.flatnonzero(rank == which)
             into += zip(values[k].tolist(), offsets[k].tolist(), txn[k].tolist())
 
-    def _check_acked_offsets(self, offsets, values, valid) -> None:
+    def _check_acked_offsets(self, offsets, values, valid, epochs) -> None:
         """Each acked offset in this batch's range must hold the acked value."""
         lo = np.searchsorted(self.ack_off, offsets[0], "left")
         hi = np.searchsorted(self.ack_off, offsets[-1], "right")
@@ -429,15 +440,16 @@ class PartitionCheck:
                 else:
                     p = pos[k]
                     self._inconsistent(lo + k, int(values[p]) if valid[p] else None,
-                                       "holds another value" if valid[p] else "holds a record that is not a number")
+                                       "holds another value" if valid[p] else "holds a record that is not a number",
+                                       int(epochs[p]))
         self.ack_i = max(self.ack_i, hi)
 
-    def _inconsistent(self, i: int, found, cause: str | None = None) -> None:
+    def _inconsistent(self, i: int, found, cause: str | None = None, epoch: int = -1) -> None:
         off = int(self.ack_off[i])
         if cause is None:
             cause = ("negative offset (the client was told none)" if off < 0
                      else "beyond the end of the log" if off > self.last_offset else "no record at this offset")
-        self.misplaced.append((int(self.ack_val[i]), off, found, cause, int(self.ack_ses[i])))
+        self.misplaced.append((int(self.ack_val[i]), off, found, cause, int(self.ack_ses[i]), epoch))
 
     def _order(self, offsets, values, timestamps_ms) -> None:
         jump, before = jump_backs(values, self.highest)
@@ -510,8 +522,8 @@ class PartitionCheck:
         quirk = minus_one_batches(s_off, s_ses)
         backwards = nonmonotonic_cases(s_off[~quirk], s_ses[~quirk])
         n_val, n_off = s_val[~quirk], s_off[~quirk]
-        inconsistent, minus_one = misplaced_cases(self.misplaced, self.first, set(zip(s_ses[quirk].tolist(),
-                                                                                       s_val[quirk].tolist())))
+        inconsistent, minus_one, truncated = misplaced_cases(
+            self.misplaced, self.first, set(zip(s_ses[quirk].tolist(), s_val[quirk].tolist())), self.first_epoch)
         inconsistent += self.changed
         txn_m, txn_t = self._transactions(present)
         runs = [(fo, lo, fv, hb, hb - fv, length, run_kind(length, reps)) for fo, lo, fv, hb, length, reps in self.runs]
@@ -525,7 +537,7 @@ class PartitionCheck:
             "missing": int(missing_cases(o.code, present).sum()),
             "received_unacked": int(received_unacked_cases(o.code, present).sum()), "reorders": self.reorders,
             "unexpected": len(self.unexpected), "inconsistent_offsets": len(inconsistent),
-            "base_offset_minus_one": len(minus_one),
+            "truncated_acks": len(truncated), "base_offset_minus_one": len(minus_one),
             "rejected_visible": int(rejected_visible.sum()), "nonmonotonic_sends": len(backwards), **txn_m,
         }
         rv = np.flatnonzero(rejected_visible)
@@ -540,6 +552,7 @@ class PartitionCheck:
             "lost": told(lost), "unseen": told(unseen), "deleted_before_read": told(deleted),
             "gaps": _columns("gaps", p, gap_cases(absent, lost, unseen, deleted)),
             "inconsistent_offsets": _columns("inconsistent_offsets", p, inconsistent),
+            "truncated_acks": _columns("truncated_acks", p, truncated),
             "base_offset_minus_one": _columns("base_offset_minus_one", p, minus_one),
             "nonmonotonic_sends": {"partition": [p] * len(backwards), "value": n_val[backwards].tolist(),
                                    "offset": n_off[backwards].tolist(),
@@ -763,18 +776,28 @@ def changed_offsets(log: pa.Table, other: pa.Table, other_read: str) -> list[tup
                                                    changed.column("other").to_pylist())]
 
 
-def misplaced_cases(misplaced: list[tuple], first: np.ndarray, minus_one: set) -> tuple[list, list]:
-    """Acked sends whose told offset does not hold their value, (value, offset, found_value, cause, session)
-    -> (inconsistent_offsets rows, base_offset_minus_one rows), each (value, offset, found_value, cause,
-    found_at). minus_one: (session, value) of sends in a batch acknowledged with base offset -1. A value
-    absent from the log is not here at all: it is lost (one event, one name)."""
-    inconsistent, quirk = [], []
-    for value, offset, found, cause, session in misplaced:
+def misplaced_cases(misplaced: list[tuple], first: np.ndarray, minus_one: set,
+                    first_epoch: np.ndarray) -> tuple[list, list, list]:
+    """Acked sends whose told offset does not hold their value, (value, offset, found_value, cause, session,
+    leader epoch at the offset) -> (inconsistent_offsets, base_offset_minus_one, truncated_acks rows), each
+    (value, offset, found_value, cause, found_at). minus_one: (session, value) of sends in a batch
+    acknowledged with base offset -1; first_epoch: the leader epoch of each value's first copy (-1: not
+    known). The offset holding a record of a later epoch than the value's copy is a truncated ack: the log was
+    cut back past the acknowledged write and a later leader wrote there. A value absent from the log is not
+    here at all: it is lost (one event, one name)."""
+    inconsistent, quirk, truncated = [], [], []
+    for value, offset, found, cause, session, epoch in misplaced:
         if value >= len(first) or first[value] < 0:
             continue
-        row = (value, offset, found, cause, int(first[value]))
-        (quirk if (session, value) in minus_one else inconsistent).append(row)
-    return inconsistent, quirk
+        copy = int(first_epoch[value])
+        if (session, value) in minus_one:
+            quirk.append((value, offset, found, cause, int(first[value])))
+        elif epoch >= 0 and copy >= 0 and epoch > copy:
+            truncated.append((value, offset, found, f"{cause} of leader epoch {epoch} (the value's copy: epoch {copy})",
+                              int(first[value])))
+        else:
+            inconsistent.append((value, offset, found, cause, int(first[value])))
+    return inconsistent, quirk, truncated
 
 
 def _columns(table: str, partition: int, rows: list[tuple]) -> dict[str, list]:
@@ -855,7 +878,8 @@ def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:
     if "timestamp" in batch.schema.names and batch.column("timestamp").null_count == 0:
         ts = batch.column("timestamp").cast(pa.timestamp("ms")).cast(pa.int64()).to_numpy(zero_copy_only=False)
     valid = pc.is_valid(value).to_numpy(zero_copy_only=False)
-    check.feed(_ints(batch.column("offset"), NONE), _ints(value, -1), valid, ts)
+    epochs = _ints(batch.column("leader_epoch"), -1).astype(np.int32) if "leader_epoch" in batch.schema.names else None
+    check.feed(_ints(batch.column("offset"), NONE), _ints(value, -1), valid, ts, epochs)
 
 
 def check_partition(partition: int, acks: Iterable, log: Iterable, periods: list = (),

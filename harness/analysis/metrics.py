@@ -54,6 +54,10 @@ METRICS: tuple[Metric, ...] = (
            fatal=True, anomaly=True),
     Metric("inconsistent_offsets", "inconsistent offsets",
            "acked values that are in the log, but not at the offset the client was told", fatal=True, anomaly=True),
+    Metric("truncated_acks", "truncated acks",
+           "acked values whose told offset now holds a record of a later leader epoch than the value's copy in the "
+           "log: the acknowledged write was truncated and its offset rewritten by a later leader (an unclean election, "
+           "lost unflushed data); only an earlier copy of the value survives", fatal=True, anomaly=True),
     Metric("base_offset_minus_one", "base offset -1",
            "the same for sends of a batch the broker acknowledged with base offset -1 (Tansu's answer to a retry it "
            "deduplicated: the client is told -1, 0, 1, ...)", fatal=True, anomaly=True),

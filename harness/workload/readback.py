@@ -161,6 +161,7 @@ class KafkaLogReader(DataSourceReader):
                         pa.repeat(pa.scalar(p, pa.int32()), len(offsets)), pa.array(offsets, pa.int64()),
                         parse_values([m.value() for m in msgs]),
                         pc.multiply(stamps, 1000).cast(pa.timestamp("us", tz="UTC")),
+                        pa.array([m.leader_epoch() for m in msgs], pa.int32()),
                     ], schema=LOG_SCHEMA)
                 if eof is not None and eof >= listed_end:
                     return

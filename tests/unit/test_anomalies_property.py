@@ -3,7 +3,8 @@
 Each example draws one or more partitions: delivery outcomes, some values sent again in a second
 session (a producer restart), a log made of sent values, repeats, strays (negative, never sent, not a
 number) at increasing offsets with holes, acknowledged offsets that are right, wrong or absent, a batch
-told -1, 0, 1, ... (the embedded broker's base offset -1), whether the final read is proven complete
+told -1, 0, 1, ... (the embedded broker's base offset -1), leader epochs (rising along the log, some
+unknown, or none at all), whether the final read is proven complete
 (and from which log start offset), and the size of the batches the log is fed in.
 """
 
@@ -46,7 +47,12 @@ def partition(draw, p):
         for k, i in enumerate(batch[:draw(st.integers(1, 4))]):
             acks[i] = acks[i][:3] + (k - 1, 0)
     read = draw(st.one_of(st.none(), st.tuples(st.integers(0, 3), st.just(offsets[-1] + 1 if offsets else 0))))
-    return [(p, o, v) for o, v in zip(offsets, values)], acks, draw(st.integers(1, 8)), read
+    # Leader epochs never decrease along a log; some records' unknown (null), or the column absent (None).
+    rises = draw(st.one_of(st.none(), st.lists(st.sampled_from([0, 0, 1, None]), min_size=len(values),
+                                                max_size=len(values))))
+    epochs = [None] * len(values) if rises is None else \
+        [None if r is None else sum(x or 0 for x in rises[: i + 1]) for i, r in enumerate(rises)]
+    return [(p, o, v, e) for o, v, e in zip(offsets, values, epochs)], acks, draw(st.integers(1, 8)), read
 
 
 @st.composite
@@ -58,6 +64,8 @@ def _tables(p, log_rows, ack_rows, batch):
     log = pa.table({"partition": pa.array([p] * len(log_rows), pa.int32()),
                     "offset": pa.array([r[1] for r in log_rows], pa.int64()),
                     "value": pa.array([r[2] for r in log_rows], pa.int64())})
+    if any(r[3] is not None for r in log_rows):
+        log = log.append_column("leader_epoch", pa.array([r[3] for r in log_rows], pa.int32()))
     acks = pa.table({"partition": pa.array([p] * len(ack_rows), pa.int32()),
                      "value": pa.array([r[1] for r in ack_rows], pa.int64()),
                      "outcome": pa.array([r[2] for r in ack_rows], pa.string()),
@@ -79,7 +87,8 @@ def test_numpy_definitions_equal_the_reference(case):
     for key in (m.key for m in metrics.METRICS if not m.planned):  # the planned ones are not the log's
         assert got[key] == want["metrics"].get(key, 0), key
     for table in ("jump_back_runs", "duplicates", "lost", "unseen", "deleted_before_read", "gaps",
-                  "inconsistent_offsets", "base_offset_minus_one", "nonmonotonic_sends", "unexpected"):
+                  "inconsistent_offsets", "base_offset_minus_one", "truncated_acks", "nonmonotonic_sends",
+                  "unexpected"):
         rows = [tuple(r.values()) for f in found for r in f.table(table).to_pylist()]
         assert sorted(rows, key=repr) == want.get(table, []), table
     rejected = [(r["partition"], r["value"], r["offset"]) for f in found for r in f.table("rejected_visible").to_pylist()]

@@ -59,13 +59,16 @@ def test_minus_one_batches_and_nonmonotonic_sends():
     assert a.nonmonotonic_cases(I(5, 3, 7, 2), np.array([0, 0, 0, 1], np.int32)).tolist() == [1]
 
 
-def test_misplaced_cases_split_the_quirk_from_real_inconsistencies_and_leave_lost_values_out():
-    first = I(4, -1, 6)
-    misplaced = [(0, 9, 7, "holds another value", 0), (1, 3, None, "no record at this offset", 0),
-                 (2, 0, 0, "holds another value", 1)]
-    inconsistent, quirk = a.misplaced_cases(misplaced, first, minus_one={(1, 2)})
-    assert inconsistent == [(0, 9, 7, "holds another value", 4)]  # value 1 is absent: lost, not here
-    assert quirk == [(2, 0, 0, "holds another value", 6)]
+def test_misplaced_cases_split_the_quirk_and_truncated_acks_from_real_inconsistencies_and_leave_lost_values_out():
+    first, epochs = I(4, -1, 6, 1, 8), np.array([2, -1, 2, 3, -1], np.int32)
+    misplaced = [(0, 9, 7, "holds another value", 0, 2), (1, 3, None, "no record at this offset", 0, -1),
+                 (2, 0, 0, "holds another value", 1, 5),  # in a base -1 batch: the quirk, whatever the epochs
+                 (3, 5, 9, "holds another value", 0, 4),  # the offset rewritten under a later epoch
+                 (4, 6, 1, "holds another value", 0, 4)]  # the value's copy of unknown epoch: not provably truncated
+    inconsistent, quirk, truncated = a.misplaced_cases(misplaced, first, {(1, 2)}, epochs)
+    assert inconsistent == [(0, 9, 7, "holds another value", 4), (4, 6, 1, "holds another value", 8)]
+    assert quirk == [(2, 0, 0, "holds another value", 6)]  # value 1 is absent: lost, in none of them
+    assert truncated == [(3, 5, 9, "holds another value of leader epoch 4 (the value's copy: epoch 3)", 1)]
 
 
 def test_gap_cases_name_each_run_of_absent_values_by_its_worst():

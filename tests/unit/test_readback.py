@@ -35,6 +35,9 @@ class Msg:
     def timestamp(self):
         return (1, 1_790_000_000_000 + self._offset)
 
+    def leader_epoch(self):
+        return None if self._offset % 2 else self._offset // 10  # the client says none for some records
+
 
 class FakeConsumer:
     """A partition of `length` records ("0", "1", ...) from the assigned offset, `per_batch` at a time,
@@ -73,6 +76,7 @@ def test_a_range_stops_at_its_end_and_the_last_range_at_the_partitions_end(monke
     assert first.column("offset").to_pylist() == [0, 1, 2, 3, 4] == first.column("value").to_pylist()
     assert first.column("partition").to_pylist() == [0] * 5
     assert first.column("timestamp").cast(pa.int64()).to_pylist() == [(1_790_000_000_000 + o) * 1000 for o in range(5)]
+    assert first.column("leader_epoch").to_pylist() == [0, None, 0, None, 0]  # as the client said, None kept
     middle = read(monkeypatch, FakeConsumer(12, per_batch=4), (0, 5, 10))
     assert middle.column("offset").to_pylist() == [5, 6, 7, 8, 9]
     last = read(monkeypatch, FakeConsumer(12, per_batch=5), (0, 10, None))
