@@ -177,10 +177,13 @@ class Run:
                 self.warnings.append(warning)
                 self.listener.warning(warning)
             self.produced[name].update(**producer.record(), produce_seconds=round(time.monotonic() - t0, 2))
+        if result is not None and result.fatal:
+            self.produced[name]["client_fatal"] = result.fatal
         if result is not None and result.error:
             self.produced[name]["producer_error"] = result.error
+            named = f"{result.fatal}: " if result.fatal and result.fatal not in result.error else ""
             warning = (f"{name}: the producer failed for good after {result.sent:,} of {spec.workload.messages:,} "
-                       f"sends ({result.error}); what it sent is analysed")
+                       f"sends ({named}{result.error}); what it sent is analysed")
             self.warnings.append(warning)
             self.listener.warning(warning)
         if watchdog.error:
@@ -302,7 +305,7 @@ def _spark(master: str | None):
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "started_at", "ended_at", "faults_planned", "warnings", "reason")
-KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "producer_error", "transactions", "consumer")
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "producer_error", "client_fatal", "transactions", "consumer")
 
 
 def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,

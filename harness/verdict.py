@@ -86,8 +86,8 @@ def plan_checks(facts: dict, rules: dict[str, Rule]) -> list[dict]:
             checks.append(_check(metric, f"{rule} (else unknown: {why})", actual, UNKNOWN))
 
     if facts.get("producer_failed") or facts.get("producer_error"):
-        unknown("producer_failed", "== 0", 1, "the producer failed for good"
-                + (f" ({facts['producer_error']})" if facts.get("producer_error") else ""))
+        said = [x for x in (facts.get("client_fatal"), facts.get("producer_error")) if x]
+        unknown("producer_failed", "== 0", 1, "the producer failed for good" + (f" ({': '.join(said)})" if said else ""))
     if facts.get("sent") and not facts.get("acked"):
         unknown("acked", "> 0", 0, f"nothing of {facts['sent']:,} sends was acknowledged")
     if facts.get("faults_not_applied"):

@@ -97,7 +97,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("faults_not_applied", "faults not applied", "planned faults never applied (not reached before the "
            "workload ended, or failed): the verdict is unknown", anomaly=True, planned=True),
     Metric("producer_failed", "producer failed", "1 when the producer failed for good (a fatal error ended the "
-           "workload early; the summary's producer_error says which): the verdict is unknown", anomaly=True,
+           "workload early; the summary's client_fatal names it, producer_error says it): the verdict is unknown", anomaly=True,
            planned=True),
     # Delivery accounting: sent = acked + rejected + unknown.
     Metric("sent", "sent", "values handed to the producer", accounting=True),

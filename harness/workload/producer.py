@@ -49,6 +49,7 @@ class ProduceResult:
     duration: float
     interrupted: bool
     error: str = ""  # the client's fatal error, when it ended the workload early
+    fatal: str = ""  # that error's name as librdkafka reports it (error_cb), e.g. OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 @dataclass
@@ -296,10 +297,21 @@ class DeliveryLog:
             self.counts[Outcome.UNKNOWN] += n
 
 
-def client_conf(config: dict, client: dict, logger: logging.Logger | None) -> dict:
+def client_conf(config: dict, client: dict, logger: logging.Logger | None,
+                on_fatal: Callable[[str], None] | None = None) -> dict:
+    """The client's configuration; on_fatal(name) receives a fatal error's name. librdkafka reports a fatal
+    error once, through error_cb, with the underlying code (the produce calls after it only say _FATAL):
+    that is the name known-bug experiments need (e.g. OUT_OF_ORDER_SEQUENCE_NUMBER, _INCONSISTENT)."""
     conf = {**config, **client}
     if logger is not None:
         conf["logger"] = logger
+    if on_fatal is not None:
+        def error_cb(err) -> None:
+            if err.fatal():
+                on_fatal(err.name())
+                if logger is not None:
+                    logger.error("fatal client error: %s", err.str())
+        conf["error_cb"] = error_cb
     return conf
 
 
@@ -409,7 +421,8 @@ def produce(
     and producer-pause.
     """
     stop = stop or threading.Event()
-    conf = client_conf(config, client, logger)
+    fatal: list[str] = []
+    conf = client_conf(config, client, logger, fatal.append)
     producer = Producer(conf)
     zombie: tuple[int, Producer] | None = None  # (session, instance) frozen by producer-pause
     t0 = time.monotonic()
@@ -489,7 +502,7 @@ def produce(
             error = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
             if before_flush:
                 before_flush()
-            _drain(producer, 2.0)
+            _drain(producer, 2.0)  # serves error_cb too: the fatal error's own name
     except BaseException:
         # Interrupted or failed: collect what reports can still come, quickly; the rest become unknown.
         _drain(producer, 2.0)
@@ -504,7 +517,7 @@ def produce(
             pass
         log.close(count)
     return ProduceResult(log.sent, log.counts[Outcome.ACKED], log.counts[Outcome.REJECTED], log.counts[Outcome.UNKNOWN],
-                         time.monotonic() - t0, stop.is_set(), error)
+                         time.monotonic() - t0, stop.is_set(), error, fatal[0] if fatal else "")
 
 
 def resume_plain(log: DeliveryLog, session: int, producer: Producer, timeout: float) -> None:

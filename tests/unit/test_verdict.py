@@ -96,6 +96,8 @@ def test_accounting():
 
 PLAN_MISSES = [  # (facts, the metric named unknown, what its reason says)
     ({"producer_error": "_FATAL: Fenced"}, "producer_failed", "the producer failed for good (_FATAL: Fenced)"),
+    ({"producer_error": "Broker: sequence desynchronization", "client_fatal": "OUT_OF_ORDER_SEQUENCE_NUMBER"},
+     "producer_failed", "the producer failed for good (OUT_OF_ORDER_SEQUENCE_NUMBER: Broker: sequence desync"),
     ({"acked": 0}, "acked", "nothing of 10 sends was acknowledged"),
     ({"faults_not_applied": 2}, "faults_not_applied", "planned faults were never applied"),
     ({"consumer": {"strategy": "at-least-once"}, "processed": 0}, "processed",
@@ -103,7 +105,7 @@ PLAN_MISSES = [  # (facts, the metric named unknown, what its reason says)
 ]
 
 
-@pytest.mark.parametrize("facts, metric, why", PLAN_MISSES, ids=[m for _, m, _ in PLAN_MISSES])
+@pytest.mark.parametrize("facts, metric, why", PLAN_MISSES, ids=[f"{m}-{i}" for i, (_, m, _) in enumerate(PLAN_MISSES)])
 def test_a_variant_that_did_not_do_what_it_planned_never_passes(facts, metric, why):
     # Its client failed for good, it acknowledged nothing, a planned fault was never applied, or its consumer
     # group processed nothing of a log that holds records: unknown (exit 3) with the reason in the check's line,
