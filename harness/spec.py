@@ -374,6 +374,14 @@ class LostAcks(FaultBase):
     cut_after_ms: Annotated[Millis, Field(ge=1)] = 100
 
 
+class LostRequests(FaultBase):
+    """Requests are held on their way to the broker and the connection cut: nothing sent in the window is
+    written, yet the client cannot know (a "possibly persisted" error, as librdkafka calls it)."""
+
+    kind: Literal["lost-requests"]
+    cut_after_ms: Annotated[Millis, Field(ge=1)] = 100
+
+
 class ResetConnections(FaultBase):
     """Every client connection to the target is reset (TCP RST), and new ones while the fault lasts."""
 
@@ -502,11 +510,11 @@ class RebalanceStorm(_WorkloadFault):
 
 
 Fault = Annotated[
-    Union[LostAcks, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
+    Union[LostAcks, LostRequests, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
           BrokerRestart, ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
     Field(discriminator="kind"),
 ]
-CLIENT_PROXY_FAULTS = ("lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition")
+CLIENT_PROXY_FAULTS = ("lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition")
 PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
 BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")  # act on the broker process or container
 PRODUCER_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)

@@ -84,6 +84,8 @@ FAULTS: dict[str, FaultAction] = {
     # cut_after_ms after the last one or when the fault ends (Toxiproxy's timeout toxic):
     # every request in flight is written but its ack never arrives.
     "lost-acks": _toxic("timeout", lambda p: {"timeout": p["cut_after_ms"]}),
+    # The same on the way in: requests are held and never reach the broker, then the connection is cut.
+    "lost-requests": _toxic("timeout", lambda p: {"timeout": p["cut_after_ms"]}, stream="upstream"),
     "reset-connections": _toxic("reset_peer", lambda p: {"timeout": 0}),
     "latency": _toxic("latency", lambda p: {"latency": p["latency_ms"], "jitter": p["jitter_ms"]}),
     "bandwidth": _toxic("bandwidth", lambda p: {"rate": p["rate_kbps"]}),

@@ -159,6 +159,35 @@ def test_timeout_drops_data_then_closes(proxy):
         assert 0.25 <= waited < 2
 
 
+class Recording(socketserver.BaseRequestHandler):
+    """An echo server that keeps every byte it received (server.received)."""
+
+    def handle(self):
+        while data := self.request.recv(65536):
+            self.server.received.append(data)
+            self.request.sendall(data)
+
+
+def test_timeout_upstream_keeps_requests_from_the_server_then_closes(api, request):
+    # The lost-requests fault: what the client sends while the toxic is there never reaches the server.
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Recording)
+    server.daemon_threads, server.received = True, []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    p = api.create(upstream=f"127.0.0.1:{server.server_address[1]}", name=re.sub(r"\W", "_", request.node.name)[:60])
+    try:
+        with connect(p) as s:
+            roundtrip(s)
+            p.add_toxic(type="timeout", name="to", stream="upstream", attributes={"timeout": 300})
+            s.sendall(b"held")
+            got, waited = until_closed(s)
+        assert got == b"" and 0.25 <= waited < 2
+        assert b"".join(server.received) == b"ping"  # the request before the toxic only
+    finally:
+        p.destroy()
+        server.shutdown()
+        server.server_close()
+
+
 def test_timeout_clock_restarts_with_each_dropped_chunk(proxy):
     with connect(proxy) as s:
         proxy.add_toxic(type="timeout", name="to", attributes={"timeout": 300})

@@ -129,11 +129,15 @@ def test_each_kind_applies_and_heals(tmp_path):
         PlannedFault(2, "broker-pause", LeaderOf(1), 0.0, 0.05, {}),
         PlannedFault(3, "broker-kill", Broker(1), 0.0, 0.05, {}),
         PlannedFault(4, "isolate", FollowerOf(0), 0.0, 0.05, {}),
+        PlannedFault(5, "lost-requests", Broker(2), 0.0, 0.05, {"cut_after_ms": 200}),
     ]
     cluster, nemesis, lines = run_nemesis(schedule, tmp_path)
     c = cluster.calls
     assert ("add", "broker-1", "lost-acks-0", "timeout", "downstream", {"timeout": 100}) in c
     assert ("remove", "broker-1", "lost-acks-0") in c
+    # lost-requests: the same toxic on the way in (requests never reach the broker)
+    assert ("add", "broker-2", "lost-requests-5", "timeout", "upstream", {"timeout": 200}) in c
+    assert ("remove", "broker-2", "lost-requests-5") in c
     assert c.index(("enabled", "broker-0", False)) < c.index(("enabled", "broker-0", True))
     assert ("leader_of", "topic-a", 1) in c and ("pause_broker", 2) in c and ("resume_broker", 2) in c
     assert c.index(("kill_broker", 1)) < c.index(("start_broker", 1))
@@ -142,9 +146,9 @@ def test_each_kind_applies_and_heals(tmp_path):
     assert cut == {"replication-0-1", "replication-1-0", "controller-0-1", "controller-1-0",
                    "replication-0-2", "replication-2-0", "controller-0-2", "controller-2-0"}
     assert {x[1] for x in c if x[0] == "enabled" and x[2] is True} - {"broker-0"} == cut
-    assert [line["outcome"] for line in lines] == ["healed"] * 5
+    assert [line["outcome"] for line in lines] == ["healed"] * 6
     assert [line["target"] for line in lines] == [{"broker": 1}, {"broker": 0}, {"leader-of": 1}, {"broker": 1},
-                                                  {"follower-of": 0}]
+                                                  {"follower-of": 0}, {"broker": 2}]
     assert nemesis.errors == [] and nemesis.warnings == []
     assert cluster.states == [RUNNING] * 3
 

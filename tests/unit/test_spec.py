@@ -29,9 +29,31 @@ def error_of(tmp_path, doc) -> str:
     return str(e.value)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "experiments").glob("*.yaml")))
-def test_shipped_experiments_are_valid(name):
-    load_spec(ROOT / "experiments" / name)
+SHIPPED = sorted((ROOT / "experiments").rglob("*.yaml"))  # known-bugs/ included
+
+
+def shipped_id(path):
+    return str(path.relative_to(ROOT / "experiments"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=shipped_id)
+def test_shipped_experiments_are_valid(path):
+    load_spec(path)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments" / "known-bugs").glob("*.yaml")), ids=shipped_id)
+def test_a_known_bug_experiment_cites_its_bug_and_says_what_each_side_must_show(path):
+    text, spec = path.read_text(), load_spec(path)
+    issue = path.stem.removeprefix("librdkafka-")
+    assert path.stem.startswith("librdkafka-") and f"librdkafka #{issue}" in text.split("\nname:")[0], path.name
+    assert spec.name == path.stem and spec.seed is not None  # the same seeded schedule for every variant
+    assert spec.faults, "a known bug needs its fault pattern"
+    for v in spec.variants:  # every side states what it must show: the bug (affected) or its absence
+        assert spec.rules(v.name), v.name
+    versions = {v.name: spec.client_version(v) for v in spec.variants}
+    if len(spec.variants) > 1:  # affected against fixed: two client versions, the affected one expecting the bug
+        assert None not in versions.values() and len(set(versions.values())) == len(versions), versions
+        assert any(n.startswith("affected") for n in versions) and any(n.startswith("fixed") for n in versions)
 
 
 def test_minimal_spec_gets_defaults(tmp_path):
@@ -155,7 +177,8 @@ def test_faults_each_backend_can_inject_and_why_not():
     ext = dict(backend="external", broker="kafka", bootstrap_servers="h:1")
     assert supported_faults(ClusterSpec(**ext)) == set(WORKLOAD_FAULTS)  # the harness's own clients: no proxy needed
     assert supported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474")) == {
-        "lost-acks", "reset-connections", "latency", "bandwidth", "slow-close", "partition", *WORKLOAD_FAULTS}
+        "lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
+        *WORKLOAD_FAULTS}
     assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"isolate", "broker-kill"}) == [
         "broker-kill (the harness cannot act on brokers it did not start)",
         "isolate (only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum)"]
@@ -273,7 +296,7 @@ def test_matrix_errors_name_the_field(tmp_path, change, where, what):
     assert f"{where}" in message and what in message, message
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED, ids=shipped_id)
 def test_every_shipped_experiment_writes_a_spec_that_analyze_reads_back_the_same(path):
     from harness.preflight import check_producer_configs
     from harness.spec import ExperimentSpec
@@ -287,7 +310,7 @@ def test_every_shipped_experiment_writes_a_spec_that_analyze_reads_back_the_same
         assert (w.allow, stored.rules(w.name)) == (v.allow, spec.rules(v.name)), v.name
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED, ids=shipped_id)
 def test_every_shipped_experiments_plan_replays_as_planned(path, tmp_path):
     """--replay of a run's plan passes the same checks as the file's own faults (broker stops' downtime included)
     and gives the same schedule back."""
