@@ -7,6 +7,7 @@ A traceback is shown only with --debug; user text is never read as console marku
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -534,6 +535,89 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
                             for x in cells), "differs" if row["differs"][name] else "")
         console.print(table)
     say(f"page: {written}")
+
+
+@main.command(epilog=exit_help(
+    OK="a smaller schedule that still fails the check was found and written",
+    FAILED="no smaller schedule failed the check within --max-runs (the recorded one is written as it was)",
+    USAGE="RUN_DIR is not a failed run (or has no faults), or bad input; nothing is run",
+    INFRA="a try's cluster, Spark or harness failed (the tries so far are kept)"))
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--experiment", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="The experiment file the run was made from (default: RUN_DIR/spec.yaml).")
+@click.option("--variant", default=None, help="The variant to shrink (default: the first that failed).")
+@click.option("--check", "metric", default=None,
+              help="The failed check that must keep failing, by metric (default: the variant's first failed check).")
+@click.option("--max-runs", type=click.IntRange(1, 1000), default=30, show_default=True,
+              help="At most this many tries (each one run of the variant).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
+              help="Folder that receives each try's run folder and the shrunk schedule.")
+@click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
+def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: str | None, max_runs: int,
+           out: Path, spark_master: str | None) -> None:
+    """Find a smaller fault schedule that still fails a failed run's check.
+
+    Runs RUN_DIR's failing variant again, alone, with the same seed and workload and subsets of the faults its
+    faults.jsonl recorded (delta debugging: halves, complements, then finer splits), keeps the smallest
+    subset that still fails the same check, and writes it as a replay file for `kafka-chaos run EXPERIMENT
+    --replay FILE`. Each try is an ordinary run folder in --out. A try runs once: a failure that needs luck
+    can make a subset look innocent.
+    """
+    from . import signals
+    from . import shrink as shrinking
+    from .faults.schedule import ScheduleError
+    from .preflight import prepare
+    from .runfolder import RunFolder
+
+    folder = RunFolder(run_dir)
+    try:
+        summary = folder.read_summary()
+        if summary is None:
+            raise UsageError(f"{run_dir}: no summary.json: not a run folder")
+        name, check = shrinking.target(summary, variant, metric, str(run_dir))
+        experiment = experiment or folder.spec_path
+        if not experiment.exists():
+            raise UsageError(f"{experiment}: missing; give the experiment file with --experiment")
+        try:
+            spec, recorded = prepare(experiment, summary.get("seed"), folder.faults_path, spark_master)
+        except ScheduleError as e:
+            raise UsageError(f"{folder.faults_path}: {e}") from None
+        spec = spec.model_copy(update={"variants": [v for v in spec.variants if v.name == name]})
+        if not spec.variants:
+            raise UsageError(f"{experiment}: no variant {name} (the run's failing variant)")
+        written = out / f"{folder.path.name}-{name}-shrunk.jsonl"
+        _writable_file(written, "--out")
+    except Exception as e:
+        _fail(e)
+    signals.install()
+    seed = summary.get("seed", spec.seed)
+    say(f"shrinking {len(recorded)} fault(s) of {name} (check {check} must keep failing), at most {max_runs} "
+        "tries", "bold")
+    tries = []
+
+    def fails(subset) -> bool:
+        tries.append(len(subset))
+        heading = f"try {len(tries)} ({len(subset)} of {len(recorded)} faults): "
+        folder_k, summary_k, failure, _ = _run_once(spec, sorted(subset, key=lambda f: (f.at, f.id)), out, seed,
+                                                    None, spark_master, None, heading=heading, brief=True)
+        if failure is not None:
+            say(f"partial results of the try kept in {folder_k.path}", err=True)
+            raise failure
+        verdict_k = shrinking.still_fails(summary_k, name, check)
+        say(f"  {'still fails' if verdict_k else 'passes'} {check} · {folder_k.path}")
+        return verdict_k
+
+    try:
+        found = shrinking.shrink(recorded, fails, max_runs)
+    except Exception as e:
+        _fail(e)
+    rows = shrinking.replay_rows(folder.read_faults(), name, {f.id for f in found.faults})
+    written.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    kept = ", ".join(f"{f.kind} at {f.at:g} s" for f in sorted(found.faults, key=lambda f: f.at))
+    how = "no single fault can be left out" if found.minimal else f"the budget of {max_runs} tries ended the search"
+    say(f"{len(recorded)} fault(s) -> {len(found.faults)} in {found.runs} tries ({how}): {kept}", "bold")
+    say(f"replay it with: kafka-chaos run {experiment} --replay {written}")
+    _exit(Exit.OK if len(found.faults) < len(recorded) else Exit.FAILED)
 
 
 @main.command()

@@ -1,0 +1,61 @@
+"""What a series costs beyond its workload: `kafka-chaos run EXPERIMENT --repeat N` timed as a user runs it.
+
+Runs the series in a child process (wall time from start to exit), then reads every run's summary.json:
+the workload time of a run is the sum of its variants' produce_seconds (the producer's own time, faults
+included). Prints, measured in this one series:
+
+    per-run overhead = series wall time / N - mean workload time per run
+
+which is what a cluster start, the proxies, Spark and the report add to each run (issue 25 asks for at
+most 5 s on 2 cores for the quickstart), and the share of the series spent producing.
+
+    python bench/repeat.py [--experiment experiments/quickstart.yaml] [--repeat 20] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--experiment", default=str(ROOT / "experiments" / "quickstart.yaml"))
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
+    args = ap.parse_args()
+    out = args.keep or Path(tempfile.mkdtemp(prefix="bench-repeat-"))
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", args.experiment, "--repeat", str(args.repeat),
+                           "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.monotonic() - started
+    try:
+        summaries = [json.loads(p.read_text()) for p in sorted(out.glob("*/summary.json"))]
+        if proc.returncode not in (0, 1) or len(summaries) != args.repeat:
+            print(f"the series did not complete (exit {proc.returncode}, {len(summaries)} runs): "
+                  f"{proc.stderr.strip()[-500:]}", file=sys.stderr)
+            return 3
+        workload = [sum(v.get("produce_seconds", 0.0) for v in s["variants"].values()) for s in summaries]
+        mean_workload = sum(workload) / len(workload)
+        per_run = wall / args.repeat
+        overhead = per_run - mean_workload
+        print(f"{args.repeat} runs of {Path(args.experiment).name} in {wall:.1f} s: {per_run:.1f} s a run, "
+              f"{mean_workload:.1f} s of it producing")
+        print(f"per-run overhead: {overhead:.1f} s ({'within' if overhead <= 5 else 'above'} the 5 s target); "
+              f"producing is {100 * mean_workload / per_run:.0f}% of the series")
+        return 0
+    finally:
+        if args.keep is None:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
