@@ -18,6 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
+from .exits import UsageError
+from .verdict import FAIL
+
 T = TypeVar("T")
 
 
@@ -83,10 +86,7 @@ def _split(items: list[T], n: int) -> list[list[T]]:
 
 def target(summary: dict, variant: str | None, metric: str | None, where: str) -> tuple[str, str]:
     """(variant, metric) to keep failing: the given ones, or the first variant that failed and its first
-    failed check. UsageError (from exits) when the run has nothing failed to shrink."""
-    from .exits import UsageError
-    from .verdict import FAIL
-
+    failed check. UsageError when the run has nothing failed to shrink."""
     variants = summary.get("variants", {})
     if variant is not None and variant not in variants:
         raise UsageError(f"--variant {variant}: no such variant in {where} ({', '.join(variants) or 'none'})")
@@ -105,8 +105,6 @@ def target(summary: dict, variant: str | None, metric: str | None, where: str) -
 
 def still_fails(summary: dict | None, variant: str, metric: str) -> bool:
     """Whether a try's summary fails the same check of the same variant."""
-    from .verdict import FAIL
-
     entry = ((summary or {}).get("variants") or {}).get(variant) or {}
     return any(c.get("metric") == metric and c.get("status") == FAIL for c in entry.get("expectations", []))
 

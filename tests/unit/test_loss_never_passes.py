@@ -20,7 +20,7 @@ from harness.spec import load_spec as load
 
 load_spec = cache(load)  # an experiment is loaded once, not once per case
 
-EXPERIMENTS = sorted((Path(__file__).resolve().parents[2] / "experiments").glob("*.yaml"))
+EXPERIMENTS = sorted((Path(__file__).resolve().parents[2] / "experiments").rglob("*.yaml"))
 SENT, GONE = 1000, 37  # values 0..999 acked at offsets 0..999 (in transactions of 10); 37 of them removed
 
 
