@@ -794,32 +794,23 @@ class ExperimentSpec(Strict):
                                                                             for v in self.variants):
             raise ValueError("workload.transaction_size: only variants whose producer sets transactional.id send in "
                              "transactions, and none does")
-        for variant in names:  # a consumer metric on a variant without a group would hold trivially
-            if self.consumer_spec(names[variant]) is not None:
-                continue
-            for metric in self.rules(variant):
-                if BY_KEY[metric].consumer:
-                    where = next(k for k in self.expectations if variant in self.selected(k) and metric in
-                                 self.expectations[k])
-                    raise ValueError(f"expectations.{where}.{metric}: measured on a consumer group's sink, and "
-                                     f"variant {variant} has none (add a consumer section)")
-            for metric in names[variant].allow:
-                if BY_KEY[metric].consumer:
-                    raise ValueError(f"allow: {metric} is measured on a consumer group's sink, and variant "
-                                     f"{variant} has none (add a consumer section)")
-        for variant in names if not _stored(info) else ():  # so is a transactions metric on one that sends none
-            if self.transactional(names[variant]):
-                continue
-            for metric in self.rules(variant):
-                if BY_KEY[metric].transactional:
-                    where = next(k for k in self.expectations if variant in self.selected(k) and metric in
-                                 self.expectations[k])
-                    raise ValueError(f"expectations.{where}.{metric}: about the producer's transactions, and variant "
-                                     f"{variant} sends none (its producer sets no transactional.id)")
-            for metric in names[variant].allow:
-                if BY_KEY[metric].transactional:
-                    raise ValueError(f"allow: {metric} is about the producer's transactions, and variant {variant} "
-                                     "sends none (its producer sets no transactional.id)")
+        # A consumer metric on a variant without a group, or a transactions metric on one that sends none, would
+        # hold trivially (a stored spec.yaml of an earlier release is not judged on the second).
+        kinds = [("consumer", lambda v: self.consumer_spec(v) is not None, "measured on a consumer group's sink",
+                  "has none (add a consumer section)")]
+        if not _stored(info):
+            kinds.append(("transactional", self.transactional, "about the producer's transactions",
+                          "sends none (its producer sets no transactional.id)"))
+        for flag, has, what, lacks in kinds:
+            for variant in (n for n in names if not has(names[n])):
+                for metric in self.rules(variant):
+                    if getattr(BY_KEY[metric], flag):
+                        where = next(k for k in self.expectations if variant in self.selected(k) and metric in
+                                     self.expectations[k])
+                        raise ValueError(f"expectations.{where}.{metric}: {what}, and variant {variant} {lacks}")
+                for metric in names[variant].allow:
+                    if getattr(BY_KEY[metric], flag):
+                        raise ValueError(f"allow: {metric} is {what}, and variant {variant} {lacks}")
         if self.workload.abort_ratio and not any(self.transactional(v) for v in self.variants):
             raise ValueError("workload.abort_ratio: only variants whose producer sets transactional.id send in "
                              "transactions, and none does")
