@@ -9,8 +9,8 @@ from pathlib import Path
 
 from .exits import UsageError
 from .runfolder import RunFolder, RunFolderError
-from .spec import (SECRET_KEY, ExperimentSpec, SpecError, load_spec, masked_selector, matrix_variants, setting_text,
-                   validation_message)
+from .spec import (SECRET_KEY, ExperimentSpec, SpecError, load_spec, masked_selector, matrix_value, matrix_variants,
+                   setting_text, validation_message)
 from .workload.clientenv import ClientEnvError, ensure
 
 SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+(:\d+)?(,[\w.\-]+(:\d+)?)*|yarn|k8s://\S+)$")
@@ -159,7 +159,7 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
     combos = matrix_variants(spec.matrix)
     for key, values in spec.matrix.items():
         for n, value in enumerate(values, 1):
-            names = [c["name"] for c in combos if setting_text(c["producer"][key]) == setting_text(value)]
+            names = [c["name"] for c in combos if setting_text(matrix_value(c, key)) == setting_text(value)]
             if all(name in refused for name in names):
                 shown = f"value {n}" if SECRET_KEY.search(key) else repr(value)
                 raise SpecError(f"{path}: matrix.{key}: {shown}: librdkafka refuses it in every combination "

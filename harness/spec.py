@@ -587,7 +587,8 @@ def setting_text(value) -> str:
 
 def matrix_variants(matrix: dict[str, list]) -> list[dict]:
     """matrix: {setting: [values]} -> one variant per combination, in the order given, each named after its
-    settings: {acks: [1, all], linger.ms: [0, 100]} -> acks-1_linger-0, acks-1_linger-100, acks-all_linger-0, ..."""
+    settings: {acks: [1, all], linger.ms: [0, 100]} -> acks-1_linger-0, acks-1_linger-100, acks-all_linger-0, ...
+    The key confluent-kafka ranges over client versions (the variant's `client`, not a producer setting)."""
     keys = list(matrix)
     out = []
     for combo in itertools.product(*(matrix[k] for k in keys)):
@@ -595,8 +596,15 @@ def matrix_variants(matrix: dict[str, list]) -> list[dict]:
         name = "_".join(f"{MATRIX_SHORT.get(k, k.replace('.', '-'))}-"
                         f"{matrix[k].index(v) + 1 if SECRET_KEY.search(k) else setting_text(v)}"
                         for k, v in zip(keys, combo))
-        out.append({"name": name, "producer": dict(zip(keys, combo))})
+        settings = dict(zip(keys, combo))
+        client = {CLIENT_LIBRARY: settings.pop(CLIENT_LIBRARY)} if CLIENT_LIBRARY in settings else {}
+        out.append({"name": name, "producer": settings, **({"client": client} if client else {})})
     return out
+
+
+def matrix_value(variant: dict, key: str):
+    """A matrix variant's value of `key` (a producer setting, or the client version)."""
+    return variant.get("client", {}).get(key, variant["producer"].get(key))
 
 
 def secret_selector(key: str) -> bool:
@@ -705,8 +713,8 @@ class ExperimentSpec(Strict):
                 for key, values in matrix.items():  # a value names its variants: the name must hold it, once
                     texts = [setting_text(x) for x in values]
                     for x, text in zip(values, texts):
-                        try:  # what a producer section refuses, named where the file gives it
-                            _producer_settings({key: x})
+                        try:  # what a producer section (or the client axis) refuses, named where the file gives it
+                            _client_library({key: x}) if key == CLIENT_LIBRARY else _producer_settings({key: x})
                         except ValueError as e:
                             raise ValueError(f"matrix.{e}") from None
                         if texts.count(text) > 1:
@@ -746,7 +754,12 @@ class ExperimentSpec(Strict):
         if selector is None:
             return [key] if any(v.name == key for v in self.variants) else []
         return [v.name for v in self.variants
-                if all(setting_text(self.producer_config(v).get(k, "")) == x for k, x in selector.items())]
+                if all(setting_text(self.selectable(v).get(k, "")) == x for k, x in selector.items())]
+
+    def selectable(self, variant: VariantSpec) -> dict:
+        """What a selector can match: the variant's producer settings and its client version."""
+        version = self.client_version(variant)
+        return {**self.producer_config(variant), **({CLIENT_LIBRARY: version} if version else {})}
 
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo):

@@ -368,3 +368,17 @@ def test_a_rule_on_refused_combinations_masks_the_secret_it_selects_by(tmp_path)
         check_producer_configs(spec, path)
     assert "expectations.sasl.password=***,acks=1,enable.idempotence=true: selects only acks-1_idem-true" in str(e.value)
     assert "hunter2" not in str(e.value)
+
+
+def test_a_matrix_ranges_over_client_versions_and_selectors_pick_them(tmp_path):
+    doc = {**BASE, "matrix": {"confluent-kafka": ["2.2.0", "2.3.0"], "enable.idempotence": [True, False]},
+           "expectations": {"confluent-kafka=2.2.0": {"duplicates": "<= 10"}},
+           "allow": {"confluent-kafka=2.3.0,enable.idempotence=true": ["base_offset_minus_one"]}}
+    doc.pop("variants", None)
+    spec = load_spec(write(tmp_path, doc))
+    got = {v.name: (spec.client_version(v), v.producer, v.allow, spec.rules(v.name)) for v in spec.variants}
+    assert list(got) == ["confluent-kafka-2.2.0_idem-true", "confluent-kafka-2.2.0_idem-false",
+                         "confluent-kafka-2.3.0_idem-true", "confluent-kafka-2.3.0_idem-false"]
+    assert got["confluent-kafka-2.2.0_idem-false"][:2] == ("2.2.0", {"enable.idempotence": False})  # not a setting
+    assert got["confluent-kafka-2.3.0_idem-true"][2] == ["base_offset_minus_one"]
+    assert [n for n, g in got.items() if g[3]] == ["confluent-kafka-2.2.0_idem-true", "confluent-kafka-2.2.0_idem-false"]
