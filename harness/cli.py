@@ -267,15 +267,15 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
 
 
 def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_master: str | None,
-              junit: Path | None, heading: str = "", brief: bool = False):
-    """One run in a new run folder: progress, summary, report and runs index.
-    -> (folder, summary, what ended it early or None, exit status)."""
+              junit: Path | None, heading: str = "", brief: bool = False, spark=None):
+    """One run in a new run folder: progress, summary, report and runs index. spark: a SharedSpark of a
+    series of runs (else the run starts its own). -> (folder, summary, what ended it early or None, exit status)."""
     from .run import Run
     from .runfolder import RunFolder
 
     listener = ProgressListener(spec.workload.messages)
     folder = RunFolder.create(out, spec.name)
-    the_run = Run(spec, folder, seed, listener, spark_master, schedule)
+    the_run = Run(spec, folder, seed, listener, spark_master, schedule, spark)
     origin = f"replayed from {replay}" if replay else f"seed {the_run.seed}"
     say(f"{heading}{spec.name}: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
         f"{len(the_run.schedule)} planned fault(s), {origin}", "bold")
@@ -307,13 +307,16 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
     from .exits import Exit
     from .repeat import Series
 
+    from .analysis.spark import SharedSpark
+
     series = Series(spec, out, count, first_seed, same_seed, until_fail, replay, schedule, experiment)
     summaries_seconds: list[float] = []
+    spark = SharedSpark(spark_master)  # one JVM for the series
 
     def run_one(index: int, seed: int, schedule):
         t = time.monotonic()
         folder, summary, failure, _ = _run_once(spec, schedule, out, seed, replay, spark_master, None,
-                                                heading=f"run {index + 1}/{count}: ", brief=True)
+                                                heading=f"run {index + 1}/{count}: ", brief=True, spark=spark)
         summary = folder.read_summary() or summary  # the report's rendering may have marked it interrupted
         summaries_seconds.append(time.monotonic() - t)
         if summary is not None:
@@ -323,7 +326,10 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
             say(f"{line} · {folder.path / 'index.html'}", "green" if summary.get("verdict") == PASS else "yellow")
         return folder, summary, failure
 
-    doc = series.execute(run_one)
+    try:
+        doc = series.execute(run_one)
+    finally:
+        spark.stop()
     if junit is not None:
         from .junit import write_series
 
@@ -565,6 +571,7 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
     """
     from . import signals
     from . import shrink as shrinking
+    from .analysis.spark import SharedSpark
     from .faults.schedule import ScheduleError
     from .preflight import prepare
     from .runfolder import RunFolder
@@ -594,12 +601,14 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
     say(f"shrinking {len(recorded)} fault(s) of {name} (check {check} must keep failing), at most {max_runs} "
         "tries", "bold")
     tries = []
+    spark = SharedSpark(spark_master)  # one JVM for every try
 
     def fails(subset) -> bool:
         tries.append(len(subset))
         heading = f"try {len(tries)} ({len(subset)} of {len(recorded)} faults): "
         folder_k, summary_k, failure, _ = _run_once(spec, sorted(subset, key=lambda f: (f.at, f.id)), out, seed,
-                                                    None, spark_master, None, heading=heading, brief=True)
+                                                    None, spark_master, None, heading=heading, brief=True,
+                                                    spark=spark)
         if failure is not None:
             say(f"partial results of the try kept in {folder_k.path}", err=True)
             raise failure
@@ -611,6 +620,8 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
         found = shrinking.shrink(recorded, fails, max_runs)
     except Exception as e:
         _fail(e)
+    finally:
+        spark.stop()
     rows = shrinking.replay_rows(folder.read_faults(), name, {f.id for f in found.faults})
     written.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     kept = ", ".join(f"{f.kind} at {f.at:g} s" for f in sorted(found.faults, key=lambda f: f.at))

@@ -68,10 +68,11 @@ def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str
 
 class Run:
     def __init__(self, spec: ExperimentSpec, folder: RunFolder, seed: int, listener: Listener | None = None,
-                 spark_master: str | None = None, schedule: list[PlannedFault] | None = None):
+                 spark_master: str | None = None, schedule: list[PlannedFault] | None = None, spark=None):
         self.spec, self.folder, self.seed = spec, folder, seed
         self.listener = listener or Listener()
         self.spark_master = spark_master
+        self.shared_spark = spark  # analysis.spark.SharedSpark of a series; None: the run starts and stops its own
         self.schedule = schedule if schedule is not None else plan(spec, seed)
         self.warnings = warnings_for(spec, self.schedule)
         self.produced: dict[str, dict] = {}  # variant -> delivery counts, produce_seconds, topic
@@ -89,7 +90,7 @@ class Run:
         try:
             self.folder.write_spec({**self.spec.public_dict(), "seed": self.seed})
             procs.tag_run(self.folder.path)  # every process started from here on carries the run's folder
-            spark = _spark(self.spark_master)
+            spark = self.shared_spark or _spark(self.spark_master)
             self.cluster = make_cluster(self.spec.cluster, self.folder.path)
             self.cluster.up()
             session = spark.get()
@@ -112,8 +113,10 @@ class Run:
             self.stop.set()
             if self.cluster is not None:
                 self.cluster.down()
-            if spark is not None:
+            if spark is not None and self.shared_spark is None:
                 spark.stop(keep_classes=status == COMPLETE)
+            elif spark is not None and status != COMPLETE:
+                spark.discard()  # the series' next run starts a fresh session
             self.summary, disk_full = self._write_summary(status, reason)
         failure = failure or disk_full
         if failure is not None:

@@ -166,6 +166,29 @@ class SparkStarter:
         self._pool.shutdown(wait=False)
 
 
+class SharedSpark:
+    """One Spark session for many runs (a --repeat series, shrink's tries): a JVM start (seconds) paid once.
+    Started at once in the background, like SparkStarter; a run that did not complete discards it (the next
+    run starts a fresh one), so a session a failure may have left broken is never reused."""
+
+    def __init__(self, master: str | None = None):
+        self.master = master
+        self._starter: SparkStarter | None = SparkStarter(master)
+
+    def get(self):
+        if self._starter is None:
+            self._starter = SparkStarter(self.master)
+        return self._starter.get()
+
+    def discard(self, keep_classes: bool = False) -> None:
+        if self._starter is not None:
+            self._starter.stop(keep_classes)
+            self._starter = None
+
+    def stop(self, keep_classes: bool = True) -> None:
+        self.discard(keep_classes)
+
+
 def _warm(batches):
     import harness.analysis.anomalies  # noqa: F401  (numpy, pyarrow and the definitions, once per worker)
 
