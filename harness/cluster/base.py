@@ -27,7 +27,8 @@ from ..exits import InfraError
 from ..logfile import FileLogger
 from ..runfolder import RunFolder
 from ..spec import BaseClusterSpec
-from .metadata import broker_index, client_addresses, leader_index, split_address, unreachable_proxies
+from .metadata import (broker_index, client_addresses, every_broker_registered, leader_index, split_address,
+                       unreachable_proxies)
 from .topic import restore_topic, wait_until_replicated
 from .toxiproxy import ToxiproxyClient
 
@@ -157,7 +158,8 @@ class ProxiedCluster:
         2. with a proxy disabled, nothing answers at its address (no other listener there).
         Without proxies (an external cluster with no Toxiproxy) only metadata is checked.
         """
-        md = self._metadata(timeout=30)
+        md = (self._metadata(timeout=30) if self.toxi is None else
+              every_broker_registered(lambda: self._metadata(timeout=30), len(self.proxy_listens), timeout=30))
         advertised = [f"{b.host}:{b.port}" for b in md.brokers.values()]
         if self.toxi is None:
             self.endpoints = sorted(advertised)

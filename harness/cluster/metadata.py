@@ -1,6 +1,9 @@
-"""Pure helpers over cluster metadata (no I/O), shared by every backend."""
+"""Pure helpers over cluster metadata (no I/O of their own), shared by every backend."""
 
 from __future__ import annotations
+
+import time
+from typing import Callable
 
 
 def broker_index(advertised: dict[int, str], broker_id: int, proxy_addresses: list[str]) -> int:
@@ -60,3 +63,17 @@ def reachable_address(listen: str, api_host: str) -> str:
     """Where a client reaches a proxy: its listen address, with a wildcard host replaced by the API's host."""
     host, port = split_address(listen)
     return f"{api_host if host in WILDCARD_HOSTS else host}:{port}"
+
+
+def every_broker_registered(fetch: Callable[[], object], expected: int, timeout: float,
+                            sleep: Callable[[float], None] = time.sleep,
+                            clock: Callable[[], float] = time.monotonic):
+    """fetch() (metadata with a .brokers dict) until it lists `expected` brokers, or the last one fetched once
+    `timeout` seconds have passed: KRaft brokers register one by one after the cluster first answers, and a
+    preflight that looked too early saw 2 of 3 (a --repeat run on Kafka 4.1 errored so)."""
+    deadline = clock() + timeout
+    while True:
+        md = fetch()
+        if len(md.brokers) >= expected or clock() >= deadline:
+            return md
+        sleep(0.25)

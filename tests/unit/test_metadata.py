@@ -39,3 +39,19 @@ def test_wildcard_listeners_serve_the_published_address():
         ["127.0.0.1:29091", None, "127.0.0.1:29093"]
     assert reachable_address("[::]:29091", "127.0.0.1") == "127.0.0.1:29091"
     assert reachable_address("10.1.2.3:29091", "127.0.0.1") == "10.1.2.3:29091"
+
+
+def test_the_preflight_waits_until_every_broker_has_registered_then_gives_up_at_its_timeout():
+    from types import SimpleNamespace
+
+    from harness.cluster.metadata import every_broker_registered
+
+    now = [0.0]
+    answers = iter([{1: "a"}, {1: "a", 2: "b"}, {1: "a", 2: "b", 3: "c"}])
+    md = every_broker_registered(lambda: SimpleNamespace(brokers=next(answers)), 3, timeout=30,
+                                 sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
+    assert len(md.brokers) == 3 and now[0] == 0.5  # two short waits, no more
+    now[0] = 0.0
+    md = every_broker_registered(lambda: SimpleNamespace(brokers={1: "a"}), 3, timeout=2,
+                                 sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
+    assert len(md.brokers) == 1 and now[0] == 2.0  # the caller then says which broker is missing
