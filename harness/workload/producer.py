@@ -18,6 +18,7 @@ at-least-once application does. Those are new rows of the same (partition, value
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -309,10 +310,46 @@ def client_conf(config: dict, client: dict, logger: logging.Logger | None,
         def error_cb(err) -> None:
             if err.fatal():
                 on_fatal(err.name())
-                if logger is not None:
-                    logger.error("fatal client error: %s", err.str())
         conf["error_cb"] = error_cb
+        if logger is not None:  # librdkafka's own FATAL line too: a run on 2.4.0 logged one that error_cb never saw
+            logger.addFilter(_FatalLine(on_fatal))
     return conf
+
+
+class _FatalLine(logging.Filter):
+    """Passes every line on; a librdkafka FATAL line ("FATAL [rdkafka#producer-1] [thrd:...]: Fatal error: Local:
+    Inconsistent state: Unable to reconstruct MessageSet ...") names its error: the KafkaError name whose
+    description the line gives (_INCONSISTENT), else the description itself."""
+
+    def __init__(self, on_fatal: Callable[[str], None]):
+        super().__init__()
+        self.on_fatal = on_fatal
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text.startswith("FATAL ") and "Fatal error: " in text:
+            self.on_fatal(fatal_name(text.split("Fatal error: ", 1)[1]))
+        return True
+
+
+def fatal_name(said: str) -> str:
+    """"Local: Inconsistent state: Unable to ..." -> "_INCONSISTENT"; "Broker: Broker received an out of order
+    sequence number: ..." -> "OUT_OF_ORDER_SEQUENCE_NUMBER"; a description librdkafka does not know is kept."""
+    names = _error_names()
+    return next((names[d] for d in sorted(names, key=len, reverse=True) if said.startswith(d)), said.split(": ")[0])
+
+
+@functools.cache
+def _error_names() -> dict[str, str]:
+    """librdkafka's error descriptions -> names, from the client's own table."""
+    out = {}
+    for name in dir(KafkaError):
+        code = getattr(KafkaError, name)
+        if isinstance(code, int) and not isinstance(code, bool):
+            err = KafkaError(code)
+            if err.str() and not err.str().startswith("Err-"):  # "Err-1234?": a code it has no words for
+                out.setdefault(err.str(), err.name())
+    return out
 
 
 def hand_batch(producer: Producer, topic: str, partition: int, values: list[int], on_delivery: Callable,

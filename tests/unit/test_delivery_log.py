@@ -234,3 +234,20 @@ def test_a_client_without_produce_batch_that_refuses_for_good_records_the_rest_a
                        refused=lambda p, v, e: refused.append((p, v, e.name())), handed=handed)
     assert error.name() == "_FATAL" and handed == list(range(10))
     assert client.sent == [(0, v) for v in range(4)] and refused == [(0, v, "_FATAL") for v in range(4, 10)]
+
+
+def test_librdkafkas_fatal_log_line_names_the_error_when_error_cb_says_nothing(tmp_path):
+    # A 2.4.0 producer logged "Fatal error: Local: Inconsistent state: Unable to reconstruct MessageSet" (librdkafka
+    # #4736) and its error_cb was never served: the line itself names the error, and is still written.
+    from harness.logfile import FileLogger
+    from harness.workload.producer import client_conf
+
+    named = []
+    with FileLogger(tmp_path / "p.log") as logger:
+        conf = client_conf({}, {}, logger, named.append)
+        logger.log(logging.INFO, "%s [%s] %s", "FAIL", "rdkafka#producer-1", "[thrd:b]: Disconnected")  # not fatal
+        logger.log(logging.CRITICAL, "%s [%s] %s", "FATAL", "rdkafka#producer-1", "[thrd:b]: Fatal error: Local: "
+                   "Inconsistent state: Unable to reconstruct MessageSet (currently with 5 message(s))")
+        conf["error_cb"](KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, "desync", fatal=True))
+    assert named == ["_INCONSISTENT", "OUT_OF_ORDER_SEQUENCE_NUMBER"]
+    assert "Unable to reconstruct MessageSet" in (tmp_path / "p.log").read_text()
