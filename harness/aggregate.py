@@ -2,7 +2,8 @@
 
     aggregate(summaries) -> aggregate.json's content
 
-Per variant and count metric: `runs_with` (runs in which it was above 0), `mean` with `mean_ci95`
+Per variant and count metric: `runs_with` (runs in which it was above 0) with `runs_with_ci95` (the Wilson
+95 % interval of that share of runs: how often a bug that needs luck shows), `mean` with `mean_ci95`
 [low, high], `min`, `max`, `rate_per_100k` (per 100,000 acknowledged sends, over all runs) and
 `ci95` [low, high] for that rate. The intervals treat runs as the independent units (anomalies
 within a run come in bursts: one lost ack duplicates a whole batch), so they are Student's t over
@@ -46,9 +47,22 @@ def interval(values: list[float]) -> list[float] | None:
     return [round(max(0.0, mean - half), 3), round(mean + half, 3)]
 
 
+def share_interval(hits: int, n: int) -> list[float] | None:
+    """Wilson score 95 % interval of the share hits/n (it stays inside [0, 1] and is not empty at 0 of n or n
+    of n, where the normal approximation is); None for no runs."""
+    if n == 0:
+        return None
+    z, p = 1.96, hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3)]
+
+
 def metric_stats(counts: list[int], acked: list[int]) -> dict:
     rates = [_rate(c, a) for c, a in zip(counts, acked)]
-    return {"runs_with": sum(1 for c in counts if c > 0), "mean": round(statistics.fmean(counts), 3),
+    runs_with = sum(1 for c in counts if c > 0)
+    return {"runs_with": runs_with, "runs_with_ci95": share_interval(runs_with, len(counts)),
+            "mean": round(statistics.fmean(counts), 3),
             "mean_ci95": interval([float(c) for c in counts]),
             "min": min(counts), "max": max(counts), "rate_per_100k": round(_rate(sum(counts), sum(acked)), 3),
             "ci95": interval(rates)}

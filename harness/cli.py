@@ -371,8 +371,10 @@ def print_aggregate(doc: dict) -> None:
     def n(x: float) -> str:
         return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
-    def ci(x):
-        return f" [{n(x[0])}, {n(x[1])}]" if x else ""
+    def ci(x, share: bool = False):
+        if not x:
+            return ""
+        return f" [{x[0]:.0%}, {x[1]:.0%}]" if share else f" [{n(x[0])}, {n(x[1])}]"
 
     variants = doc.get("variants", {})
     ran = len(doc.get("runs", []))
@@ -393,7 +395,9 @@ def print_aggregate(doc: dict) -> None:
                           *[Text(f"{n(v['metrics'][key]['rate_per_100k'])}{ci(v['metrics'][key]['ci95'])}",
                                  style="dim") for v in variants.values()])
         table.add_row(Text("  runs with any", style="dim"),
-                      *[Text(f"{v['metrics'][key]['runs_with']}/{v['runs']}", style="dim") for v in variants.values()])
+                      *[Text(f"{v['metrics'][key]['runs_with']}/{v['runs']}"
+                             f"{ci(v['metrics'][key].get('runs_with_ci95'), share=True)}", style="dim")
+                        for v in variants.values()])
     table.add_row("duplicates per jump-back run", *[n(v["duplicates_per_jump_back_run"])
                                                     if v.get("duplicates_per_jump_back_run") else "-"
                                                     for v in variants.values()])

@@ -18,6 +18,7 @@ def test_rate_and_interval_over_runs():
     # Duplicates 0, 10, 20 per 100,000 acked: rates 0, 10, 20; mean 10, sd 10, t(2) = 4.303,
     # half-width 4.303 * 10 / sqrt(3) = 24.843 -> [0 (clipped), 34.843].
     s = metric_stats([0, 10, 20], [100_000] * 3)
+    assert s.pop("runs_with_ci95") == [pytest.approx(0.208, abs=0.001), pytest.approx(0.939, abs=0.001)]
     assert s == {"runs_with": 2, "mean": 10.0, "mean_ci95": [0.0, pytest.approx(34.843, abs=0.001)],
                  "min": 0, "max": 20, "rate_per_100k": 10.0, "ci95": [0.0, pytest.approx(34.843, abs=0.001)]}
     assert metric_stats([5], [50_000])["ci95"] is None and metric_stats([5], [50_000])["rate_per_100k"] == 10.0
