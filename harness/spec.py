@@ -8,6 +8,7 @@ is checked in preflight.py, so a stored run's spec.yaml loads anywhere.
 
 from __future__ import annotations
 
+import importlib.resources
 import itertools
 import math
 import os
@@ -69,7 +70,7 @@ class Strict(BaseModel):
 
 
 ClientValue = Union[str, int, float, bool]
-SHIPPED_COMPOSE_FILE = Path(__file__).resolve().parent / "compose" / "docker-compose.yml"  # package data
+SHIPPED_COMPOSE_FILE = Path(str(importlib.resources.files("harness.compose") / "docker-compose.yml"))  # compose/
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
 # librdkafka settings whose value may be a secret: those librdkafka itself redacts in its logs (its

@@ -29,6 +29,17 @@ def supported_apis(client: dict, timeout: float = 10.0) -> set[int] | None:
     return None
 
 
+def kafka_answers(host: str, port: int, timeout: float = 2.0) -> bool:
+    """Whether a Kafka broker answers ApiVersions at host:port. A bare TCP accept is not enough: Docker's
+    published ports (docker-proxy) accept every connection and close it when nothing listens behind."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            _ask(s)
+            return True
+    except (OSError, ValueError, struct.error):
+        return False
+
+
 def _ask(s: socket.socket) -> set[int]:
     client_id = b"kafka-chaos"
     # Request header v1: api_key, api_version (0: every broker answers it), correlation_id, client_id.

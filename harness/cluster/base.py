@@ -14,7 +14,6 @@ their own threads, so the state is guarded by one lock.
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections import Counter
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..exits import InfraError
 from ..logfile import FileLogger
 from ..runfolder import RunFolder
 from ..spec import BaseClusterSpec
+from .apiversions import kafka_answers
 from .metadata import (broker_index, client_addresses, every_broker_registered, leader_index, split_address,
                        unreachable_proxies)
 from .topic import restore_topic, wait_until_replicated
@@ -155,7 +155,7 @@ class ProxiedCluster:
 
         1. metadata fetched through the proxies advertises only addresses the proxies serve,
            one proxy per broker;
-        2. with a proxy disabled, nothing answers at its address (no other listener there).
+        2. with a proxy disabled, no Kafka broker answers at its address (no other listener there).
         Without proxies (an external cluster with no Toxiproxy) only metadata is checked.
         """
         md = (self._metadata(timeout=30) if self.toxi is None else
@@ -174,10 +174,9 @@ class ProxiedCluster:
         for i, address in enumerate(self.endpoints):
             self.toxi.set_enabled(self.proxy_name(i), False)
             try:
-                with socket.create_connection(split_address(address), timeout=1):
-                    raise InfraError(f"preflight failed: {address} still answers with its proxy disabled")
-            except OSError:
-                pass
+                if kafka_answers(*split_address(address)):
+                    raise InfraError(f"preflight failed: a Kafka broker still answers at {address} with its proxy "
+                                     "disabled")
             finally:
                 self.toxi.set_enabled(self.proxy_name(i), True)
 

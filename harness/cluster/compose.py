@@ -1,16 +1,20 @@
 """backend: compose — the Apache Kafka cluster of a Compose file, behind its Toxiproxy container.
 
-`docker compose up --wait` / `down` run through the docker CLI (the Docker SDK has no Compose);
-broker faults act on the containers through the Docker SDK: kill + start, pause/unpause,
-stop + start. Broker i is service `services[i]` (default kafka-<i+1>) behind proxy
-`proxies[i]` (default broker-<i>), as compose/docker-compose.yml lays them out.
-A cluster that was already up before the run is left up (only its faults are healed).
+`up -d` / `down` run through the Compose CLI (the Docker SDK has no Compose): `docker compose` (v2) where
+it works, else `docker-compose` (v1, what Debian ships). v1 has no `up --wait`, so the wait for every
+container's healthcheck is ours, through the Docker SDK, for both. Broker faults act on the containers
+through the Docker SDK: kill + start, pause/unpause, stop + start. Broker i is service `services[i]`
+(default kafka-<i+1>) behind proxy `proxies[i]` (default broker-<i>), as compose/docker-compose.yml lays
+them out. A healthy cluster that was already up before the run is left up (only its faults are healed);
+containers a crashed run left behind (stopped, unhealthy) are taken down and the cluster started afresh.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import yaml
@@ -19,9 +23,24 @@ from docker.errors import DockerException
 from ..spec import ComposeClusterSpec
 from .base import ProxiedCluster
 from .metadata import reachable_address
-from .toxiproxy import ToxiproxyClient
+from .toxiproxy import ToxiproxyClient, version_number
 
 DEFAULT_TOXIPROXY = "http://127.0.0.1:8474"
+DEFAULT_PROJECT = "kafka-chaos"
+HEALTHY_WITHIN_S = 300
+NO_IMAGES_HINT = ("without an image registry, build local images with compose/build-images.sh and "
+                  "export KAFKA_CHAOS_IMAGES=kafka-chaos")
+
+
+def compose_command() -> list[str] | None:
+    """`docker compose` (v2) if it answers, else `docker-compose` (v1), else None."""
+    if shutil.which("docker"):
+        try:
+            if subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=30).returncode == 0:
+                return ["docker", "compose"]
+        except subprocess.TimeoutExpired:
+            pass
+    return ["docker-compose"] if shutil.which("docker-compose") else None
 
 
 def service_names(spec: ComposeClusterSpec) -> list[str]:
@@ -29,9 +48,16 @@ def service_names(spec: ComposeClusterSpec) -> list[str]:
 
 
 def project_name(compose_file: Path) -> str:
-    """The Compose project: the file's top-level `name`, else its folder's name (Compose's own rule)."""
+    """The Compose project: the file's top-level `name` (Compose v2 only), else kafka-chaos; always passed
+    with -p, so v1 and v2 name the same containers."""
     doc = yaml.safe_load(compose_file.read_text()) or {}
-    return str(doc.get("name") or compose_file.resolve().parent.name)
+    return str(doc.get("name") or DEFAULT_PROJECT)
+
+
+def health(container) -> str:
+    """healthy / starting / unhealthy from the container's healthcheck; without one, its status."""
+    state = container.attrs.get("State") or {}
+    return (state.get("Health") or {}).get("Status") or container.status
 
 
 class ContainerBroker:
@@ -91,12 +117,14 @@ class ComposeCluster(ProxiedCluster):
         return f"compose · {self.image} × {self.spec.brokers} · proxy: toxiproxy {self.toxi_version}"
 
     def _compose(self, *args: str, timeout: float = 300) -> str:
-        cmd = ["docker", "compose", "-f", str(self.file), *args]
+        base = compose_command()
+        if base is None:
+            raise RuntimeError("neither `docker compose` (v2) nor `docker-compose` (v1) is installed")
+        cmd = [*base, "-p", self.project, "-f", str(self.file), *args]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except FileNotFoundError:
-            raise RuntimeError("the docker CLI is not installed (Docker Engine with the compose plugin is needed)") \
-                from None
+            raise RuntimeError(f"{cmd[0]} is not installed") from None
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"`{' '.join(cmd)}` did not finish in {timeout:.0f}s") from None
         if done.returncode != 0:
@@ -114,21 +142,54 @@ class ComposeCluster(ProxiedCluster):
         except Exception as e:  # no socket, no permission, daemon down
             raise RuntimeError(f"no Docker engine answers (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')}; "
                                f"is the daemon running?): {e}") from e
-        self.started_here = not self._compose("ps", "-q").strip()
-        self._compose("up", "-d", "--wait")
+        self.started_here = True
+        if self._compose("ps", "-q").strip():
+            if all(health(c) in ("healthy", "running") for c in self._containers()):
+                self.started_here = False  # a cluster someone brought up: used, then left as found
+            else:  # what a killed run left behind: its names would block ours
+                self._compose("down", "--volumes", "--remove-orphans")
+        try:
+            self._compose("up", "-d")
+        except RuntimeError as e:
+            raise RuntimeError(f"{e} ({NO_IMAGES_HINT})") from None
+        self._wait_healthy()
         for i, service in enumerate(service_names(self.spec)):
-            found = self.docker.containers.list(all=True, filters={"label": [
-                f"com.docker.compose.project={self.project}", f"com.docker.compose.service={service}"]})
+            found = self._containers(service)
             if len(found) != 1:
                 raise RuntimeError(f"expected one container of service {service} in project {self.project}, "
                                    f"found {len(found)}")
             self.brokers.append(ContainerBroker(i, found[0]))
         self.image = self.brokers[0].container.attrs.get("Config", {}).get("Image", self.image)
         self.toxi = ToxiproxyClient.from_url(self.spec.toxiproxy_url or DEFAULT_TOXIPROXY)
-        self.toxi_version = self.toxi.version()
+        self.toxi_version = version_number(self.toxi.version())
         self.proxy_listens = [self.toxi.attach(self.proxy_name(i)) for i in range(self.spec.brokers)]
         return self.spec.bootstrap_servers or ",".join(reachable_address(l, self.toxi.host)
                                                        for l in self.proxy_listens)
+
+    def _containers(self, service: str | None = None) -> list:
+        labels = [f"com.docker.compose.project={self.project}"]
+        if service:
+            labels.append(f"com.docker.compose.service={service}")
+        return self.docker.containers.list(all=True, filters={"label": labels})
+
+    def _wait_healthy(self, within_s: float = HEALTHY_WITHIN_S) -> None:
+        """Every container of the project (all exist once `up -d` returns) healthy, or running without a
+        healthcheck."""
+        deadline = time.monotonic() + within_s
+        while True:
+            waiting = []
+            for c in self._containers():
+                c.reload()
+                state = health(c)
+                if state == "unhealthy" or state in ("exited", "dead"):
+                    raise RuntimeError(f"container {c.name} is {state} (see logs/compose.log)")
+                if state not in ("healthy", "running"):
+                    waiting.append(c.name)
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"not healthy within {within_s:.0f}s: {', '.join(waiting)} (see logs/compose.log)")
+            time.sleep(1)
 
     def _stop(self) -> None:
         if self.docker is None or not self.project:

@@ -11,7 +11,7 @@ Every node is broker and controller, all listeners on 127.0.0.1:
 disables. Advertised listeners are global (every broker sees the same addresses for a
 peer), which is why replication needs one listener per follower; the quorum voters are
 per node, so node src's voters simply name its own proxies. Without a route, direct.
-The same layout as harness/compose/docker-compose.yml.
+The same layout as compose/docker-compose.yml.
 """
 
 from __future__ import annotations

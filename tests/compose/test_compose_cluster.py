@@ -1,65 +1,89 @@
-"""The Compose cluster for real: 3 apache/kafka brokers behind the Toxiproxy container.
+"""The Compose cluster for real: 3 Kafka brokers behind the Toxiproxy container, driven by the harness's own
+compose backend (Compose CLI v1 or v2, Docker SDK for broker faults): up, the preflight through the Toxiproxy
+container, kill/pause/restart of broker containers, isolate through the inter-broker proxies, and down with
+nothing of the project left in the engine."""
 
-Run where Docker exists (the nightly workflow's machines, a laptop):  python -m pytest tests/compose
-The first test lets testcontainers bring the file up and checks the wiring the harness relies on;
-the second runs a short experiment with leader kills, pauses and lost acks through the CLI,
-on a cluster the harness brings up and takes down itself.
-"""
-
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-import yaml
+import pytest
+import requests
 from confluent_kafka.admin import AdminClient
 
-from harness.cluster.base import peer_proxy_names
-from harness.cluster.toxiproxy import ToxiproxyClient
+from harness.cluster.apiversions import kafka_answers
+from harness.cluster.compose import ComposeCluster, compose_command
+from tests.compose.conftest import leftovers
+from tests.integration.test_interrupts import wait_for
+from tests.specs import cluster_spec
 
-ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = ROOT / "harness" / "compose"
 PROXIES = ["127.0.0.1:29091", "127.0.0.1:29092", "127.0.0.1:29093"]
 
 
-def test_brokers_advertise_their_proxies_and_a_disabled_proxy_cuts_its_broker_off():
-    from testcontainers.compose import DockerCompose
+def brokers_seen(via: str) -> list[int]:
+    """Broker ids in the metadata one proxy's broker hands out (a fenced broker is left out)."""
+    return sorted(AdminClient({"bootstrap.servers": via}).list_topics(timeout=30).brokers)
 
-    with DockerCompose(COMPOSE, compose_file_name="docker-compose.yml", wait=True):
-        md = AdminClient({"bootstrap.servers": ",".join(PROXIES)}).list_topics(timeout=60)
-        assert sorted(f"{b.host}:{b.port}" for b in md.brokers.values()) == PROXIES
-        assert sorted(md.brokers) == [1, 2, 3]
-        toxi = ToxiproxyClient("127.0.0.1", 8474)
-        assert toxi.attach("broker-0").endswith(":29091")
-        for name in peer_proxy_names(0, 3):  # what isolate disables: replication and controller, both ways
-            toxi.attach(name)
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, docker_client):
+    assert leftovers(docker_client) == {"containers": [], "networks": [], "volumes": []}, "something left running"
+    c = ComposeCluster(cluster_spec(backend="compose", broker="kafka", brokers=3), tmp_path_factory.mktemp("run"),
+                       docker_client=docker_client)
+    c.up()  # includes the preflight: metadata names only the proxies, a disabled proxy cuts its broker off
+    yield c
+    c.down()
+    assert leftovers(docker_client) == {"containers": [], "networks": [], "volumes": []}
+    assert (c.files.compose_log).read_text().count("kafka-") > 10  # the containers' logs were kept
+
+
+def test_up_and_the_preflight_through_the_toxiproxy_container(cluster):
+    assert compose_command() is not None
+    assert cluster.started_here  # nothing was up: the run owns the cluster and takes it down
+    assert sorted(cluster.bootstrap.split(",")) == PROXIES
+    assert cluster.description.startswith("compose · ") and "/kafka:4.1.0 × 3 · proxy: toxiproxy 2." in \
+        cluster.description
+    md = AdminClient({"bootstrap.servers": PROXIES[0]}).list_topics(timeout=30)
+    assert sorted(f"{b.host}:{b.port}" for b in md.brokers.values()) == PROXIES
+
+
+def test_broker_kill_pause_and_restart_act_on_the_containers(cluster):
+    broker = cluster.brokers[2]
+    cluster.kill_broker(2)
+    broker.container.reload()
+    assert broker.container.status == "exited"
+    wait_for(lambda: brokers_seen(PROXIES[0]) == [1, 2], timeout=60, what="the controller to fence broker 3")
+    cluster.start_broker(2)
+    wait_for(lambda: brokers_seen(PROXIES[0]) == [1, 2, 3], timeout=120, what="broker 3 to come back")
+    cluster.pause_broker(2)
+    broker.container.reload()
+    assert broker.container.status == "paused"
+    cluster.resume_broker(2)
+    broker.container.reload()
+    assert broker.container.status == "running"
+    cluster.stop_broker(2)  # graceful: the broker deregisters at once
+    wait_for(lambda: brokers_seen(PROXIES[0]) == [1, 2], timeout=60, what="broker 3 to shut down")
+    cluster.start_broker(2)
+    wait_for(lambda: brokers_seen(PROXIES[0]) == [1, 2, 3], timeout=120, what="broker 3 to come back")
+    cluster.check_alive()
+
+
+def test_isolate_cuts_a_broker_from_its_peers_through_the_inter_broker_proxies(cluster):
+    toxi = cluster.toxiproxy()
+
+    def seen_by_its_peers():
+        """The brokers in the metadata of brokers 2 and 3 (broker 1's own view is stale while it is cut off,
+        so its client proxy is closed while asking)."""
         toxi.set_enabled("broker-0", False)
         try:
-            md = AdminClient({"bootstrap.servers": PROXIES[1]}).list_topics(timeout=30)
-            assert len(md.brokers) == 3  # the cluster itself is whole: only clients lost broker 1
+            return brokers_seen(PROXIES[1])
         finally:
-            toxi.reset()
+            toxi.set_enabled("broker-0", True)
 
-
-def test_short_failover_experiment_through_the_cli(tmp_path):
-    doc = yaml.safe_load((ROOT / "experiments" / "broker-failover.yaml").read_text())
-    doc["workload"] = {"messages": 150000, "rate": 5000}
-    doc["cluster"]["compose_file"] = str(COMPOSE / "docker-compose.yml")
-    exp = tmp_path / "failover.yaml"
-    exp.write_text(yaml.safe_dump(doc))
-    out = tmp_path / "reports"
-    r = subprocess.run([sys.executable, "-m", "harness", "run", str(exp), "--out", str(out),
-                        "--junit", str(tmp_path / "junit.xml")], cwd=ROOT, capture_output=True, text=True,
-                       timeout=1200)
-    assert r.returncode in (0, 1), r.stdout + r.stderr  # 3 would mean the cluster or harness failed
-    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "complete" and summary["cluster"].startswith("compose · apache/kafka:4.")
-    on = summary["variants"]["idempotence-on"]
-    assert on["duplicates"] == 0 and on["lost"] == 0, on
-    faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
-    assert {f["kind"] for f in faults} >= {"broker-kill", "broker-pause", "lost-acks"}
-    assert all(f["outcome"] != "failed" for f in faults), [f for f in faults if f["outcome"] == "failed"]
-    ps = subprocess.run(["docker", "compose", "-f", str(COMPOSE / "docker-compose.yml"), "ps", "-q"],
-                        capture_output=True, text=True)
-    assert ps.stdout.strip() == ""  # the run brought the cluster up, so it took it down
+    cluster.isolate_broker(0)
+    try:
+        api = f"http://{toxi.host}:{toxi.port}"
+        assert all(not requests.get(f"{api}/proxies/{name}", timeout=10).json()["enabled"]
+                   for name in cluster.peer_proxies(0))
+        # its heartbeats to the controller quorum stop: its peers fence it (broker session timeout 9 s) ...
+        wait_for(lambda: seen_by_its_peers() == [2, 3], timeout=90, what="broker 1 to be fenced")
+        assert kafka_answers("127.0.0.1", 29091)  # ... while clients still reach it through its own proxy
+    finally:
+        cluster.rejoin_broker(0)
+    wait_for(lambda: seen_by_its_peers() == [1, 2, 3], timeout=120, what="broker 1 to rejoin")

@@ -27,12 +27,12 @@ class FakeContainer:
         self.name, self.broker, self.paused = name, broker, False
         self.attrs = {"Config": {"Image": "apache/kafka:4.1.0"}}
 
+    def reload(self):  # what the engine's healthcheck would say
+        self.attrs["State"] = {"Health": {"Status": "healthy" if self.status == "running" else "unhealthy"}}
+
     @property
     def status(self):
         return "paused" if self.paused else "running" if self.broker.alive() else "exited"
-
-    def reload(self):
-        pass
 
     def start(self):
         self.broker.start()
@@ -63,7 +63,10 @@ class FakeDocker:
 
     def list(self, all=False, filters=None):
         self.queries.append(filters)
-        service = next(f.split("=", 1)[1] for f in filters["label"] if f.startswith("com.docker.compose.service="))
+        service = next((f.split("=", 1)[1] for f in filters["label"] if f.startswith("com.docker.compose.service=")),
+                       None)
+        if service is None:  # the whole project
+            return list(self.by_service.values())
         return [self.by_service[service]] if service in self.by_service else []
 
 
@@ -74,15 +77,22 @@ def stand_in(tmp_path, monkeypatch):
     port, proxy_port = procs.free_port(), procs.free_port()
     toxi.create_proxy("broker-0", upstream=f"127.0.0.1:{port}", listen=f"127.0.0.1:{proxy_port}")
     broker = BrokerProcess(0, tansu_command(0, port, f"127.0.0.1:{proxy_port}"), port, tmp_path / "broker.log")
-    docker = FakeDocker({"kafka-1": FakeContainer("kafka-chaos-kafka-1-1", broker)})
+    docker = FakeDocker({"kafka-1": FakeContainer("kafka-chaos-kafka-1-1", broker),
+                         "toxiproxy": FakeContainer("kafka-chaos-toxiproxy-1", server)})
     compose_calls = []
     already_up = []
 
     def fake_compose(self, *args, timeout=300):
         compose_calls.append(args)
-        if args == ("up", "-d", "--wait") and not broker.alive():
+        if args == ("ps", "-q") and already_up:
+            if already_up[0] == "healthy" and not broker.alive():
+                broker.start()  # someone's cluster, up and healthy; "stale": what a killed run left, its broker dead
+            return "abc123\n"
+        if args == ("up", "-d") and not broker.alive():
             broker.start()
-        return "abc123\n" if args == ("ps", "-q") and already_up else ""
+        if args[0] == "down":
+            already_up.clear()
+        return ""
 
     monkeypatch.setattr(ComposeCluster, "_compose", fake_compose)
     yield server, docker, compose_calls, already_up, proxy_port
@@ -92,7 +102,7 @@ def stand_in(tmp_path, monkeypatch):
 
 def compose_spec(server) -> ComposeClusterSpec:
     return cluster_spec(backend="compose", broker="kafka", brokers=1, services=["kafka-1"],
-                       compose_file=str(ROOT / "harness" / "compose" / "docker-compose.yml"),
+                       compose_file=str(ROOT / "compose" / "docker-compose.yml"),
                        toxiproxy_url=f"http://127.0.0.1:{server.port}")
 
 
@@ -101,9 +111,9 @@ def test_up_preflight_faults_and_down(tmp_path, stand_in):
     cluster = ComposeCluster(compose_spec(server), tmp_path / "run", docker_client=docker)
     cluster.up()
     try:
-        assert calls[:2] == [("ps", "-q"), ("up", "-d", "--wait")]
-        assert docker.queries[0]["label"] == ["com.docker.compose.project=kafka-chaos",
-                                              "com.docker.compose.service=kafka-1"]
+        assert calls[:2] == [("ps", "-q"), ("up", "-d")]  # then the wait on healthchecks is the harness's (v1 has no --wait)
+        assert {"com.docker.compose.project=kafka-chaos", "com.docker.compose.service=kafka-1"} <= {
+            label for q in docker.queries for label in q["label"]}
         # The proxy's address became the address clients use, and the preflight proved it (the wildcard
         # addresses the Toxiproxy container reports are matched in tests/unit/test_metadata.py).
         assert cluster.bootstrap == f"127.0.0.1:{proxy_port}" and cluster.endpoints == [cluster.bootstrap]
@@ -130,7 +140,7 @@ def test_up_preflight_faults_and_down(tmp_path, stand_in):
 
 def test_a_cluster_found_running_is_left_running_and_healed(tmp_path, stand_in):
     server, docker, calls, already_up, _ = stand_in
-    already_up.append(True)
+    already_up.append("healthy")
     cluster = ComposeCluster(compose_spec(server), tmp_path / "run", docker_client=docker)
     cluster.up()
     cluster.toxiproxy().set_enabled("broker-0", False)
@@ -141,10 +151,20 @@ def test_a_cluster_found_running_is_left_running_and_healed(tmp_path, stand_in):
     assert server.alive()
 
 
+def test_what_a_killed_run_left_behind_is_taken_down_before_a_fresh_start(tmp_path, stand_in):
+    server, docker, calls, already_up, _ = stand_in
+    already_up.append("stale")
+    cluster = ComposeCluster(compose_spec(server), tmp_path / "run", docker_client=docker)
+    cluster.up()
+    cluster.down()
+    assert calls[:3] == [("ps", "-q"), ("down", "--volumes", "--remove-orphans"), ("up", "-d")]
+    assert calls[-1] == ("down", "--volumes", "--remove-orphans")  # started here, so taken down
+
+
 def test_no_docker_engine_is_an_infrastructure_error(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{procs.free_port()}")  # nothing listens there
     spec = cluster_spec(backend="compose", broker="kafka", brokers=3,
-                       compose_file=str(ROOT / "harness" / "compose" / "docker-compose.yml"))
+                       compose_file=str(ROOT / "compose" / "docker-compose.yml"))
     cluster = ComposeCluster(spec, tmp_path / "run")
     with pytest.raises(InfraError, match="could not start the compose cluster"):
         cluster.up()

@@ -187,7 +187,7 @@ def test_faults_each_backend_can_inject_and_why_not():
 def test_compose_file_is_found_from_the_experiment_folder(tmp_path):
     doc = {**BASE, "cluster": {"backend": "compose", "broker": "kafka"}}
     shipped = load_spec(write(tmp_path, doc)).cluster
-    assert shipped.compose_file is None and shipped.compose_path == ROOT / "harness" / "compose" / "docker-compose.yml"
+    assert shipped.compose_file is None and shipped.compose_path == ROOT / "compose" / "docker-compose.yml"
     doc["cluster"]["compose_file"] = "mine/compose.yml"
     assert load_spec(write(tmp_path, doc)).cluster.compose_path == tmp_path / "mine" / "compose.yml"
 
@@ -203,7 +203,7 @@ def test_machine_dependent_problems_name_the_field(tmp_path, monkeypatch):
     assert "bin/kafka-server-start.sh not found" in msg
     [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", compose_file=str(tmp_path / "no.yml")))
     assert msg.startswith("cluster.compose_file:") and "not found" in msg
-    compose = str(ROOT / "harness" / "compose" / "docker-compose.yml")
+    compose = str(ROOT / "compose" / "docker-compose.yml")
     assert input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=3, compose_file=compose)) == []
     [msg] = input_problems(ClusterSpec(backend="compose", broker="kafka", brokers=1, compose_file=compose,
                                        services=["zookeeper"]))
@@ -227,11 +227,16 @@ def test_the_compose_file_ships_inside_the_package():
     import harness
     from harness.spec import SHIPPED_COMPOSE_FILE
 
+    assert SHIPPED_COMPOSE_FILE.is_file() and SHIPPED_COMPOSE_FILE.parent == ROOT / "compose"  # the top-level folder
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert tool["package-dir"]["harness.compose"] == "compose"  # ... installed as the package harness.compose
+    data = tool["package-data"]["harness.compose"]
+    for name in ("docker-compose.yml", "toxiproxy.json", "build-images.sh", "kafka-entrypoint.sh"):
+        assert any(fnmatch.fnmatch(name, pattern) for pattern in data), name  # what `pip install .` copies
+    # every package of the source tree is listed (the list is explicit because of the mapping above)
     package = Path(harness.__file__).resolve().parent
-    assert SHIPPED_COMPOSE_FILE.is_file() and SHIPPED_COMPOSE_FILE.parent.parent == package
-    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["harness"]
-    for name in ("docker-compose.yml", "toxiproxy.json"):  # what `pip install .` (not editable) copies
-        assert any(fnmatch.fnmatch(f"compose/{name}", pattern) for pattern in data), name
+    found = {".".join(p.parent.relative_to(package.parent).parts) for p in package.rglob("__init__.py")}
+    assert found | {"harness.compose"} == set(tool["packages"])
 
 
 MATRIX = {"name": "m", "workload": {"messages": 10}, "producer": {"acks": "all"},

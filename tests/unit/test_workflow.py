@@ -47,9 +47,13 @@ def test_the_command_it_runs_exists_in_the_cli():
     spec = load_spec(ROOT / experiment)
     assert spec.cluster.backend == "compose" and spec.cluster.brokers == 3
     assert spec.topic.replication_factor == 3 and len(spec.variants) == 2
-    up = step(steps, name="Bring the Compose cluster up")["run"]
-    assert (ROOT / "harness" / "compose" / "docker-compose.yml").samefile(spec.cluster.compose_path)  # the default file
-    assert "-f harness/compose/docker-compose.yml up -d --wait" in up
+    assert (ROOT / "compose" / "docker-compose.yml").samefile(spec.cluster.compose_path)  # the default file
+    images = step(steps, name="Get the images")["run"]
+    # the real images where a registry answers, else CI's own script and the variable that switches to its images
+    assert "docker pull apache/kafka:4.1.0" in images and "compose/build-images.sh" in images
+    assert "KAFKA_CHAOS_IMAGES=kafka-chaos" in images
+    cleanup = step(steps, name="Make sure nothing is left")
+    assert cleanup["if"] == "always()" and "-p kafka-chaos -f compose/docker-compose.yml down" in cleanup["run"]
 
 
 def test_reports_are_uploaded_and_junit_published_whatever_happened():
