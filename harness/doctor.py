@@ -111,15 +111,23 @@ def _toxiproxy() -> Check:
 
 
 def _docker() -> Check:
-    fix = "start a Docker engine (needed only for backend: compose)"
+    from .cluster.compose import compose_command
+
+    fix = ("start a Docker engine (needed only for backend: compose; on Debian as root, compose/build-images.sh "
+           "installs and starts one)")
     try:
         import docker
 
         client = docker.from_env(timeout=3)
         client.ping()
-        return Check("Docker engine", True, f"server {client.version().get('Version', '?')}", fix)
     except Exception as e:
         return Check("Docker engine", False, f"not reachable ({type(e).__name__})", fix)
+    compose = compose_command()
+    if compose is None:
+        return Check("Docker engine", False, "answers, but neither `docker compose` nor `docker-compose` is installed",
+                     fix)
+    return Check("Docker engine", True, f"server {client.version().get('Version', '?')}, compose: {' '.join(compose)}",
+                 fix)
 
 
 def _kafka_home() -> Check:

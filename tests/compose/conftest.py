@@ -16,6 +16,8 @@ import pytest
 
 from harness.cluster.toxiproxy import find_toxiproxy_server
 
+# testcontainers' reaper (Ryuk) is an image from a registry; its containers are removed by their `with` blocks.
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = ["apache/kafka:4.1.0", "ghcr.io/shopify/toxiproxy:2.12.0"]
 LOCAL = ["kafka-chaos/kafka:4.1.0", "kafka-chaos/toxiproxy:2.12.0"]

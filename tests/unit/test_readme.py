@@ -36,7 +36,7 @@ def ci_environment(tmp_path, with_kafka: bool, with_toxiproxy: bool) -> tuple[st
     (clone / ".ci").mkdir(parents=True)
     script = (ROOT / ".ci" / "run").read_text()
     before_tests = script[:script.index("python3 -m venv")]
-    setup = before_tests[before_tests.index("shared="):]
+    setup = before_tests[before_tests.index("shared="):before_tests.index("# The Compose tier")]
     (clone / ".ci" / "env").write_text(f'cd "$(dirname "$0")/.."\nset -euo pipefail\n{setup}'
                                        'echo "KAFKA_HOME=${KAFKA_HOME:-}"; echo "PATH=$PATH"\n')
     env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_HOME", "PATH")}
