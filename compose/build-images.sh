@@ -32,7 +32,10 @@ done
 apt_install() {
   [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || fail 3 "$1 is missing and this is not a Debian machine as root: install it"
   say "installing $* from Debian's packages"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null) || fail 3 "apt-get install $* failed"
+  local log; log="$(mktemp)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") >"$log" 2>&1 \
+    || { tail -20 "$log" >&2; rm -f "$log"; fail 3 "apt-get install $* failed"; }
+  rm -f "$log"
 }
 
 # The engine: the docker CLI, docker-compose (v1, what Debian ships) unless `docker compose` (v2) works.

@@ -87,3 +87,22 @@ def test_every_peer_link_crosses_its_own_proxy_so_isolate_can_cut_it():
     published = {m.split(":")[2] for m in services["toxiproxy"]["ports"]}
     assert not any(p["listen"].rsplit(":", 1)[1] in published for p in proxies if p["name"] in peers)
     assert all(services[f"kafka-{n}"]["depends_on"]["toxiproxy"]["condition"] == "service_healthy" for n in (1, 2, 3))
+
+
+def test_the_image_script_refuses_bad_input_before_touching_anything(tmp_path):
+    import os
+    import subprocess
+
+    script = COMPOSE / "build-images.sh"
+    kafka = tmp_path / "kafka"
+    (kafka / "bin").mkdir(parents=True)
+    (kafka / "bin" / "kafka-server-start.sh").write_text("#!/bin/sh\n")
+    (kafka / "bin" / "kafka-server-start.sh").chmod(0o755)
+    for env, named in (({}, "KAFKA_DIST is not set"),
+                       ({"KAFKA_DIST": str(tmp_path / "nope")}, "no bin/kafka-server-start.sh"),
+                       ({"KAFKA_DIST": str(kafka)}, "TOXIPROXY_BIN is not set"),
+                       ({"KAFKA_DIST": str(kafka), "TOXIPROXY_BIN": str(tmp_path)}, "no executable toxiproxy-server")):
+        base = {k: v for k, v in os.environ.items() if k not in ("KAFKA_DIST", "TOXIPROXY_BIN")}
+        r = subprocess.run(["bash", str(script)], env={**base, **env}, capture_output=True, text=True, timeout=30)
+        assert (r.returncode, r.stdout) == (2, ""), r
+        assert named in r.stderr, r.stderr
