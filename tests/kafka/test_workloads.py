@@ -36,12 +36,14 @@ def test_transactions_under_faults_read_each_committed_value_once(tmp_path):
 
 
 def test_consumer_crashes_reprocess_or_skip_by_commit_strategy(tmp_path):
-    # 2 ms a record (the shipped 1 ms, half the records): about 10 s of processing, so at least two of the three
-    # kills land while members are mid-batch (with 5 s of processing, a loaded CI machine once saw none)
+    # Each kill must land while members are mid-batch. After a kill nobody processes until the group has expelled
+    # the dead member (session timeout 6 s) and rebalanced, so kills 4 s apart mostly landed in that stall (a CI run
+    # saw commit-before skip nothing and commit-after reprocess 29): kills 8 s apart, from 5 s (the group formed),
+    # over about 20 s of processing a member (4 ms a record, half the shipped records).
     doc = shipped("consumer-crash", topic={"partitions": 6, "replication_factor": 3},
-                  workload={"messages": 15000, "rate": 15000}, fault_window=12,
-                  consumer={**shipped("consumer-crash")["consumer"], "processing_ms": 2.0},
-                  faults=[{"kind": "consumer-kill", "every": 4.0, "jitter": 1.0, "start": 2.0, "duration": 1.0}])
+                  workload={"messages": 15000, "rate": 15000}, fault_window=24,
+                  consumer={**shipped("consumer-crash")["consumer"], "processing_ms": 4.0},
+                  faults=[{"kind": "consumer-kill", "every": 8.0, "jitter": 1.0, "start": 5.0, "duration": 1.0}])
     # auto-commit is left out: its comment promises nothing ("either can happen"), and each variant costs a minute
     doc["variants"] = [v for v in doc["variants"] if v["name"] != "auto-commit"]
     r, summary, faults = run(tmp_path, doc)
