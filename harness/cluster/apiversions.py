@@ -21,23 +21,24 @@ def supported_apis(client: dict, timeout: float = 10.0) -> set[int] | None:
         return None
     for address in str(client.get("bootstrap.servers", "")).split(","):
         host, _, port = address.strip().rpartition(":")
-        try:
-            with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout) as s:
-                return _ask(s)
-        except (OSError, ValueError, struct.error):
-            continue
+        if port.isdigit() and (found := _apis_at(host.strip("[]") or "127.0.0.1", int(port), timeout)) is not None:
+            return found
     return None
 
 
 def kafka_answers(host: str, port: int, timeout: float = 2.0) -> bool:
     """Whether a Kafka broker answers ApiVersions at host:port. A bare TCP accept is not enough: Docker's
     published ports (docker-proxy) accept every connection and close it when nothing listens behind."""
+    return _apis_at(host, port, timeout) is not None
+
+
+def _apis_at(host: str, port: int, timeout: float) -> set[int] | None:
+    """The API keys the broker at host:port answers to; None when nothing answers ApiVersions there."""
     try:
         with socket.create_connection((host, port), timeout=timeout) as s:
-            _ask(s)
-            return True
+            return _ask(s)
     except (OSError, ValueError, struct.error):
-        return False
+        return None
 
 
 def _ask(s: socket.socket) -> set[int]:

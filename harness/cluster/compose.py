@@ -11,6 +11,7 @@ containers a crashed run left behind (stopped, unhealthy) are taken down and the
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ NO_IMAGES_HINT = ("without an image registry, build local images with compose/bu
                   "export KAFKA_CHAOS_IMAGES=kafka-chaos")
 
 
+@functools.cache  # asked once a process: every Compose call of a run uses the same CLI
 def compose_command() -> list[str] | None:
     """`docker compose` (v2) if it answers, else `docker-compose` (v1), else None."""
     if shutil.which("docker"):
@@ -181,7 +183,7 @@ class ComposeCluster(ProxiedCluster):
             for c in self._containers():
                 c.reload()
                 state = health(c)
-                if state == "unhealthy" or state in ("exited", "dead"):
+                if state in ("unhealthy", "exited", "dead"):
                     raise RuntimeError(f"container {c.name} is {state} (see logs/compose.log)")
                 if state not in ("healthy", "running"):
                     waiting.append(c.name)
