@@ -198,7 +198,8 @@ def main(debug: bool) -> None:
 
     A producer writes increasing integers per partition while faults are injected
     (lost acks, connection resets, latency, bandwidth, partitions, brokers isolated
-    from their peers, broker pauses, kills and restarts); a PySpark job reads the
+    from their peers, broker pauses, kills and restarts, a power loss that cuts a
+    broker's unflushed writes); a PySpark job reads the
     log back and counts duplicates, jump-backs, losses and the other anomalies for
     every variant (e.g. idempotence off vs on) under the same seeded fault schedule.
     Data loss and values nobody sent fail a run unless the variant allows them.

@@ -80,6 +80,7 @@ class Run:
         self.stop = threading.Event()
         self.started_at = _now()
         self.cluster: Cluster | None = None
+        self.initial_features: dict[str, int] = {}  # features some variant sets: the cluster's own levels
         self.summary: dict | None = None
 
     def execute(self) -> dict:
@@ -94,6 +95,10 @@ class Run:
             self.cluster = make_cluster(self.spec.cluster, self.folder.path)
             self.cluster.up()
             session = spark.get()
+            named = sorted({name for v in self.spec.variants for name in v.features})
+            if named:  # what a variant that does not name a feature gets: the level the cluster started with
+                levels = self.cluster.feature_levels()
+                self.initial_features = {name: levels.get(name) for name in named}
             for variant in self.spec.variants:
                 self._run_variant(session, variant)
                 signals.check()  # one a library swallowed (py4j) still ends the run
@@ -142,6 +147,10 @@ class Run:
         self.folder.variant_dir(name).mkdir()
         topic = f"kc-{name}-{self.folder.run_id[-6:]}"
         self.produced[name] = {"topic": topic}
+        if self.initial_features:
+            features = {**self.initial_features, **variant.features}
+            cluster.set_features(features)
+            self.produced[name]["features"] = features
         create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor,
                      config=spec.topic.config)
         nemesis = Nemesis(cluster, self.schedule, name, self.folder.append_faults, topic)
@@ -277,6 +286,8 @@ class Run:
         facts = {"seed": self.seed, "warnings": self.warnings,
                  "cluster": self.cluster.description if self.cluster else "", "started_at": self.started_at,
                  "ended_at": _now(), "reason": reason, "faults_planned": len(self.schedule)}
+        if getattr(self.spec.cluster, "broker_config", None):
+            facts["broker_config"] = self.spec.cluster.broker_config
         variants = {}
         for v in self.spec.variants:
             if v.name not in self.produced:
@@ -307,8 +318,9 @@ def _spark(master: str | None):
 
 
 # Facts only the live run knew; kept when a stored run is analysed again.
-KEPT_RUN_FACTS = ("seed", "cluster", "started_at", "ended_at", "faults_planned", "warnings", "reason")
-KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "producer_error", "client_fatal", "transactions", "consumer")
+KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason")
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "producer_error", "client_fatal", "transactions",
+                      "consumer")
 
 
 def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,

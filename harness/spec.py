@@ -159,6 +159,25 @@ CLIENT_DOC = ("librdkafka settings for every client (security.protocol, sasl.*, 
               "environment variables as ${NAME}")
 
 
+def _broker_key(key: str) -> str:
+    if not re.fullmatch(r"[a-z][a-z0-9._-]*", key):
+        raise ValueError(f"{key!r} is not a Kafka broker property name (lower-case words joined by '.')")
+    return key
+
+
+def _broker_value(value: ClientValue) -> ClientValue:
+    if isinstance(value, str) and any(c in value for c in "\\\n\r"):
+        raise ValueError(f"{value!r}: a broker property value cannot hold a backslash or a line break")
+    return value
+
+
+# Kafka broker properties (server.properties) the local Kafka backend adds to its own (cluster/kraft.py), e.g.
+# {log.flush.interval.messages: 1}; those that lay out listeners and the quorum are the harness's.
+BrokerSettings = dict[Annotated[str, AfterValidator(_broker_key)], Annotated[ClientValue, AfterValidator(_broker_value)]]
+# Cluster-wide feature levels (kafka-features.sh), e.g. {eligible.leader.replicas.version: 0}.
+FeatureLevels = dict[Annotated[str, AfterValidator(_broker_key)], Annotated[int, Field(ge=0, le=32767)]]
+
+
 def _names_per_broker(items: list[str] | None, info: ValidationInfo) -> list[str] | None:
     brokers = info.data.get("brokers", 1)
     if items is not None and (len(items) != brokers or len(set(items)) != len(items)):
@@ -215,6 +234,15 @@ class LocalClusterSpec(BaseClusterSpec):
                                 "harness's own), toxiproxy (a real toxiproxy-server from $TOXIPROXY_SERVER or PATH), "
                                 "or the path of a toxiproxy-server")
     client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
+    broker_config: BrokerSettings = Field(default_factory=dict, description="broker kafka: Kafka broker "
+                                          "properties added to every node's server.properties")
+
+    @field_validator("broker_config")
+    @classmethod
+    def _kafka_config(cls, config: dict, info: ValidationInfo) -> dict:
+        if config and info.data.get("broker") == "tansu":
+            raise ValueError("Tansu takes no Kafka broker properties; use broker: kafka")
+        return config
 
     @field_validator("brokers")
     @classmethod
@@ -449,6 +477,17 @@ class BrokerKill(_Downtime):
     kind: Literal["broker-kill"]
 
 
+class LoseUnflushed(_Downtime):
+    """SIGKILL the broker and, while it is down, cut from its log what only its page cache held (as a power
+    loss would): each partition's active segment back to its last flushed position, or by the last
+    `drop_batches` record batches; start it again after downtime seconds (cluster/segments.py)."""
+
+    kind: Literal["lose-unflushed"]
+    drop_batches: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="cut this many record batches from each partition's tail instead of back to its "
+                          "recovery point (the last flushed offset)")
+
+
 class BrokerRestart(_Downtime):
     """Stop the broker gracefully (SIGTERM), start it again after downtime seconds."""
 
@@ -512,12 +551,12 @@ class RebalanceStorm(_WorkloadFault):
 
 Fault = Annotated[
     Union[LostAcks, LostRequests, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
-          BrokerRestart, ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
+          LoseUnflushed, BrokerRestart, ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
     Field(discriminator="kind"),
 ]
 CLIENT_PROXY_FAULTS = ("lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition")
 PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
-BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart")  # act on the broker process or container
+BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart", "lose-unflushed")  # act on the broker process or container
 PRODUCER_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)
 CONSUMER_FAULTS = ("consumer-kill", "consumer-pause", "rebalance-storm")  # act on the consumer group (target: workload)
 WORKLOAD_FAULTS = PRODUCER_FAULTS + CONSUMER_FAULTS
@@ -662,6 +701,9 @@ class VariantSpec(Strict):
                                                            "experiment's consumer section")
     client: ClientLibrary = Field(default_factory=dict, description="the client library this variant's producer "
                                                                      "runs with, over the experiment's")
+    features: FeatureLevels = Field(default_factory=dict, description="cluster feature levels set (kafka-features.sh) "
+                                    "before this variant runs, e.g. eligible.leader.replicas.version: 0; a feature "
+                                    "another variant names goes back to the cluster's own level in this one")
 
     @field_validator("allow")
     @classmethod
@@ -838,6 +880,10 @@ class ExperimentSpec(Strict):
                 raise ValueError(f"client: {why}; it cannot send in transactions (transactional.id)")
             if self.consumer_spec(v) is not None:
                 raise ValueError(f"client: {why}; it cannot have a consumer group")
+        featured = [v.name for v in self.variants if v.features]
+        if featured and (self.cluster.backend, self.cluster.broker) != ("local", "kafka"):
+            raise ValueError(f"variants: {featured[0]} sets features, which only backend local with broker kafka "
+                             "can change (with kafka-features.sh from its Kafka distribution)")
         for i, fault in enumerate(self.faults):
             problem = self.kind_problem(fault.kind)
             if problem:

@@ -95,9 +95,10 @@ class ProxiedCluster:
     @classmethod
     def cannot_inject(cls, spec: BaseClusterSpec) -> dict[str, str]:
         """Fault kinds this backend cannot inject, each with the reason (the CLI exits 2 on them)."""
+        why = {"lose-unflushed": "only backend local with broker kafka: it cuts a stopped broker's log files"}
         if spec.brokers < 2:
-            return {"isolate": "isolate cuts a broker off from its peers, and this cluster has one broker"}
-        return {}
+            why["isolate"] = "isolate cuts a broker off from its peers, and this cluster has one broker"
+        return why
 
     @classmethod
     def problems(cls, spec: BaseClusterSpec) -> list[str]:
@@ -265,6 +266,17 @@ class ProxiedCluster:
         """Kill it; returns the monotonic time the kill took effect when the handle knows it (SIGKILL sent:
         nothing runs after it, however long the kernel then takes to tear a JVM down)."""
         return self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.kill())
+
+    def lose_unflushed(self, broker: int, topic: str, drop_batches: int | None) -> dict:
+        """Kill it and cut what its page cache held from the log of `topic`'s partitions (cluster/segments.py): {"took_effect": the
+        kill's time, "cut": one entry per partition}. Only where the harness owns the log files."""
+        raise InfraError(f"backend {self.spec.backend} cannot make a broker lose unflushed writes")
+
+    def feature_levels(self) -> dict[str, int]:
+        raise InfraError(f"backend {self.spec.backend} cannot read the cluster's feature levels")
+
+    def set_features(self, levels: dict[str, int]) -> None:
+        raise InfraError(f"backend {self.spec.backend} cannot change the cluster's feature levels")
 
     def stop_broker(self, broker: int) -> None:
         self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.stop())

@@ -51,11 +51,32 @@ def replication_listener(follower: int) -> str:
     return f"INTERNAL_{node_id(follower)}"
 
 
+# What lays out the nodes, their listeners, the quorum and where the data lives: the harness's, not the user's
+# (cluster.broker_config may set any other property, e.g. log.flush.interval.messages).
+LAYOUT_KEYS = ("process.roles", "node.id", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+               "controller.listener.names", "inter.broker.listener.name", "listeners", "advertised.listeners",
+               "listener.security.protocol.map", "log.dirs", "log.dir", "metadata.log.dir")
+
+
+def layout_problems(config: dict) -> list[str]:
+    return [f"cluster.broker_config.{key}: set by the harness (it lays out the nodes behind their proxies); "
+            "it cannot be changed" for key in config if key in LAYOUT_KEYS]
+
+
+def property_text(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def node_properties(index: int, ports: list[NodePorts], advertised_client: str, data_dir: str,
-                    routes: dict[tuple[str, int, int], str] | None = None) -> dict[str, str]:
+                    routes: dict[tuple[str, int, int], str] | None = None,
+                    extra: dict | None = None) -> dict[str, str]:
     """server.properties of node `index` in a cluster of len(ports) nodes.
 
-    routes[("replication" | "controller", src, dst)]: where node src reaches node dst (default: directly)."""
+    routes[("replication" | "controller", src, dst)]: where node src reaches node dst (default: directly).
+    extra: the user's properties (cluster.broker_config), over the defaults below; never a LAYOUT_KEYS one."""
+    extra = extra or {}
+    if layout_problems(extra):
+        raise ValueError(layout_problems(extra)[0])
     routes = routes or {}
     n = len(ports)
     me = ports[index]
@@ -92,7 +113,20 @@ def node_properties(index: int, ports: list[NodePorts], advertised_client: str, 
         "unclean.leader.election.enable": "false",
         "auto.create.topics.enable": "false",
         "group.initial.rebalance.delay.ms": "0",
+        **{key: property_text(value) for key, value in extra.items()},
     }
+
+
+def feature_levels(describe: str) -> dict[str, int]:
+    """`kafka-features.sh describe`'s finalized levels ("Feature: NAME\t...\tFinalizedVersionLevel: N\t...");
+    a level that is not a number (metadata.version's 4.1-IV1) is left out: variants cannot set it."""
+    out = {}
+    for line in describe.splitlines():
+        fields = dict(part.split(": ", 1) for part in line.strip().split("\t") if ": " in part)
+        level = fields.get("FinalizedVersionLevel", "")
+        if "Feature" in fields and level.isdigit():
+            out[fields["Feature"]] = int(level)
+    return out
 
 
 def render_properties(props: dict[str, str]) -> str:

@@ -15,10 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import procs
+from ..exits import InfraError
 from ..spec import LocalClusterSpec
-from .base import ProxiedCluster
+from .base import DOWN, RUNNING, ProxiedCluster
 from .brokers import BrokerProcess, tansu_command, tansu_version
-from .kraft import NodePorts, cluster_id, node_properties, render_properties
+from .kraft import NodePorts, cluster_id, feature_levels, layout_problems, node_properties, render_properties
+from .segments import cut_unflushed
 from .toxiproxy import ToxiproxyServer, proxy_problem, toxiproxy_server_for
 
 
@@ -64,7 +66,9 @@ class LocalTansuCluster(LocalCluster):
     @classmethod
     def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
         return {"isolate": "Tansu runs one broker with no replication or controller quorum to cut it off from; "
-                           "use broker: kafka"}
+                           "use broker: kafka",
+                "lose-unflushed": "Tansu keeps its log in memory: a broker-kill already loses all of it; "
+                                  "use broker: kafka"}
 
     @property
     def description(self) -> str:
@@ -83,6 +87,19 @@ class LocalKafkaCluster(LocalCluster):
     """Apache Kafka KRaft nodes from KAFKA_HOME: data under the run folder, removed at the end."""
 
     @classmethod
+    def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
+        why = super().cannot_inject(spec)
+        del why["lose-unflushed"]  # the harness owns these brokers' log folders
+        return why
+
+    def lose_unflushed(self, broker: int, topic: str, drop_batches: int | None) -> dict:
+        def kill_and_cut(node: BrokerProcess) -> dict:
+            took_effect = node.kill()
+            return {"took_effect": took_effect,
+                    "cut": cut_unflushed(self.files.broker_data(broker), topic, drop_batches)}
+        return self._transition(broker, RUNNING, DOWN, DOWN, kill_and_cut)
+
+    @classmethod
     def problems(cls, spec: LocalClusterSpec) -> list[str]:
         return super().problems(spec) + cls._kafka_problems(spec)
 
@@ -97,7 +114,7 @@ class LocalKafkaCluster(LocalCluster):
             return [f"cluster.kafka_home: {home} is not a Kafka distribution (bin/{missing[0]} not found)"]
         if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
             return ["cluster.kafka_home: Kafka needs Java 17 or newer: put java on PATH or set JAVA_HOME"]
-        return []
+        return layout_problems(spec.broker_config)
 
     @property
     def description(self) -> str:
@@ -117,7 +134,7 @@ class LocalKafkaCluster(LocalCluster):
         configs = []
         for i, listen in enumerate(listens):
             config = self.files.broker_config(i)
-            props = node_properties(i, ports, listen, str(self.files.broker_data(i)), routes)
+            props = node_properties(i, ports, listen, str(self.files.broker_data(i)), routes, self.spec.broker_config)
             config.write_text(render_properties(props))
             configs.append(config)
         # Formatted side by side: each format is a JVM start (2 s on a quiet machine, several on a loaded one).
@@ -135,6 +152,28 @@ class LocalKafkaCluster(LocalCluster):
                                        ports[i].client, self.files.broker_log(i), env=node_env,
                                        start_timeout=90, stop_timeout=30))
         return nodes
+
+    def feature_levels(self) -> dict[str, int]:
+        """The cluster's finalized feature levels that are numbers (eligible.leader.replicas.version, ...)."""
+        return feature_levels(self._features_tool("describe"))
+
+    def set_features(self, levels: dict[str, int]) -> None:
+        """Upgrade or downgrade each feature to its level (kafka-features.sh: a JVM start per change)."""
+        current = self.feature_levels()
+        for name, level in levels.items():
+            if name not in current:
+                raise InfraError(f"this Kafka has no feature {name!r}; it has: {', '.join(sorted(current))}")
+            if current[name] != level:
+                verb = "upgrade" if level > current[name] else "downgrade"
+                self._features_tool(verb, "--feature", f"{name}={level}")
+
+    def _features_tool(self, *args: str) -> str:
+        tool = Path(kafka_home(self.spec)) / "bin" / "kafka-features.sh"
+        done = subprocess.run([str(tool), "--bootstrap-server", self.bootstrap, *args], capture_output=True,
+                              text=True, timeout=120)
+        if done.returncode != 0:
+            raise InfraError(f"kafka-features.sh {' '.join(args)} failed: {done.stderr.strip()[-500:]}")
+        return done.stdout
 
     def _peer_routes(self, ports: list[NodePorts]) -> dict[tuple[str, int, int], str]:
         """A proxy for every (src, dst) pair of nodes, replication and controller traffic apart, so `isolate`

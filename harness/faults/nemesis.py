@@ -64,16 +64,18 @@ TICK = 0.02  # seconds between two looks at the faults still due while the nemes
 
 @dataclass(frozen=True)
 class FaultAction:
-    apply: Callable  # (cluster, broker index, toxic name, params) -> None
+    # (cluster, broker index, toxic name, params, the variant's topic) -> None, the monotonic time it took effect, or a dict of
+    # what it did (journaled as the fault's "effect") with that time as "took_effect"
+    apply: Callable
     heal: Callable
 
 
 def _toxic(type: str, attributes: Callable[[dict], dict], stream: str = "downstream") -> FaultAction:
-    def apply(cluster, broker, name, params):
+    def apply(cluster, broker, name, params, topic):
         cluster.toxiproxy().add_toxic(cluster.proxy_name(broker), name, type=type, stream=stream,
                                       attributes=attributes(params))
 
-    def heal(cluster, broker, name, params):
+    def heal(cluster, broker, name, params, topic):
         cluster.toxiproxy().remove_toxic(cluster.proxy_name(broker), name)
 
     return FaultAction(apply, heal)
@@ -90,12 +92,15 @@ FAULTS: dict[str, FaultAction] = {
     "latency": _toxic("latency", lambda p: {"latency": p["latency_ms"], "jitter": p["jitter_ms"]}),
     "bandwidth": _toxic("bandwidth", lambda p: {"rate": p["rate_kbps"]}),
     "slow-close": _toxic("slow_close", lambda p: {"delay": p["delay_ms"]}),
-    "partition": FaultAction(lambda c, b, n, p: c.cut([c.proxy_name(b)]),
-                             lambda c, b, n, p: c.reconnect([c.proxy_name(b)])),
-    "isolate": FaultAction(lambda c, b, n, p: c.isolate_broker(b), lambda c, b, n, p: c.rejoin_broker(b)),
-    "broker-pause": FaultAction(lambda c, b, n, p: c.pause_broker(b), lambda c, b, n, p: c.resume_broker(b)),
-    "broker-kill": FaultAction(lambda c, b, n, p: c.kill_broker(b), lambda c, b, n, p: c.start_broker(b)),
-    "broker-restart": FaultAction(lambda c, b, n, p: c.stop_broker(b), lambda c, b, n, p: c.start_broker(b)),
+    "partition": FaultAction(lambda c, b, n, p, t: c.cut([c.proxy_name(b)]),
+                             lambda c, b, n, p, t: c.reconnect([c.proxy_name(b)])),
+    "isolate": FaultAction(lambda c, b, n, p, t: c.isolate_broker(b), lambda c, b, n, p, t: c.rejoin_broker(b)),
+    "broker-pause": FaultAction(lambda c, b, n, p, t: c.pause_broker(b), lambda c, b, n, p, t: c.resume_broker(b)),
+    "broker-kill": FaultAction(lambda c, b, n, p, t: c.kill_broker(b), lambda c, b, n, p, t: c.start_broker(b)),
+    # A kill that also cuts what only the page cache held (cluster/segments.py); the cut is journaled.
+    "lose-unflushed": FaultAction(lambda c, b, n, p, t: c.lose_unflushed(b, t, p.get("drop_batches")),
+                                  lambda c, b, n, p, t: c.start_broker(b)),
+    "broker-restart": FaultAction(lambda c, b, n, p, t: c.stop_broker(b), lambda c, b, n, p, t: c.start_broker(b)),
 }
 
 
@@ -276,7 +281,12 @@ class Nemesis:
             if fault.kind in WORKLOAD_FAULTS:
                 self.workload.ask(fault.kind, "apply", fault.params)
             for broker in brokers:
-                took_effect.append(FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params))
+                done = FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params, self.topic)
+                if isinstance(done, dict):
+                    effect = {k: v for k, v in done.items() if k != "took_effect"}
+                    rec.setdefault("effect", {})[str(broker)] = effect
+                    done = done.get("took_effect")
+                took_effect.append(done)
         except NotReached as e:
             rec.update(outcome=FaultOutcome.NOT_REACHED, deviation=f"due at {fault.at:g} s but never applied: {e}")
             return
@@ -299,7 +309,7 @@ class Nemesis:
                 except NotReached:
                     pass  # the workload ended: the produce loop healed it itself (a paused producer resumes)
             for broker in brokers:
-                FAULTS[fault.kind].heal(self.cluster, broker, self._name(fault), fault.params)
+                FAULTS[fault.kind].heal(self.cluster, broker, self._name(fault), fault.params, self.topic)
             rec.update(outcome=FaultOutcome.HEALED, heal_s=round(self._offset() - healing, 3))
         except Exception as e:
             rec.update(outcome=FaultOutcome.FAILED, error=f"heal: {type(e).__name__}: {e}")

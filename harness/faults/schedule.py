@@ -8,7 +8,7 @@ drawn here, leader-of and follower-of are looked up when the fault starts. In fa
 target is written as in the experiment file: "all", {"broker": N}, {"leader-of": P}, "workload"
 (producer-restart and producer-pause act on the producer, not on a broker).
 
-**The overlap rule** (broker faults: broker-pause, broker-kill, broker-restart). Each
+**The overlap rule** (broker faults: broker-pause, broker-kill, broker-restart, lose-unflushed). Each
 broker is in one state at a time (running, paused, down, starting), so the plan refuses
 two broker faults that could meet on one broker; `check_overlaps` names both. A broker
 fault holds its broker from its start until the broker runs again: its duration, plus
@@ -44,7 +44,7 @@ _TIMING = {"kind", "at", "every", "jitter", "start", "duration", "downtime", "ta
 # Seconds a killed or restarted broker may take to run again, for the overlap rule (measured: a
 # Kafka node restarts in 5-8 s on 2 cores while its peers run; Tansu in well under a second).
 START_ALLOWANCE = {"tansu": 2.0, "kafka": 20.0}
-STOPS_BROKER = ("broker-kill", "broker-restart")
+STOPS_BROKER = ("broker-kill", "broker-restart", "lose-unflushed")
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ def _num(v: float) -> str:
 FAULT_COLORS = {  # one colour per fault kind, the same in every chart and legend
     "lost-acks": "#e45756", "lost-requests": "#ff9da6", "reset-connections": "#f58518", "latency": "#eeca3b", "bandwidth": "#b279a2",
     "slow-close": "#9d755d", "partition": "#54a24b", "isolate": "#2f7f4f", "broker-pause": "#4c78a8",
-    "broker-kill": "#222222", "broker-restart": "#72b7b2",
+    "broker-kill": "#222222", "lose-unflushed": "#8c564b", "broker-restart": "#72b7b2",
 }
 
 

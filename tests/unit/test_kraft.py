@@ -93,3 +93,36 @@ def test_a_random_cluster_id_never_starts_with_a_dash(monkeypatch):
     draws = iter([dash, dash, bytes(16)])
     monkeypatch.setattr("harness.cluster.kraft.uuid.uuid4", lambda: type("U", (), {"bytes": next(draws)}))
     assert cluster_id() == cluster_id(bytes(16))
+
+
+def test_the_users_broker_properties_come_last_and_the_layout_stays_the_harnesss():
+    from harness.cluster.kraft import layout_problems
+
+    props = node_properties(0, PORTS, PROXIES[0], "/data/node-0", ROUTES,
+                            {"min.insync.replicas": 1, "log.flush.interval.messages": 1, "x.enable": False})
+    assert props["min.insync.replicas"] == "1" and props["log.flush.interval.messages"] == "1"
+    assert props["x.enable"] == "false"  # as Kafka spells it
+    assert layout_problems({"advertised.listeners": "x", "log.retention.ms": 1}) == [
+        "cluster.broker_config.advertised.listeners: set by the harness (it lays out the nodes behind their "
+        "proxies); it cannot be changed"]
+    with pytest.raises(ValueError, match="log.dirs"):
+        node_properties(0, PORTS, PROXIES[0], "/data/node-0", ROUTES, {"log.dirs": "/elsewhere"})
+
+
+# kafka-features.sh describe, as Kafka 4.1.0 printed it (a local 3-node cluster, after a downgrade of ELR)
+DESCRIBE = """\
+Feature: eligible.leader.replicas.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 0\tEpoch: 30
+Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: 30
+Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 0\tEpoch: 30
+Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.1-IV1\tFinalizedVersionLevel: 4.1-IV1\tEpoch: 30
+Feature: share.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 0\tEpoch: 30
+Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 2\tEpoch: 30
+"""
+
+
+def test_feature_levels_are_read_from_the_features_tool():
+    from harness.cluster.kraft import feature_levels
+
+    assert feature_levels(DESCRIBE) == {"eligible.leader.replicas.version": 0, "group.version": 1, "kraft.version": 0,
+                                        "share.version": 0, "transaction.version": 2}  # metadata.version is no number
+    assert feature_levels("") == {}

@@ -361,6 +361,27 @@ def test_a_kill_counts_from_the_signal_not_from_the_reaping_and_threads_start_be
     assert nemesis.warnings == []
 
 
+def test_lose_unflushed_kills_cuts_the_variants_topic_and_journals_the_cut_then_starts_the_broker(tmp_path):
+    class Cutting(FakeCluster):
+        def lose_unflushed(self, broker, topic, drop_batches):
+            def kill_and_cut(node):
+                node.kill()
+                sent = self.clock.monotonic()
+                self.clock.sleep(0.3)  # reaping and cutting
+                self.calls.append(("cut", broker, topic, drop_batches))
+                return {"took_effect": sent, "cut": [{"topic": topic, "partition": 0, "cut_batches": 2}]}
+            return self._transition(broker, RUNNING, DOWN, DOWN, kill_and_cut)
+
+    cluster = Cutting(leader=1)
+    schedule = [PlannedFault(0, "lose-unflushed", LeaderOf(0), 1.0, 2.0, {"drop_batches": 2})]
+    _, nemesis, [line] = run_nemesis(schedule, tmp_path, cluster=cluster)
+    c = cluster.calls
+    assert c.index(("kill_broker", 1)) < c.index(("cut", 1, "topic-a", 2)) < c.index(("start_broker", 1))
+    assert line["effect"] == {"1": {"cut": [{"topic": "topic-a", "partition": 0, "cut_batches": 2}]}}
+    assert line["outcome"] == "healed" and abs(line["late_s"]) <= 0.05  # from the kill, not the end of the cut
+    assert cluster.states == [RUNNING] * 3 and nemesis.errors == []
+
+
 # -- the workload ended: faults still due are applied, waited for at most GRACE past their planned times ----
 
 def finish_at(schedule, ended, cluster=None, halt=None, idle=None):

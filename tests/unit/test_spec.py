@@ -1,3 +1,5 @@
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -41,7 +43,8 @@ def test_shipped_experiments_are_valid(path):
     load_spec(path)
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "experiments" / "known-bugs").glob("*.yaml")), ids=shipped_id)
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments" / "known-bugs").glob("librdkafka-*.yaml")),
+                         ids=shipped_id)
 def test_a_known_bug_experiment_cites_its_bug_and_says_what_each_side_must_show(path):
     text, spec = path.read_text(), load_spec(path)
     issue = path.stem.removeprefix("librdkafka-")
@@ -54,6 +57,17 @@ def test_a_known_bug_experiment_cites_its_bug_and_says_what_each_side_must_show(
     if len(spec.variants) > 1:  # affected against fixed: two client versions, the affected one expecting the bug
         assert None not in versions.values() and len(set(versions.values())) == len(versions), versions
         assert any(n.startswith("affected") for n in versions) and any(n.startswith("fixed") for n in versions)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "experiments" / "known-bugs").glob("*.yaml")
+                                       if not p.stem.startswith("librdkafka-")), ids=shipped_id)
+def test_a_broker_side_experiment_cites_its_source_and_compares_the_broker_not_the_client(path):
+    text, spec = path.read_text(), load_spec(path)
+    assert re.search(r"KIP-\d+|KAFKA-\d+", text.split("\nname:")[0]), f"{path.name} cites no KIP or KAFKA issue"
+    assert spec.name == path.stem and spec.faults
+    for v in spec.variants:
+        assert spec.rules(v.name), v.name
+    assert len({json.dumps(v.features, sort_keys=True) for v in spec.variants}) == len(spec.variants)
 
 
 def test_minimal_spec_gets_defaults(tmp_path):
@@ -166,11 +180,15 @@ def test_faults_each_backend_can_inject_and_why_not():
     def supported_faults(spec):
         return set(FAULT_KINDS) - {k.split(" ")[0] for k in unsupported_faults(spec, set(FAULT_KINDS))}
 
-    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate"}
+    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate", "lose-unflushed"}
     assert unsupported_faults(ClusterSpec(), {"isolate", "lost-acks"}) == [
         "isolate (Tansu runs one broker with no replication or controller quorum to cut it off from; "
         "use broker: kafka)"]
-    assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS)
+    assert unsupported_faults(ClusterSpec(), {"lose-unflushed"}) == [
+        "lose-unflushed (Tansu keeps its log in memory: a broker-kill already loses all of it; use broker: kafka)"]
+    # only the local Kafka backend owns its brokers' log folders
+    assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS) - {
+        "lose-unflushed"}
     assert supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3)) == set(FAULT_KINDS)
     [why] = unsupported_faults(ClusterSpec(backend="local", broker="kafka", brokers=1), {"isolate"})
     assert "one broker" in why
@@ -179,6 +197,8 @@ def test_faults_each_backend_can_inject_and_why_not():
     assert supported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474")) == {
         "lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
         *WORKLOAD_FAULTS}
+    assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"lose-unflushed"}) == [
+        "lose-unflushed (the harness cannot act on brokers it did not start)"]
     assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"isolate", "broker-kill"}) == [
         "broker-kill (the harness cannot act on brokers it did not start)",
         "isolate (only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum)"]
@@ -387,3 +407,40 @@ def test_a_matrix_ranges_over_client_versions_and_selectors_pick_them(tmp_path):
     assert got["confluent-kafka-2.2.0_idem-false"][:2] == ("2.2.0", {"enable.idempotence": False})  # not a setting
     assert got["confluent-kafka-2.3.0_idem-true"][2] == ["base_offset_minus_one"]
     assert [n for n, g in got.items() if g[3]] == ["confluent-kafka-2.2.0_idem-true", "confluent-kafka-2.2.0_idem-false"]
+
+
+def test_broker_settings_and_feature_levels_go_where_a_backend_can_apply_them(tmp_path):
+    kafka = {"backend": "local", "broker": "kafka", "brokers": 3}
+    doc = {**BASE, "cluster": {**kafka, "broker_config": {"log.flush.interval.messages": 1, "x.enable": True}},
+           "variants": [{"name": "off", "features": {"eligible.leader.replicas.version": 0}}, {"name": "on"}]}
+    spec = load_spec(write(tmp_path, doc))
+    assert spec.cluster.broker_config == {"log.flush.interval.messages": 1, "x.enable": True}
+    assert [v.features for v in spec.variants] == [{"eligible.leader.replicas.version": 0}, {}]
+    refused = [
+        ({**doc, "cluster": {"broker_config": {"a.b": 1}}}, "cluster.broker_config", "Tansu takes no Kafka broker"),
+        ({**doc, "cluster": {**kafka, "broker_config": {"Bad Key": 1}}}, "Bad Key", "not a Kafka broker property"),
+        ({**doc, "cluster": {**kafka, "broker_config": {"a.b": "x\ny"}}}, "a.b", "line break"),
+        ({**doc, "cluster": {"broker": "tansu"}}, "variants", "only backend local with broker kafka"),
+        ({**doc, "variants": [{"name": "v", "features": {"eligible.leader.replicas.version": -1}}]},
+         "variants.0.features", "greater than or equal to 0"),
+    ]
+    for bad, field, what in refused:
+        with pytest.raises(SpecError) as e:
+            load_spec(write(tmp_path, bad))
+        assert field in str(e.value) and what in str(e.value), str(e.value)
+
+
+def test_the_harness_keeps_the_listener_layout(monkeypatch, tmp_path):
+    from harness.cluster import input_problems
+    from tests.specs import cluster_spec as ClusterSpec
+
+    home = tmp_path / "kafka"
+    (home / "bin").mkdir(parents=True)
+    for tool in ("kafka-server-start.sh", "kafka-storage.sh"):
+        (home / "bin" / tool).write_text("")
+    monkeypatch.setenv("KAFKA_HOME", str(home))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    spec = ClusterSpec(backend="local", broker="kafka", brokers=3,
+                       broker_config={"listeners": "PLAINTEXT://:9092", "log.retention.ms": 5})
+    assert input_problems(spec) == ["cluster.broker_config.listeners: set by the harness (it lays out the nodes "
+                                    "behind their proxies); it cannot be changed"]
