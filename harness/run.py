@@ -21,6 +21,7 @@ from .analysis.folder import analyze_folder, check_inputs
 from .analysis.metrics import accounting_holds
 from .cluster import Cluster, make_cluster
 from .cluster.apiversions import CONSUMER_GROUP_HEARTBEAT, supported_apis
+from .cluster.kraft import property_text
 from .cluster.topic import create_topic
 from .cluster.watchdog import Watchdog
 from .exits import InfraError, exit_for_exception
@@ -81,6 +82,7 @@ class Run:
         self.started_at = _now()
         self.cluster: Cluster | None = None
         self.initial_features: dict[str, int] = {}  # features some variant sets: the cluster's own levels
+        self.initial_config: dict[str, None] = {}  # broker settings some variant sets
         self.summary: dict | None = None
 
     def execute(self) -> dict:
@@ -99,6 +101,8 @@ class Run:
             if named:  # what a variant that does not name a feature gets: the level the cluster started with
                 levels = self.cluster.feature_levels()
                 self.initial_features = {name: levels.get(name) for name in named}
+            # a broker setting that a variant does not name goes back to the brokers' own (None: deleted)
+            self.initial_config = {key: None for v in self.spec.variants for key in v.broker_config}
             for variant in self.spec.variants:
                 self._run_variant(session, variant)
                 signals.check()  # one a library swallowed (py4j) still ends the run
@@ -151,6 +155,10 @@ class Run:
             features = {**self.initial_features, **variant.features}
             cluster.set_features(features)
             self.produced[name]["features"] = features
+        if self.initial_config:
+            cluster.set_broker_config({**self.initial_config,
+                                       **{k: property_text(v) for k, v in variant.broker_config.items()}})
+            self.produced[name]["broker_config"] = variant.broker_config
         create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor,
                      config=spec.topic.config)
         nemesis = Nemesis(cluster, self.schedule, name, self.folder.append_faults, topic)
@@ -319,7 +327,7 @@ def _spark(master: str | None):
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason")
-KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "producer_error", "client_fatal", "transactions",
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "producer_error", "client_fatal", "transactions",
                       "consumer")
 
 

@@ -495,6 +495,37 @@ class BrokerRestart(_Downtime):
     downtime: Annotated[Seconds, Field(gt=0)] = 0.5
 
 
+# The Kafka requests a delay-requests fault may name, with their API keys (Kafka's protocol guide).
+KAFKA_REQUESTS = {
+    "Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9,
+    "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12, "LeaveGroup": 13, "SyncGroup": 14,
+    "InitProducerId": 22, "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "EndTxn": 26, "TxnOffsetCommit": 28,
+    "ConsumerGroupHeartbeat": 68,
+}
+
+
+def _request_names(names: list[str]) -> list[str]:
+    for name in names:
+        if name not in KAFKA_REQUESTS:
+            raise ValueError(f"{name!r} is not a request this fault knows; give any of {', '.join(KAFKA_REQUESTS)}")
+    if len(set(names)) != len(names):
+        raise ValueError("a request is named twice")
+    return names
+
+
+class DelayRequests(FaultBase):
+    """Kafka requests of the named types that the client sends to the broker while the fault is on are held
+    `hold_ms` from their arrival, then delivered (later requests pass them), even after the client gave up on
+    them and closed its connection; with `drop` they are never delivered. The embedded proxy reads the
+    request framing (proxy/kafka_frames.py); requests that started before the fault pass unheld."""
+
+    kind: Literal["delay-requests"]
+    requests: Annotated[list[str], Field(min_length=1), AfterValidator(_request_names)] = Field(
+        description="request types, e.g. [Produce] or [EndTxn, AddPartitionsToTxn]")
+    hold_ms: Annotated[Millis, Field(ge=1)] = 5000
+    drop: bool = False
+
+
 class _WorkloadFault(FaultBase):
     target: Literal["workload"] = WORKLOAD_TARGET
 
@@ -551,10 +582,11 @@ class RebalanceStorm(_WorkloadFault):
 
 Fault = Annotated[
     Union[LostAcks, LostRequests, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
-          LoseUnflushed, BrokerRestart, ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
+          LoseUnflushed, BrokerRestart, DelayRequests, ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
     Field(discriminator="kind"),
 ]
-CLIENT_PROXY_FAULTS = ("lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition")
+CLIENT_PROXY_FAULTS = ("lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
+                       "delay-requests")
 PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
 BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart", "lose-unflushed")  # act on the broker process or container
 PRODUCER_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)
@@ -701,6 +733,10 @@ class VariantSpec(Strict):
                                                            "experiment's consumer section")
     client: ClientLibrary = Field(default_factory=dict, description="the client library this variant's producer "
                                                                      "runs with, over the experiment's")
+    broker_config: BrokerSettings = Field(default_factory=dict, description="Kafka broker settings changed "
+                                          "cluster-wide while the cluster runs, before this variant (those Kafka "
+                                          "updates dynamically); a setting another variant names goes back to "
+                                          "the brokers' own in this one")
     features: FeatureLevels = Field(default_factory=dict, description="cluster feature levels set (kafka-features.sh) "
                                     "before this variant runs, e.g. eligible.leader.replicas.version: 0; a feature "
                                     "another variant names goes back to the cluster's own level in this one")
@@ -880,6 +916,9 @@ class ExperimentSpec(Strict):
                 raise ValueError(f"client: {why}; it cannot send in transactions (transactional.id)")
             if self.consumer_spec(v) is not None:
                 raise ValueError(f"client: {why}; it cannot have a consumer group")
+        configured = [v.name for v in self.variants if v.broker_config]
+        if configured and self.cluster.broker != "kafka":
+            raise ValueError(f"variants: {configured[0]} sets broker_config, which needs Apache Kafka (broker: kafka)")
         featured = [v.name for v in self.variants if v.features]
         if featured and (self.cluster.backend, self.cluster.broker) != ("local", "kafka"):
             raise ValueError(f"variants: {featured[0]} sets features, which only backend local with broker kafka "

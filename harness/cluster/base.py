@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from ..exits import InfraError
 from ..logfile import FileLogger
@@ -63,7 +63,7 @@ class BrokerHandle(Protocol):
     log_path: Path | str  # where to look when it misbehaves
 
     def start(self) -> None: ...  # start (again) and wait until it listens
-    def stop(self) -> None: ...  # graceful
+    def stop(self) -> float | None: ...  # graceful; when the stop began, if known
     def kill(self) -> None: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
@@ -95,7 +95,9 @@ class ProxiedCluster:
     @classmethod
     def cannot_inject(cls, spec: BaseClusterSpec) -> dict[str, str]:
         """Fault kinds this backend cannot inject, each with the reason (the CLI exits 2 on them)."""
-        why = {"lose-unflushed": "only backend local with broker kafka: it cuts a stopped broker's log files"}
+        why = {"lose-unflushed": "only backend local with broker kafka: it cuts a stopped broker's log files",
+               "delay-requests": "only the embedded proxy (backend local, proxy: embedded) reads Kafka's request "
+                                 "framing; Toxiproxy has no such toxic"}
         if spec.brokers < 2:
             why["isolate"] = "isolate cuts a broker off from its peers, and this cluster has one broker"
         return why
@@ -272,14 +274,31 @@ class ProxiedCluster:
         kill's time, "cut": one entry per partition}. Only where the harness owns the log files."""
         raise InfraError(f"backend {self.spec.backend} cannot make a broker lose unflushed writes")
 
+    def set_broker_config(self, config: dict[str, str | None]) -> None:
+        """Cluster-wide dynamic broker settings (every broker's default): a value is set, None goes back to
+        the brokers' own. Kafka refuses settings it cannot change while running (InfraError with its words)."""
+        entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET if value is not None
+                               else AlterConfigOpType.DELETE) for key, value in config.items()]
+        self._metadata(timeout=30)  # the admin client, made once
+        resource = ConfigResource(ResourceType.BROKER, "", incremental_configs=entries)
+        try:
+            for future in self._admin.incremental_alter_configs([resource]).values():
+                future.result(timeout=30)
+        except KafkaException as e:
+            raise InfraError(f"Kafka refused the broker settings {config}: {e.args[0].str()} (a variant's "
+                             "broker_config takes settings Kafka changes while running, cluster-wide; put others "
+                             "in cluster.broker_config)") from e
+
     def feature_levels(self) -> dict[str, int]:
         raise InfraError(f"backend {self.spec.backend} cannot read the cluster's feature levels")
 
     def set_features(self, levels: dict[str, int]) -> None:
         raise InfraError(f"backend {self.spec.backend} cannot change the cluster's feature levels")
 
-    def stop_broker(self, broker: int) -> None:
-        self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.stop())
+    def stop_broker(self, broker: int) -> float | None:
+        """Stop it gracefully; returns, when the handle knows it, the monotonic time the stop began (as
+        kill_broker does: the fault took effect then, its controlled shutdown taking what it takes)."""
+        return self._transition(broker, RUNNING, DOWN, DOWN, lambda b: b.stop())
 
     def start_broker(self, broker: int) -> None:
         self._transition(broker, DOWN, STARTING, RUNNING, _start_or_kill)

@@ -58,9 +58,12 @@ class BrokerProcess:
         self.launch()
         self.wait_ready()
 
-    def stop(self) -> None:
-        """Graceful: SIGTERM, SIGKILL only if it does not exit in time."""
+    def stop(self) -> float | None:
+        """Graceful: SIGTERM, SIGKILL only if it does not exit in time; returns when SIGTERM was sent
+        (time.monotonic()): the broker's controlled shutdown starts then, however long it takes."""
+        sent = time.monotonic() if self.alive() else None
         procs.stop(self.proc, self.stop_timeout)
+        return sent
 
     def kill(self) -> float | None:
         """SIGKILL, then wait for the exit; returns when the signal was sent (time.monotonic())."""

@@ -34,6 +34,13 @@ class LocalCluster(ProxiedCluster):
         problem = proxy_problem(spec.proxy)
         return [problem] if problem else []
 
+    @classmethod
+    def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
+        why = super().cannot_inject(spec)
+        if spec.proxy == "embedded":
+            del why["delay-requests"]
+        return why
+
     def _brokers(self, client_ports: list[int], listens: list[str]) -> list[BrokerProcess]:
         raise NotImplementedError
 
@@ -65,7 +72,8 @@ class LocalTansuCluster(LocalCluster):
 
     @classmethod
     def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
-        return {"isolate": "Tansu runs one broker with no replication or controller quorum to cut it off from; "
+        return {**super().cannot_inject(spec),
+                "isolate": "Tansu runs one broker with no replication or controller quorum to cut it off from; "
                            "use broker: kafka",
                 "lose-unflushed": "Tansu keeps its log in memory: a broker-kill already loses all of it; "
                                   "use broker: kafka"}

@@ -35,7 +35,8 @@ planned_at, planned_duration, params), then what happened: outcome, applied_at /
 (wall clock), applied_offset / healed_offset (seconds after the workload started; healing
 starts at healed_offset and took heal_s), the brokers hit, late_s (applied_offset -
 planned_at) and held_s (healed_offset - applied_offset). A fault is applied when it took effect: for a
-broker kill, when SIGKILL was sent (the broker runs no more), not when its process was reaped. Every fault's
+broker kill, when SIGKILL was sent (the broker runs no more), not when its process was reaped; for a graceful
+restart, when SIGTERM was sent (its controlled shutdown begins). Every fault's
 thread starts before it is due (WAKE, or AHEAD for role targets) and waits for its planned time itself. A fault applied more than
 TOLERANCE late or held more than TOLERANCE short gets a `deviation` text, and
 `warnings` lists each as one line for the run's summary.
@@ -50,7 +51,7 @@ from datetime import datetime, timezone
 
 from ..clock import REAL, Clock
 from ..formats import FaultOutcome
-from ..spec import BROKER_FAULTS, WORKLOAD_FAULTS
+from ..spec import BROKER_FAULTS, KAFKA_REQUESTS, WORKLOAD_FAULTS
 from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault, Workload
 
 TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
@@ -81,6 +82,22 @@ def _toxic(type: str, attributes: Callable[[dict], dict], stream: str = "downstr
     return FaultAction(apply, heal)
 
 
+def _hold_requests() -> FaultAction:
+    """One kafka_hold toxic (the embedded proxy's own) per request type named, on the client's stream."""
+    def apply(cluster, broker, name, params, topic):
+        for request in params["requests"]:
+            cluster.toxiproxy().add_toxic(cluster.proxy_name(broker), f"{name}-{request}", type="kafka_hold",
+                                          stream="upstream", attributes={"api_key": KAFKA_REQUESTS[request],
+                                                                         "hold": params["hold_ms"],
+                                                                         "drop": int(params["drop"])})
+
+    def heal(cluster, broker, name, params, topic):  # requests held already are still delivered when due
+        for request in params["requests"]:
+            cluster.toxiproxy().remove_toxic(cluster.proxy_name(broker), f"{name}-{request}")
+
+    return FaultAction(apply, heal)
+
+
 FAULTS: dict[str, FaultAction] = {
     # Responses are dropped while requests still reach the broker, and the connection is cut
     # cut_after_ms after the last one or when the fault ends (Toxiproxy's timeout toxic):
@@ -92,6 +109,7 @@ FAULTS: dict[str, FaultAction] = {
     "latency": _toxic("latency", lambda p: {"latency": p["latency_ms"], "jitter": p["jitter_ms"]}),
     "bandwidth": _toxic("bandwidth", lambda p: {"rate": p["rate_kbps"]}),
     "slow-close": _toxic("slow_close", lambda p: {"delay": p["delay_ms"]}),
+    "delay-requests": _hold_requests(),
     "partition": FaultAction(lambda c, b, n, p, t: c.cut([c.proxy_name(b)]),
                              lambda c, b, n, p, t: c.reconnect([c.proxy_name(b)])),
     "isolate": FaultAction(lambda c, b, n, p, t: c.isolate_broker(b), lambda c, b, n, p, t: c.rejoin_broker(b)),

@@ -248,6 +248,8 @@ class ProxyRegistry:
             case ("DELETE", ["proxies", name]):
                 await self.delete(name)
                 return 204, None
+            case ("GET", ["proxies", name, "kafka"]):  # the embedded proxy's own: kafka_hold's counts
+                return 200, dict(self._get(name).kafka_requests)
             case ("GET", ["proxies", name, "toxics"]):
                 return 200, [t.to_json() for t in self._get(name).listed()]
             case ("POST", ["proxies", name, "toxics"]):

@@ -26,6 +26,10 @@ TOXIC_ATTRIBUTES: dict[str, dict[str, int]] = {
     "reset_peer": {"timeout": 0},
     "slicer": {"average_size": 0, "size_variation": 0, "delay": 0},
     "limit_data": {"bytes": 0},
+    # The embedded proxy's own (Toxiproxy has none such), upstream: Kafka requests of API key `api_key` are
+    # held `hold` ms from their arrival and then delivered, later requests passing them (drop 1: never
+    # delivered). Framing in kafka_frames.py; see link.py.
+    "kafka_hold": {"api_key": 0, "hold": 0, "drop": 0},
 }
 
 
@@ -63,7 +67,7 @@ INT64_MAX = 2**63 - 1
 UPDATE_TYPE = 'struct { Attributes interface {} "json:\\"attributes\\""; Toxicity float32 "json:\\"toxicity\\"" }'
 GO_STRUCT = {"latency": "LatencyToxic", "bandwidth": "BandwidthToxic", "slow_close": "SlowCloseToxic",
              "timeout": "TimeoutToxic", "reset_peer": "ResetToxic", "slicer": "SlicerToxic",
-             "limit_data": "LimitDataToxic"}
+             "limit_data": "LimitDataToxic", "kafka_hold": "KafkaHoldToxic"}
 
 
 def go_kind(value, literal: bool = True) -> str:

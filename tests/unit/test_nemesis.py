@@ -350,15 +350,37 @@ def test_a_kill_counts_from_the_signal_not_from_the_reaping_and_threads_start_be
             self.clock.sleep(0.4)  # the kernel tearing a large JVM down on a loaded machine
             return sent
 
+        def stop(self):
+            sent = self.clock.monotonic()
+            super().stop()
+            self.clock.sleep(0.3)  # a controlled shutdown: leadership moved away, logs closed
+            return sent
+
     cluster = FakeCluster(leader=1)
     cluster.brokers = [SlowReaping(i, cluster.calls, cluster.clock) for i in range(3)]
     schedule = [PlannedFault(0, "broker-kill", LeaderOf(0), 1.0, 0.5, {}),
-                PlannedFault(1, "broker-kill", Broker(2), 1.0, 0.5, {})]
+                PlannedFault(1, "broker-kill", Broker(2), 1.0, 0.5, {}),
+                PlannedFault(2, "broker-restart", Broker(0), 1.0, 0.5, {})]
     _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=cluster, wait=2.5)
     for line in lines:
         assert line["outcome"] == "healed" and abs(line["late_s"]) <= 0.1, line
         assert line["applied_offset"] >= 1.0 and abs(line["held_s"] - 0.5) <= 0.1, line
     assert nemesis.warnings == []
+
+
+def test_delay_requests_holds_each_named_request_type_on_the_clients_stream_until_it_heals(tmp_path):
+    schedule = [PlannedFault(0, "delay-requests", Broker(1), 0.0, 1.0,
+                             {"requests": ["Produce", "EndTxn"], "hold_ms": 7000, "drop": False})]
+    cluster, nemesis, [line] = run_nemesis(schedule, tmp_path)
+    c = cluster.calls
+    adds = [x for x in c if x[0] == "add"]
+    assert adds == [("add", "broker-1", "delay-requests-0-Produce", "kafka_hold", "upstream",
+                     {"api_key": 0, "hold": 7000, "drop": 0}),
+                    ("add", "broker-1", "delay-requests-0-EndTxn", "kafka_hold", "upstream",
+                     {"api_key": 26, "hold": 7000, "drop": 0})]
+    assert [x for x in c if x[0] == "remove"] == [("remove", "broker-1", "delay-requests-0-Produce"),
+                                                  ("remove", "broker-1", "delay-requests-0-EndTxn")]
+    assert line["outcome"] == "healed" and nemesis.errors == []
 
 
 def test_lose_unflushed_kills_cuts_the_variants_topic_and_journals_the_cut_then_starts_the_broker(tmp_path):

@@ -188,7 +188,10 @@ def test_faults_each_backend_can_inject_and_why_not():
         "lose-unflushed (Tansu keeps its log in memory: a broker-kill already loses all of it; use broker: kafka)"]
     # only the local Kafka backend owns its brokers' log folders
     assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS) - {
-        "lose-unflushed"}
+        "lose-unflushed", "delay-requests"}
+    # only the embedded proxy reads Kafka's request framing
+    assert "delay-requests" not in supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3,
+                                                                proxy="toxiproxy"))
     assert supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3)) == set(FAULT_KINDS)
     [why] = unsupported_faults(ClusterSpec(backend="local", broker="kafka", brokers=1), {"isolate"})
     assert "one broker" in why
