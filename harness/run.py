@@ -199,6 +199,14 @@ class Run:
             self.produced[name].update(**producer.record(), produce_seconds=round(time.monotonic() - t0, 2))
         if result is not None and result.fatal:
             self.produced[name]["client_fatal"] = result.fatal
+        replaced = self.produced[name].get("instances_replaced")
+        if replaced:  # the transactional workload carried on, as an application must; said out loud
+            warning = (f"{name}: the producer failed for good {sum(replaced.values())} time(s) ("
+                       + ", ".join(f"{e} x{n}" for e, n in sorted(replaced.items()))
+                       + "); each time the workload made a new instance and went on, and the final read decides "
+                       "what its open transaction did")
+            self.warnings.append(warning)
+            self.listener.warning(warning)
         if result is not None and result.error:
             self.produced[name]["producer_error"] = result.error
             named = f"{result.fatal}: " if result.fatal and result.fatal not in result.error else ""
@@ -327,8 +335,8 @@ def _spark(master: str | None):
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason")
-KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "producer_error", "client_fatal", "transactions",
-                      "consumer")
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "instances_replaced", "producer_error",
+                      "client_fatal", "transactions", "consumer")
 
 
 def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,

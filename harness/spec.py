@@ -514,10 +514,11 @@ def _request_names(names: list[str]) -> list[str]:
 
 
 class DelayRequests(FaultBase):
-    """Kafka requests of the named types that the client sends to the broker while the fault is on are held
-    `hold_ms` from their arrival, then delivered (later requests pass them), even after the client gave up on
-    them and closed its connection; with `drop` they are never delivered. The embedded proxy reads the
-    request framing (proxy/kafka_frames.py); requests that started before the fault pass unheld."""
+    """A Kafka request of the named types that the client sends while the fault is on is held `hold_ms` from
+    its arrival, with what follows it on its connection (TCP never reorders a connection), then all of it is
+    delivered in order, even after the client gave up and closed the connection; its requests on a new
+    connection overtake them. With `drop` the request and what follows it on its connection are never
+    delivered. The embedded proxy reads the request framing (proxy/kafka_frames.py)."""
 
     kind: Literal["delay-requests"]
     requests: Annotated[list[str], Field(min_length=1), AfterValidator(_request_names)] = Field(

@@ -178,6 +178,11 @@ class ToxiproxyClient:
         self._api()
         return sorted(self._proxy(proxy).toxics())
 
+    def kafka_requests(self, proxy: str) -> dict:
+        """The embedded proxy's kafka_hold counts for one proxy so far (held, dropped, unparsed); its own route."""
+        self._api()
+        return APIConsumer.get(f"/proxies/{proxy}/kafka").json()
+
     def set_enabled(self, proxy: str, enabled: bool) -> None:
         self._api()
         (self._proxy(proxy).enable if enabled else self._proxy(proxy).disable)()

@@ -65,10 +65,10 @@ TICK = 0.02  # seconds between two looks at the faults still due while the nemes
 
 @dataclass(frozen=True)
 class FaultAction:
-    # (cluster, broker index, toxic name, params, the variant's topic) -> None, the monotonic time it took effect, or a dict of
-    # what it did (journaled as the fault's "effect") with that time as "took_effect"
+    # (cluster, broker index, toxic name, params, the variant's topic) -> None, the monotonic time it took
+    # effect, or a dict of what it did (journaled as the fault's "effect") with that time as "took_effect"
     apply: Callable
-    heal: Callable
+    heal: Callable  # the same arguments; may return a dict of what it found, journaled with the fault's "effect"
 
 
 def _toxic(type: str, attributes: Callable[[dict], dict], stream: str = "downstream") -> FaultAction:
@@ -94,6 +94,7 @@ def _hold_requests() -> FaultAction:
     def heal(cluster, broker, name, params, topic):  # requests held already are still delivered when due
         for request in params["requests"]:
             cluster.toxiproxy().remove_toxic(cluster.proxy_name(broker), f"{name}-{request}")
+        return {"kafka_requests": cluster.toxiproxy().kafka_requests(cluster.proxy_name(broker))}
 
     return FaultAction(apply, heal)
 
@@ -327,7 +328,9 @@ class Nemesis:
                 except NotReached:
                     pass  # the workload ended: the produce loop healed it itself (a paused producer resumes)
             for broker in brokers:
-                FAULTS[fault.kind].heal(self.cluster, broker, self._name(fault), fault.params, self.topic)
+                found = FAULTS[fault.kind].heal(self.cluster, broker, self._name(fault), fault.params, self.topic)
+                if isinstance(found, dict):
+                    rec.setdefault("effect", {}).setdefault(str(broker), {}).update(found)
             rec.update(outcome=FaultOutcome.HEALED, heal_s=round(self._offset() - healing, 3))
         except Exception as e:
             rec.update(outcome=FaultOutcome.FAILED, error=f"heal: {type(e).__name__}: {e}")

@@ -26,18 +26,21 @@ connection: TimeoutToxic is a cleanup toxic and its Cleanup closes the stub,
 on every connection, whether toxicity applied the toxic there or not.
 
 `kafka_hold` (the embedded proxy's own, upstream) reads the Kafka request framing of the client's stream
-(kafka_frames.py): a request of its API key that starts while it applies is held whole and delivered `hold`
-ms after it arrived (or never, with drop 1), while later requests pass it. Every write is of whole frames
-once something is held, so a late request never lands inside another; removing the toxic delivers nothing
-early, and a client that closes its connection first does not stop the held requests reaching the broker
-(the upstream side stays open until they are delivered). A stream that is not Kafka requests is passed
-through unchanged and counted (`Proxy.kafka_requests`).
+(kafka_frames.py): a request of its API key that starts while it applies is held and delivered `hold` ms
+after it arrived, and what the client sends behind it on that connection waits behind it, as on a TCP
+connection whose packets are delayed (a connection never reorders; requests the client sends on a new
+connection, once it gave up on this one, overtake them). With drop 1 the request and everything after it
+on the connection are never delivered. Removing the toxic delivers nothing early, and a client that closes
+its connection does not stop the held requests reaching the broker (the upstream side stays open until they
+are delivered). A stream that is not Kafka requests is passed through unchanged and counted
+(`Proxy.kafka_requests`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+from collections import deque
 import socket
 import struct
 import time
@@ -184,11 +187,10 @@ class Link:
         self.closed = asyncio.Event()
         self.task: asyncio.Task | None = None  # the proxy's task serving this link
         self.frames = FrameTracker()  # the client's requests (kafka_hold)
-        self._holding: tuple[Toxic, float, bytearray] | None = None  # the request being held as it arrives
-        self._open_frame = False  # the bytes written upstream end inside a request passed through
-        self._busy = False  # a chunk is between being cut into frames and being written
-        self._due: list[bytes] = []  # held requests whose time came, to write at the next frame boundary
-        self._held: set[asyncio.Task] = set()  # held requests waiting for their time
+        # kafka_hold: [due time, bytes, whole] per request held, in stream order; the task writing them out
+        self._queue: deque[list] = deque()
+        self._pump: asyncio.Task | None = None  # while it runs, a client that closed waits for it
+        self._dropping = False  # a dropped request: nothing more of this client's stream is delivered
 
     # -- toxic bookkeeping -------------------------------------------------
     def start_toxic(self, toxic: Toxic) -> None:
@@ -254,7 +256,7 @@ class Link:
             asyncio.ensure_future(self._pipe("downstream", self.server_r, self.client_w)),
         ]
         await self.closed.wait()
-        timers = list(self._timers.values()) + list(self._held)
+        timers = list(self._timers.values()) + ([self._pump] if self._pump else [])
         for task in pipes + timers:
             task.cancel()
         await asyncio.gather(*pipes, *timers, return_exceptions=True)
@@ -275,85 +277,79 @@ class Link:
             while (item := await queue.get()) is not None:
                 if not await self._deliver(stream, *item, writer):
                     return
-            if stream == "upstream" and self._held:  # the client gave up; its held requests still arrive
-                await asyncio.gather(*self._held, return_exceptions=True)
+            if stream == "upstream" and self._pump:  # the client gave up; its held requests still arrive
+                await asyncio.gather(self._pump, return_exceptions=True)
             await self._slow_close(stream)
             self.close()
         except (OSError, ConnectionError):
-            if self._held:  # the client is gone; its held requests still reach the broker
-                await asyncio.gather(*self._held, return_exceptions=True)
+            if self._pump:  # the client is gone; its held requests still reach the broker
+                await asyncio.gather(self._pump, return_exceptions=True)
             self.close()
         finally:
             reading.cancel()
 
     async def _deliver(self, stream: str, arrived: float, data: bytes, writer: asyncio.StreamWriter) -> bool:
         """Pass one chunk through the toxics of `stream`; False when the link closed."""
-        if stream != "upstream":
-            return await self._deliver_chunk(stream, arrived, data, writer)
-        self._busy = True
-        try:
-            data, open_frame = self._hold_requests(arrived, data, writer)
-            if data and not await self._deliver_chunk(stream, arrived, data, writer):
-                return False
-            self._open_frame = open_frame
-            await self._write_due(writer)
-            return True
-        finally:
-            self._busy = False
+        if stream == "upstream":
+            data = self._hold_requests(arrived, data, writer)
+            if not data:
+                return True
+        return await self._deliver_chunk(stream, arrived, data, writer)
 
-    def _hold_requests(self, arrived: float, data: bytes, writer) -> tuple[bytes, bool]:
-        """The part of a client chunk to pass on now (requests being held taken out), and whether it ends
-        inside a request."""
+    def _hold_requests(self, arrived: float, data: bytes, writer) -> bytes:
+        """The part of a client chunk to pass on now: all of it, unless a request kafka_hold matches starts in
+        it or is held already; from there on everything goes into the held queue, in order (TCP delivers a
+        connection's bytes in order: what follows a delayed request waits behind it)."""
         unparsed = self.frames.unparsed
         holds = {t.attr("api_key"): t for t in self.chain("upstream") if t.type == "kafka_hold"}
-        if not holds and self._holding is None:  # the common case: nothing held, nothing cut or copied
+        if not holds and not self._queue:  # the common case: nothing held, nothing cut or copied
             self.frames.feed(data, keep=False)
             self._count_unparsed(unparsed)
-            return data, not self.frames.at_boundary
+            return data
         pieces = self.frames.feed(data)
         self._count_unparsed(unparsed)
-        out, open_frame = bytearray(), self._open_frame
+        out = bytearray()
         for piece in pieces:
-            if piece.first and piece.header.api_key in holds:
-                self._holding = (holds[piece.header.api_key], arrived, bytearray())
-            if self._holding is not None and piece.header is not None:
-                toxic, since, frame = self._holding
-                frame += piece.data
-                if piece.last:
-                    self._holding = None
-                    self._release(toxic, since, bytes(frame), writer)
+            matched = holds.get(piece.header.api_key) if piece.first and piece.header is not None else None
+            if matched is not None and matched.attr("drop"):
+                self._dropping = True  # a lost request: the connection is a black hole from here on
+            if self._dropping:
+                if piece.first:
+                    self.proxy.kafka_requests["dropped"] += 1
+                continue
+            if matched is not None or self._queue:
+                if piece.first or not self._queue:  # a new request: due when its own hold ends, never before
+                    due = arrived + matched.attr("hold") / 1000 if matched is not None else 0.0
+                    if matched is not None:
+                        self.proxy.kafka_requests["held"] += 1
+                    self._queue.append([max(due, self._queue[-1][0] if self._queue else 0.0), bytearray(), False])
+                entry = self._queue[-1]
+                entry[1] += piece.data
+                entry[2] = piece.last or piece.header is None
             else:
                 out += piece.data
-                open_frame = piece.header is None or not piece.last
-        return bytes(out), open_frame
+        if self._queue and self._pump is None:
+            self._pump = asyncio.ensure_future(self._release(writer))
+        return bytes(out)
 
     def _count_unparsed(self, before: bool) -> None:
         if self.frames.unparsed and not before:
             self.proxy.kafka_requests["unparsed"] += 1
 
-    def _release(self, toxic: Toxic, arrived: float, frame: bytes, writer) -> None:
-        if toxic.attr("drop"):
-            self.proxy.kafka_requests["dropped"] += 1
-            return
-        self.proxy.kafka_requests["held"] += 1
-
-        async def later() -> None:
-            await asyncio.sleep(max(0.0, arrived + toxic.attr("hold") / 1000 - time.monotonic()))
-            self._due.append(frame)
-            if not self._busy:  # otherwise the chunk being passed writes it once it is written
-                await self._write_due(writer)
-
-        task = asyncio.ensure_future(later())
-        self._held.add(task)
-        task.add_done_callback(self._held.discard)
-
-    async def _write_due(self, writer: asyncio.StreamWriter) -> None:
-        """Write the held requests whose time came, if what was written so far ends between two requests."""
-        if self._due and not self._open_frame and not self.closed.is_set():
-            due, self._due = self._due, []
-            for frame in due:
-                writer.write(frame)
-            await writer.drain()
+    async def _release(self, writer: asyncio.StreamWriter) -> None:
+        """Write the held queue in order, each request once it is due and whole, until it is empty."""
+        try:
+            while self._queue:
+                due, frame, whole = self._queue[0]
+                wait = due - time.monotonic()
+                if wait > 0 or not whole:
+                    await asyncio.sleep(max(wait, 0.005))
+                    continue
+                self._queue.popleft()
+                writer.write(bytes(frame))
+                await writer.drain()
+        finally:
+            self._pump = None
 
     async def _deliver_chunk(self, stream: str, arrived: float, data: bytes, writer: asyncio.StreamWriter) -> bool:
         chain = self.chain(stream)

@@ -26,9 +26,9 @@ TOXIC_ATTRIBUTES: dict[str, dict[str, int]] = {
     "reset_peer": {"timeout": 0},
     "slicer": {"average_size": 0, "size_variation": 0, "delay": 0},
     "limit_data": {"bytes": 0},
-    # The embedded proxy's own (Toxiproxy has none such), upstream: Kafka requests of API key `api_key` are
-    # held `hold` ms from their arrival and then delivered, later requests passing them (drop 1: never
-    # delivered). Framing in kafka_frames.py; see link.py.
+    # The embedded proxy's own (Toxiproxy has none such), upstream: a Kafka request of API key `api_key` is
+    # held `hold` ms from its arrival, what follows it on the connection waiting behind it (drop 1: neither
+    # is ever delivered). Framing in kafka_frames.py; see link.py.
     "kafka_hold": {"api_key": 0, "hold": 0, "drop": 0},
 }
 

@@ -332,6 +332,22 @@ class _FatalLine(logging.Filter):
         return True
 
 
+def masked_fatal(e: BaseException) -> bool:
+    """A fatal client error confluent-kafka surfaced as an AttributeError. Its error_cb (2.15, 2.16) sets a
+    fatal error's KafkaException and leaves it pending when librdkafka reports the error during a call; the next
+    librdkafka log line then fails to look up the logger's `log` method, and the call raises "AttributeError:
+    'FileLogger' object has no attribute 'log'" instead of the fatal error. The client is as failed as after
+    a KafkaException(_FATAL); librdkafka's FATAL log line (_FatalLine) has its name."""
+    return isinstance(e, AttributeError) and str(e).endswith("object has no attribute 'log'")
+
+
+def client_error_text(e: BaseException) -> str:
+    """A client exception's words, for producer_error."""
+    if masked_fatal(e):
+        return f"fatal error (confluent-kafka raised it as AttributeError: {e})"
+    return e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+
+
 def fatal_name(said: str) -> str:
     """"Local: Inconsistent state: Unable to ..." -> "_INCONSISTENT"; "Broker: Broker received an out of order
     sequence number: ..." -> "OUT_OF_ORDER_SEQUENCE_NUMBER"; a description librdkafka does not know is kept."""
@@ -533,10 +549,12 @@ def produce(
             if left:
                 # Still queued or in flight: purge so each gets its report (never silence).
                 _drain(producer, 5.0)
-        except KafkaException as e:
+        except (KafkaException, AttributeError) as e:
             # The client failed for good (e.g. an idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER after
             # an unclean leader election): what was sent is kept and analysed, the error is reported.
-            error = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            if isinstance(e, AttributeError) and not masked_fatal(e):
+                raise
+            error = client_error_text(e)
             if before_flush:
                 before_flush()
             _drain(producer, 2.0)  # serves error_cb too: the fatal error's own name
@@ -552,6 +570,9 @@ def produce(
             producer.poll(0)
         except KafkaException:
             pass
+        except AttributeError as e:
+            if not masked_fatal(e):
+                raise
         log.close(count)
     return ProduceResult(log.sent, log.counts[Outcome.ACKED], log.counts[Outcome.REJECTED], log.counts[Outcome.UNKNOWN],
                          time.monotonic() - t0, stop.is_set(), error, fatal[0] if fatal else "")
@@ -571,3 +592,6 @@ def _drain(producer: Producer, timeout: float) -> None:
         producer.flush(timeout)
     except KafkaException:
         pass
+    except AttributeError as e:
+        if not masked_fatal(e):
+            raise

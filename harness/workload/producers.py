@@ -86,7 +86,8 @@ class Transactional(Plain):
                                      logger=s.logger, faults=s.faults).run(before_flush=before_flush)
 
     def record(self) -> dict:
-        return {**super().record(), "transactions": self.txlog.counts()}
+        replaced = {"instances_replaced": dict(self.txlog.replaced)} if self.txlog.replaced else {}
+        return {**super().record(), "transactions": self.txlog.counts(), **replaced}
 
 
 class Child:

@@ -39,6 +39,7 @@ import os
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -50,7 +51,7 @@ from confluent_kafka import KafkaException, Producer
 
 from ..faults.nemesis import FaultTable
 from ..formats import TRANSACTIONS_SCHEMA, Outcome, TxnCause, TxnOutcome
-from .producer import CHUNK, DeliveryLog, ProduceResult, _drain, client_conf, close_now
+from .producer import CHUNK, DeliveryLog, ProduceResult, _drain, client_conf, client_error_text, close_now, masked_fatal
 
 BLOCK = 64  # sends between two looks at the workload faults inside a transaction
 STEP = 0.25  # seconds a commit or abort call waits before it is resumed (a restart may come in between)
@@ -85,6 +86,7 @@ class TransactionsLog:
     def __init__(self, path: Path):
         self.path = path
         self.rows: list[dict] = []
+        self.replaced: Counter[str] = Counter()  # error name -> instances it broke for good (replaced)
 
     def record(self, txn: _Txn, outcome: str, error: str | None = None, cause: str | None = None) -> None:
         self.rows.append({"txn": txn.number, "session": txn.session, "outcome": outcome, "error": error,
@@ -116,7 +118,8 @@ class TransactionalWorkload:
                  txlog: TransactionsLog, size: int, abort_ratio: float, seed: int, rate: float | None = None,
                  flush_timeout: float = 60.0, stop: threading.Event | None = None,
                  on_progress: Callable[[int], None] | None = None, logger: logging.Logger | None = None, faults=None):
-        self.conf = client_conf(config, client, logger)
+        self.fatal: list[str] = []  # fatal errors' names, from librdkafka's FATAL lines (client_conf)
+        self.conf = client_conf(config, client, logger, self.fatal.append)
         self.topic, self.partitions, self.messages = topic, partitions, messages
         self.log, self.txlog = log, txlog
         self.size, self.abort_ratio, self.seed = size, abort_ratio, seed
@@ -306,6 +309,7 @@ class TransactionalWorkload:
                 self._send_again(txn.indices)
         self.open = None
         if broken:
+            self.txlog.replaced[error or "unknown error"] += 1
             close_now(self.producer)
             self._replace_instance()
 
@@ -314,15 +318,24 @@ class TransactionalWorkload:
         producer-restart took the transaction away while it waited."""
         deadline = time.monotonic() + self.flush_timeout
         if not commit:  # the aborted records are written first: read_committed must then leave them out
-            while self.producer.flush(STEP) and time.monotonic() < deadline:
-                if self._restart_asked(txn):
-                    return None
+            try:
+                while self.producer.flush(STEP) and time.monotonic() < deadline:
+                    if self._restart_asked(txn):
+                        return None
+            except (KafkaException, AttributeError) as e:  # failed for good while flushing: never committed
+                if isinstance(e, AttributeError) and not masked_fatal(e):
+                    raise
+                return TxnOutcome.ABORTED, self._fatal_name(e), True
         txn.commit_asked = commit
         call = self.producer.commit_transaction if commit else self.producer.abort_transaction
         while True:
             try:
                 call(min(STEP, max(0.05, deadline - time.monotonic())))
                 return (TxnOutcome.COMMITTED if commit else TxnOutcome.ABORTED), None, False
+            except AttributeError as e:
+                if not masked_fatal(e):
+                    raise
+                return (TxnOutcome.UNKNOWN if commit else TxnOutcome.ABORTED), self._fatal_name(e), True
             except KafkaException as e:
                 err = _kafka_error(e)
                 if commit and err is not None and err.txn_requires_abort():
@@ -337,6 +350,12 @@ class TransactionalWorkload:
                     continue  # resumed: librdkafka carries on with the same commit or abort
                 # Never asked to commit: it can never commit (aborted); asked and no answer: unknown.
                 return (TxnOutcome.UNKNOWN if commit else TxnOutcome.ABORTED), _error_name(e), True
+
+    def _fatal_name(self, e: BaseException) -> str:
+        """The error a call failed with; a fatal one confluent-kafka masked (masked_fatal) by librdkafka's name."""
+        if masked_fatal(e):
+            return self.fatal[-1] if self.fatal else "_FATAL"
+        return _error_name(e)
 
     def _restart_asked(self, txn: _Txn) -> bool:
         """Apply a producer-restart asked for while the transaction ends; True if it took the transaction.
@@ -370,8 +389,10 @@ class TransactionalWorkload:
                     self._resume_zombie()
         except TransactionsUnavailable:
             raise
-        except KafkaException as e:
-            error = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+        except (KafkaException, AttributeError) as e:
+            if isinstance(e, AttributeError) and not masked_fatal(e):
+                raise
+            error = client_error_text(e)
             if before_flush:
                 before_flush()
         finally:

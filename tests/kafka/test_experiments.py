@@ -74,3 +74,41 @@ def test_unclean_election_loses_what_the_old_leader_acknowledged_alone_and_says_
         v = summary["variants"][name]
         assert accounting(v) and v["unexpected"] == 0 and v["verdict"] in ("pass", "allowed"), (name, v)
         assert {f["kind"] for f in faults if f["variant"] == name} == {"isolate", "broker-kill"}
+
+
+def test_last_replica_standing_loses_acknowledged_writes_without_eligible_leader_replicas_only(tmp_path):
+    # The shipped timeline (its faults end at 50 s) with 55 s of workload instead of 65.
+    doc = shipped("known-bugs/last-replica-standing", workload={"messages": 110000, "rate": 2000})
+    r, summary, faults = run(tmp_path, doc)
+    ok(r, summary)
+    off, on = summary["variants"]["elr-off"], summary["variants"]["elr-on"]
+    assert (off["features"], on["features"]) == ({"eligible.leader.replicas.version": 0},
+                                                 {"eligible.leader.replicas.version": 1})
+    assert off["lost"] > 0 and on["lost"] == 0, (off, on)  # acks=all, acknowledged, then truncated away
+    assert off["verdict"] == on["verdict"] == "pass" and off["allowed"] == ["lost"]
+    for name in ("elr-off", "elr-on"):
+        [cut] = [f for f in faults if f["variant"] == name and f["kind"] == "lose-unflushed"]
+        assert cut["outcome"] == "healed", cut
+        [(broker, effect)] = cut["effect"].items()
+        assert cut["brokers"] == [int(broker)]
+        [partition] = effect["cut"]  # the variant's topic only, every batch (nothing was flushed)
+        assert partition["topic"] == summary["variants"][name]["topic"] and partition["cut_records"] > 0
+
+
+def test_delayed_transaction_requests_reach_the_broker_after_the_client_gave_up_on_them(tmp_path):
+    # The shipped pattern over 15 s instead of 30: EndTxn and Produce held 4 s past the client's 2 s timeout.
+    doc = shipped("known-bugs/delayed-endtxn", workload={"messages": 30000, "rate": 2000, "transaction.size": 100,
+                                                         "abort_ratio": 0.2})
+    r, summary, faults = run(tmp_path, doc)
+    ok(r, summary)
+    v = summary["variants"]["transactional"]
+    held = [f["effect"][b]["kafka_requests"]["held"] for f in faults for b in f.get("effect", {})]
+    assert faults and all(f["outcome"] == "healed" for f in faults) and max(held) > 0, faults
+    [run_dir] = list(run_dirs(tmp_path / "reports"))
+    assert "Timed out" in (run_dir / "logs" / "producer-transactional.log").read_text()  # the client gave up
+    # What Kafka 4.1 and librdkafka did with the late requests: no transaction anomaly (a fatal
+    # OUT_OF_ORDER_SEQUENCE_NUMBER, when it comes, replaces the instance and is said in the warnings).
+    assert (v["aborted_reads"], v["lost_committed"], v["torn_transactions"]) == (0, 0, 0), v
+    assert v["verdict"] == "pass" and accounting(v)
+    for fatal in v.get("instances_replaced", {}):
+        assert any(fatal in w for w in summary["warnings"])

@@ -1,6 +1,7 @@
-"""The embedded proxy's kafka_hold toxic: held Kafka requests arrive after later ones, whole, even after the
-client closed; dropped ones never; a stream it cannot read passes unchanged. Checked on what the upstream
-receives (order and bytes), never on how long anything took."""
+"""The embedded proxy's kafka_hold toxic: a held Kafka request and what follows it on its connection arrive
+later, whole and in order, even after the client closed, while a new connection's requests overtake them;
+a dropped one and what follows it never arrive; a stream it cannot read passes unchanged. Checked on what
+the upstream receives (order and bytes), never on how long anything took."""
 
 import socket
 import struct
@@ -17,21 +18,36 @@ def request(api_key: int, corr: int, body: bytes = b"") -> bytes:
 
 
 class Upstream:
-    """Accepts one connection and keeps every byte until it closes."""
+    """Accepts `connections` connections and keeps every byte until they close; `arrivals` lists each request's
+    correlation id as its first bytes arrived, across connections."""
 
-    def __init__(self):
+    def __init__(self, connections: int = 1):
         self.server = socket.create_server(("127.0.0.1", 0))
         self.address = "127.0.0.1:%d" % self.server.getsockname()[1]
-        self.received = bytearray()
+        self.received = bytearray()  # the first connection's bytes
+        self.arrivals: list[int] = []
         self.closed = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
+        self._open = connections
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, args=(connections,), daemon=True).start()
 
-    def _serve(self):
-        conn, _ = self.server.accept()
+    def _accept(self, connections):
+        for n in range(connections):
+            conn, _ = self.server.accept()
+            threading.Thread(target=self._serve, args=(conn, n == 0), daemon=True).start()
+
+    def _serve(self, conn, first):
+        tracker = FrameTracker()
         with conn:
             while data := conn.recv(65536):
-                self.received += data
-        self.closed.set()
+                with self._lock:
+                    if first:
+                        self.received += data
+                    self.arrivals += [p.header.correlation_id for p in tracker.feed(data) if p.first]
+        with self._lock:
+            self._open -= 1
+            if not self._open:
+                self.closed.set()
 
     def requests(self) -> list[int]:
         return [p.header.correlation_id for p in FrameTracker().feed(bytes(self.received)) if p.first]
@@ -46,29 +62,43 @@ def proxied(port, upstream, toxic):
     return socket.create_connection((host, int(p)), timeout=30), base
 
 
-def test_a_held_produce_arrives_whole_after_the_requests_sent_behind_it_even_once_the_client_left(tmp_path):
+def test_a_held_produce_and_what_follows_it_arrive_whole_and_in_order_even_once_the_client_left(tmp_path):
     with embedded_api(tmp_path) as port:
         up = Upstream()
         client, base = proxied(port, up, {"api_key": 0, "hold": 1500})
         big = request(0, 1, b"p" * 300_000)  # a Produce larger than a chunk: held whole, then written whole
         client.sendall(big[:1000])
-        client.sendall(big[1000:] + request(3, 2) + request(26, 3))  # Metadata, EndTxn
+        client.sendall(big[1000:] + request(3, 2) + request(26, 3))  # Metadata, EndTxn: behind it, as in TCP
         client.close()  # the client gives up; the held Produce still reaches the broker
         assert up.closed.wait(30)
-        assert up.requests() == [2, 3, 1]
-        assert bytes(up.received) == request(3, 2) + request(26, 3) + big
+        assert bytes(up.received) == big + request(3, 2) + request(26, 3)
         assert requests.get(f"{base}/k/kafka").json() == {"held": 1, "dropped": 0, "unparsed": 0}
 
 
-def test_a_dropped_request_never_arrives_and_the_rest_pass_in_order(tmp_path):
+def test_a_new_connections_requests_overtake_the_held_ones_of_an_abandoned_connection(tmp_path):
+    with embedded_api(tmp_path) as port:
+        up = Upstream(connections=2)
+        old, base = proxied(port, up, {"api_key": 26, "hold": 3000})
+        old.sendall(request(26, 1) + request(3, 2))  # EndTxn held, the Metadata behind it waits
+        requests.delete(f"{base}/k/toxics/hold").raise_for_status()  # the fault ends: held ones stay held
+        host, p = requests.get(f"{base}/k").json()["listen"].rsplit(":", 1)
+        new = socket.create_connection((host, int(p)), timeout=30)
+        new.sendall(request(26, 10))  # the client retries on a new connection
+        old.close()
+        new.close()
+        assert up.closed.wait(30)
+        assert up.arrivals == [10, 1, 2]
+
+
+def test_a_dropped_request_and_what_follows_it_never_arrive(tmp_path):
     with embedded_api(tmp_path) as port:
         up = Upstream()
         client, base = proxied(port, up, {"api_key": 26, "drop": 1})
         client.sendall(request(0, 1, b"x" * 10) + request(26, 2) + request(0, 3))
         client.close()
         assert up.closed.wait(30)
-        assert up.requests() == [1, 3]
-        assert requests.get(f"{base}/k/kafka").json() == {"held": 0, "dropped": 1, "unparsed": 0}
+        assert up.requests() == [1]  # what follows a lost request on its connection is lost with it
+        assert requests.get(f"{base}/k/kafka").json() == {"held": 0, "dropped": 2, "unparsed": 0}
 
 
 def test_what_is_no_kafka_request_passes_unchanged_and_is_counted(tmp_path):

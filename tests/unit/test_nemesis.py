@@ -40,6 +40,9 @@ class FakeToxiproxy:
     def reset(self):
         self.calls.append(("reset",))
 
+    def kafka_requests(self, proxy):
+        return {"held": 4, "dropped": 0, "unparsed": 0}
+
 
 class FakeBroker:
     """A broker handle that records what was done to it; start takes `start_s` seconds of the clock."""
@@ -380,6 +383,7 @@ def test_delay_requests_holds_each_named_request_type_on_the_clients_stream_unti
                      {"api_key": 26, "hold": 7000, "drop": 0})]
     assert [x for x in c if x[0] == "remove"] == [("remove", "broker-1", "delay-requests-0-Produce"),
                                                   ("remove", "broker-1", "delay-requests-0-EndTxn")]
+    assert line["effect"] == {"1": {"kafka_requests": {"held": 4, "dropped": 0, "unparsed": 0}}}
     assert line["outcome"] == "healed" and nemesis.errors == []
 
 

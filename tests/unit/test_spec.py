@@ -419,6 +419,10 @@ def test_broker_settings_and_feature_levels_go_where_a_backend_can_apply_them(tm
     spec = load_spec(write(tmp_path, doc))
     assert spec.cluster.broker_config == {"log.flush.interval.messages": 1, "x.enable": True}
     assert [v.features for v in spec.variants] == [{"eligible.leader.replicas.version": 0}, {}]
+    compose = {**doc, "cluster": {"backend": "compose", "broker": "kafka", "brokers": 3},
+               "variants": [{"name": "v", "broker_config": {"transaction.partition.verification.enable": False}}]}
+    assert load_spec(write(tmp_path, compose)).variants[0].broker_config == {
+        "transaction.partition.verification.enable": False}  # changed through the admin API: any Kafka
     refused = [
         ({**doc, "cluster": {"broker_config": {"a.b": 1}}}, "cluster.broker_config", "Tansu takes no Kafka broker"),
         ({**doc, "cluster": {**kafka, "broker_config": {"Bad Key": 1}}}, "Bad Key", "not a Kafka broker property"),
@@ -426,6 +430,8 @@ def test_broker_settings_and_feature_levels_go_where_a_backend_can_apply_them(tm
         ({**doc, "cluster": {"broker": "tansu"}}, "variants", "only backend local with broker kafka"),
         ({**doc, "variants": [{"name": "v", "features": {"eligible.leader.replicas.version": -1}}]},
          "variants.0.features", "greater than or equal to 0"),
+        ({**doc, "cluster": {"broker": "tansu"}, "variants": [{"name": "v", "broker_config": {"a.b": 1}}]},
+         "variants", "v sets broker_config, which needs Apache Kafka"),
     ]
     for bad, field, what in refused:
         with pytest.raises(SpecError) as e:

@@ -307,3 +307,36 @@ def test_a_paused_transactional_instance_resumes_as_a_zombie_in_its_own_session(
     # librdkafka's mock cluster does not fence (the zombie's commit succeeds there): a real broker must refuse it,
     # and the analysis then counts the zombie's records, if visible, as zombie_writes_visible.
     assert z.outcome in ("committed", "aborted")
+
+
+def test_a_fatal_error_confluent_kafka_masks_as_attribute_error_replaces_the_instance_not_the_run(tmp_path):
+    """confluent-kafka leaves a fatal error pending when librdkafka reports it during a call, and its next log line
+    turns it into "AttributeError: 'FileLogger' object has no attribute 'log'" (producer.masked_fatal): the
+    workload takes it for the fatal error it is, as an application would, instead of crashing."""
+    class Masking:
+        def __init__(self, producer, fail):
+            self._producer, self._fail = producer, fail
+
+        def __getattr__(self, name):
+            return getattr(self._producer, name)
+
+        def flush(self, *args):
+            if self._fail:
+                self._fail = False
+                raise AttributeError("'FileLogger' object has no attribute 'log'")
+            return self._producer.flush(*args)
+
+    log = DeliveryLog(tmp_path / "acks.parquet", partitions=2)
+    txlog = TransactionsLog(tmp_path / "transactions.parquet")
+    w = TransactionalWorkload(MOCK, "t", 2, 2000, {"transactional.id": "kc-masked", "linger.ms": 5}, log, txlog,
+                              size=100, abort_ratio=0.5, seed=3, rate=4000, logger=quiet())
+    instances = []
+    real_new = w._new_instance
+    w._new_instance = lambda: instances.append(1) or Masking(real_new(), fail=len(instances) == 1)
+    r = w.run()
+    txns = pq.read_table(tmp_path / "transactions.parquet").to_pandas()
+    assert r.error == "" and len(instances) == 2  # the first instance failed for good and was replaced
+    [broken] = txns[txns.error == "_FATAL"].itertuples()  # its first planned abort: flushed, then failed
+    assert broken.outcome == "aborted" and broken.session == 0
+    assert txlog.replaced == {"_FATAL": 1} and set(txns.session) == {0, 1}
+    assert (r.sent, r.acked + r.rejected + r.unknown) == (r.sent, r.sent) and r.sent >= 2000
