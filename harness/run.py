@@ -33,7 +33,7 @@ from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.consumers import ConsumerGroup
 from .workload.producers import Sending, make_producer
-from .workload.readback import final_read, save_log
+from .workload.readback import final_read, lso_behind, save_log
 from .workload.transactional import TransactionsUnavailable
 
 
@@ -226,7 +226,7 @@ class Run:
         self.listener.phase(name, "healing")
         cluster.settle(topic, spec.topic.partitions)
         self.listener.phase(name, "reading back")
-        self._final_read(spark, name, topic)
+        self._final_read(spark, name, topic, spec.transactional(variant))
         if spec.transactional(variant):  # what the broker kept of aborted and fenced transactions, for the report
             save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.uncommitted_log_path(name),
                      isolation="read_uncommitted")
@@ -234,15 +234,27 @@ class Run:
             self._finish_group(group, name)
         self.listener.phase(name, "done")
 
-    def _final_read(self, spark, name: str, topic: str) -> None:
+    def _final_read(self, spark, name: str, topic: str, transactional: bool) -> None:
         """The variant's final read, and what it proved (read.json: each partition's range, its ends held
-        still); a read whose ends kept moving is said out loud (its absent values are then unseen)."""
+        still); a read whose ends kept moving is said out loud (its absent values are then unseen). A
+        transactional variant's read_committed read cannot reach a partition's end while an open transaction
+        holds its last stable offset back: then too its absent values are unseen, not lost."""
         partitions = self.spec.topic.partitions
+        behind = lso_behind(self.cluster.client, topic, partitions) if transactional else {}
         read = final_read(spark, self.cluster.client, topic, partitions, self.folder.log_path(name))
+        if behind:
+            read["complete"] = False
+            warning = (f"{name}: the last stable offset stayed below the high watermark on partition(s) "
+                       + ", ".join(f"{p} ({lso} < {hw})" for p, (lso, hw) in sorted(behind.items()))
+                       + " after the workload: an open transaction (a hanging one, if it never ends) hides what "
+                       "follows it from read_committed readers; acknowledged values there are unseen, not lost, "
+                       "and the verdict unknown")
+            self.warnings.append(warning)
+            self.listener.warning(warning)
         found = self.folder.log_ends(name)  # a broker's listed end may lag what a fetch returned
         read["end"] = [max(end, found.get(p, 0)) for p, end in enumerate(read["end"])]
         self.folder.write_read(name, read)
-        if not read["complete"]:
+        if not read["complete"] and not behind:
             warning = (f"{name}: the partitions' ends kept moving over {read['reads']} final reads; acknowledged "
                        "values not found at a partition's tail are unseen (lost or late), and the verdict unknown")
             self.warnings.append(warning)

@@ -11,12 +11,13 @@ NO_OFFSET = -1001  # the client was told no offset (acks=0)
 BEST = {"acked": 3, "unknown": 2, "rejected": 1}  # a value's outcome is its best send's
 
 
-def reference(log_rows, ack_rows, reads=None, owned=frozenset()):
+def reference(log_rows, ack_rows, reads=None, owned=frozenset(), committed=frozenset()):
     """log_rows: (partition, offset, value or None[, leader epoch or None]); ack_rows: (partition, value, outcome, offset or None[,
     session]): a value may be sent once per session. reads: {partition: (log start, end)} of a complete
     final read; a partition not in it was not proven read to its end. owned: (partition, value) of values
     that belong to a transaction: an absent one is lost_committed or nothing (reference_transactional),
-    never lost.
+    never lost; committed: those of committed transactions, unseen when absent beyond what a read not proven
+    complete reached (an open transaction may hide them).
 
     Returns {"metrics": {...}, table name: sorted list of row tuples without the partition... with it}.
     """
@@ -86,7 +87,8 @@ def reference(log_rows, ack_rows, reads=None, owned=frozenset()):
             m["sent"] += 1
             m[outcome] += 1
             present = v in first
-            if outcome == "acked" and not present and (p, v) not in owned:
+            hidden = read is None and (p, v) in committed and not (highest is not None and v < highest)
+            if outcome == "acked" and not present and ((p, v) not in owned or hidden):
                 if read is None:
                     gone[v] = "lost" if highest is not None and v < highest else "unseen"
                 else:
@@ -185,9 +187,18 @@ def reference_transactional(log_rows, ack_rows, book, reads=None):
             rows.append((p, v, "unknown", NO_OFFSET, session))
             if outcome == "acked" and off != NO_OFFSET:
                 written[(p, off)].append((v, r, txn))
-    out = reference(log_rows, rows, reads, owned=frozenset(owned))
+    committed = frozenset(k for k, (r, _) in owned.items() if r == RANK["committed"])
+    out = reference(log_rows, rows, reads, owned=frozenset(owned), committed=committed)
     sent = {(p, v) for p, v, *_ in rows}
     present = {(p, v) for p, _, v in log_rows if (p, v) in sent}
+    highest = {}  # per partition, the highest value read
+    for p, _, v in log_rows:
+        if (p, v) in sent:
+            highest[p] = max(highest.get(p, v), v)
+
+    def known(p, v):  # its absence is known: a complete read, or a higher value was read
+        return p in (reads or {}) or (p in highest and v < highest[p])
+
     m = out["metrics"]
     for name in ("aborted_reads", "zombie_writes_visible", "lost_committed", "torn_transactions"):
         m.setdefault(name, 0)
@@ -207,6 +218,8 @@ def reference_transactional(log_rows, ack_rows, book, reads=None):
             last_told[(p, v)] = off
     parts = defaultdict(lambda: [0, 0])  # (p, txn) -> [sent, visible]
     for (p, v), (r, txn) in owned.items():
+        if not (known(p, v) or (p, v) in present):
+            continue  # beyond what the read reached: judged on no transaction
         parts[(p, txn)][0] += 1
         parts[(p, txn)][1] += (p, v) in present
         if r == RANK["committed"] and (p, v) not in present:

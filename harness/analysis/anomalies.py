@@ -514,9 +514,13 @@ class PartitionCheck:
         present = self.first >= 0
         sent, acked = o.code > 0, o.code == ACKED
         absent = sent & ~present
-        # A committed transaction's value not read is lost_committed (_transactions), not also lost.
+        # A committed transaction's value not read is lost_committed (_transactions), not also lost; beyond what
+        # a read not known to be complete reached, it is unseen like any value (an open transaction may hide it).
         lost_here = absent & acked & ((self.rank == 0) if o.transactional else True)
         lost, unseen, deleted = lost_cases(lost_here, o.offset, self.highest, self.read)
+        known = known_region(len(absent), self.highest, self.read)
+        if o.transactional:
+            unseen = unseen | ((self.rank == COMMITTED) & absent & ~known)
         rejected_visible = rejected_visible_cases(o.code, present)
         s_val, s_off, s_ses = _send_order(*o.acked_sends())
         quirk = minus_one_batches(s_off, s_ses)
@@ -525,7 +529,7 @@ class PartitionCheck:
         inconsistent, minus_one, truncated = misplaced_cases(
             self.misplaced, self.first, set(zip(s_ses[quirk].tolist(), s_val[quirk].tolist())), self.first_epoch)
         inconsistent += self.changed
-        txn_m, txn_t = self._transactions(present)
+        txn_m, txn_t = self._transactions(present, known)
         runs = [(fo, lo, fv, hb, hb - fv, length, run_kind(length, reps)) for fo, lo, fv, hb, length, reps in self.runs]
         p = self.partition
         m = {
@@ -568,17 +572,18 @@ class PartitionCheck:
         }
         return Findings(p, m, t)
 
-    def _transactions(self, present: np.ndarray) -> tuple[dict, dict]:
+    def _transactions(self, present: np.ndarray, known: np.ndarray) -> tuple[dict, dict]:
         """aborted_reads, zombie_writes_visible, lost_committed, torn_transactions (within this partition)
-        and their tables, plus transaction_parts for the driver."""
+        and their tables, plus transaction_parts for the driver; `known`: the values a read reached (all of
+        them after a complete read), the only ones judged here."""
         p, o = self.partition, self.outcomes
         if not o.transactional:
             return ({"aborted_reads": 0, "lost_committed": 0, "torn_transactions": 0, "zombie_writes_visible": 0},
                     {name: {} for name in ("aborted_reads", "zombie_writes_visible", "lost_committed",
                                            "transaction_parts")})
         rank, txn = self.rank, self.txn
-        lost = lost_committed_cases(rank, present)
-        keys, sent, visible = transaction_parts(rank, txn, present)
+        lost = lost_committed_cases(rank, present, known)
+        keys, sent, visible = transaction_parts(np.where(known | present, rank, 0), txn, present)
         torn = int(torn_cases(sent, visible).sum())
         zombie = self.zombie_writes
         z_txn = np.array([r[2] for r in zombie], dtype=np.int64)
@@ -693,9 +698,17 @@ def record_transactions(offsets: np.ndarray, values: np.ndarray, rank: np.ndarra
     return rank, txn
 
 
-def lost_committed_cases(rank: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Values of committed transactions (their best send's) never read."""
-    return np.flatnonzero((rank == COMMITTED) & ~present)
+def lost_committed_cases(rank: np.ndarray, present: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
+    """Values of committed transactions (their best send's) never read, where the read reached (`known`)."""
+    return np.flatnonzero((rank == COMMITTED) & ~present & (True if known is None else known))
+
+
+def known_region(n: int, highest: int, read: tuple[int, int] | None) -> np.ndarray:
+    """The values whose absence is known (lost_cases' rule): all after a complete final read; without one,
+    those below a value that was read (an open transaction, or ends still moving, may hide the rest)."""
+    if read is not None:
+        return np.ones(n, dtype=bool)
+    return np.arange(n) < highest
 
 
 def transaction_parts(rank: np.ndarray, txn: np.ndarray, present: np.ndarray) -> tuple:

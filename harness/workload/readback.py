@@ -103,6 +103,20 @@ def watermarks(client: dict, topic: str, partitions: int, isolation: str = "read
         consumer.close()
 
 
+def lso_behind(client: dict, topic: str, partitions: int, wait: float = 15.0) -> dict[int, tuple[int, int]]:
+    """{partition: (last stable offset, high watermark)} for the partitions whose read_committed end stays below
+    their read_uncommitted end for `wait` seconds: an open transaction (a hanging one, if it never ends) hides
+    what follows it from read_committed readers. {} as soon as they are all equal (a commit's markers written)."""
+    deadline = time.monotonic() + wait
+    while True:
+        committed = watermarks(client, topic, partitions, "read_committed")
+        uncommitted = watermarks(client, topic, partitions, "read_uncommitted")
+        behind = {p: (c[1], u[1]) for p, (c, u) in enumerate(zip(committed, uncommitted)) if c[1] < u[1]}
+        if not behind or time.monotonic() >= deadline:
+            return behind
+        time.sleep(0.5)
+
+
 class KafkaLogReader(DataSourceReader):
     def __init__(self, options: dict):
         self.topic = options["topic"]

@@ -207,3 +207,20 @@ def test_an_offset_that_held_another_record_in_the_read_uncommitted_read_is_inco
     assert f.metrics["inconsistent_offsets"] == 2
     assert [(r["value"], r["offset"], r["found_value"]) for r in rows(f, "inconsistent_offsets")] == [
         (5, 2, 7), (6, 3, None)]
+
+
+def test_committed_values_a_read_did_not_reach_are_unseen_not_lost_committed_or_torn():
+    # Two committed transactions: 0, 1, 2 (txn 0) and 3, 4, 5 (txn 1), acked at offsets 0..2 and 4..6 (3: txn 0's
+    # commit marker). The read_committed read holds 0..3 only: an open (hanging) transaction of another producer
+    # holds the last stable offset at 5, so 4 and 5 cannot be read, and the read is not known to be complete.
+    sends = [(v, "acked", v if v < 3 else v + 1, 0, 0 if v < 3 else 1) for v in range(6)]
+    book = transactions([(0, 0, "committed", None), (1, 0, "committed", None)])
+    read = log([(0, 0), (1, 1), (2, 2), (4, 3)])
+    f = check_partition(0, [acks(sends)], [read], transactions=book)
+    m = f.metrics
+    # Nothing beyond the highest value read (3) is judged: 4 and 5 are unseen (lost or hidden, nobody can tell).
+    assert (m["unseen"], m["lost_committed"], m["torn_transactions"], m["lost"]) == (2, 0, 0, 0)
+    # The same log after a read proved complete: 4 and 5 are lost, and txn 1 is torn (1 of 3 read).
+    f = check_partition(0, [acks(sends)], [read], transactions=book, read=(0, 5))
+    m = f.metrics
+    assert (m["unseen"], m["lost_committed"], m["torn_transactions"], m["lost"]) == (0, 2, 1, 0)
