@@ -182,6 +182,12 @@ def test_a_transactional_folder_on_spark_counts_torn_transactions_across_partiti
     with pytest.raises(RunFolderError, match="transactions.parquet is missing"):
         analyze_folder(spark, folder, ["t"])
     pq.write_table(BOOK, folder.transactions_path("t"))
+    # Without proof that the read reached partition 1's end, its value 0 (txn 7) is unseen, not lost committed,
+    # and txn 7 is judged on what was read of it: not torn.
+    m = analyze_folder(spark, folder, ["t"])["t"]
+    assert (m["lost_committed"], m["unseen"], m["torn_transactions"]) == (1, 1, 3)
+    folder.write_read("t", {"isolation": "read_committed", "complete": True, "reads": 1, "start": [0, 0],
+                            "end": [19, 6]})
     m = analyze_folder(spark, folder, ["t"])["t"]
     # Partition 0: aborted reads 2, lost committed 1, torn 3 (txns 1, 2, 5), zombie writes 1 (unit test);
     # partition 1: value 0 of txn 7 lost (committed), and a stray value 1 (unexpected).
