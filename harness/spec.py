@@ -735,7 +735,7 @@ class VariantSpec(Strict):
     client: ClientLibrary = Field(default_factory=dict, description="the client library this variant's producer "
                                                                      "runs with, over the experiment's")
     broker_config: BrokerSettings = Field(default_factory=dict, description="Kafka broker settings changed "
-                                          "cluster-wide while the cluster runs, before this variant (those Kafka "
+                                          "on every broker while the cluster runs, before this variant (those Kafka "
                                           "updates dynamically); a setting another variant names goes back to "
                                           "the brokers' own in this one")
     features: FeatureLevels = Field(default_factory=dict, description="cluster feature levels set (kafka-features.sh) "

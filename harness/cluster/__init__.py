@@ -38,7 +38,7 @@ class Cluster(Protocol):
     def lose_unflushed(self, broker: int, topic: str, drop_batches: int | None) -> dict: ...  # kill, cut the page cache's part
     def feature_levels(self) -> dict[str, int]: ...  # the cluster's numeric feature levels
     def set_features(self, levels: dict[str, int]) -> None: ...
-    def set_broker_config(self, config: dict[str, str | None]) -> None: ...  # cluster-wide dynamic settings
+    def set_broker_config(self, config: dict[str, str | None]) -> None: ...  # dynamic settings, on every broker
     def start_broker(self, broker: int) -> None: ...
     def settle(self, topic: str, partitions: int) -> None: ...  # heal all; wait until the topic is readable
     def check_alive(self) -> None: ...  # raise InfraError when a component died outside the schedule

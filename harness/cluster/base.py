@@ -275,19 +275,22 @@ class ProxiedCluster:
         raise InfraError(f"backend {self.spec.backend} cannot make a broker lose unflushed writes")
 
     def set_broker_config(self, config: dict[str, str | None]) -> None:
-        """Cluster-wide dynamic broker settings (every broker's default): a value is set, None goes back to
-        the brokers' own. Kafka refuses settings it cannot change while running (InfraError with its words)."""
+        """Dynamic broker settings on every broker: a value is set, None goes back to the broker's own. Set
+        per broker, since librdkafka's admin API cannot name the cluster-wide default (an empty broker name);
+        Kafka takes a per-broker value also for its cluster-wide settings. Kafka refuses settings it cannot
+        change while running (InfraError with its words)."""
         entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET if value is not None
                                else AlterConfigOpType.DELETE) for key, value in config.items()]
-        self._metadata(timeout=30)  # the admin client, made once
-        resource = ConfigResource(ResourceType.BROKER, "", incremental_configs=entries)
+        brokers = sorted(self._metadata(timeout=30).brokers)  # also makes the admin client, once
         try:
-            for future in self._admin.incremental_alter_configs([resource]).values():
-                future.result(timeout=30)
+            for broker in brokers:  # librdkafka takes one broker resource per call
+                resource = ConfigResource(ResourceType.BROKER, str(broker), incremental_configs=entries)
+                for future in self._admin.incremental_alter_configs([resource]).values():
+                    future.result(timeout=30)
         except KafkaException as e:
             raise InfraError(f"Kafka refused the broker settings {config}: {e.args[0].str()} (a variant's "
-                             "broker_config takes settings Kafka changes while running, cluster-wide; put others "
-                             "in cluster.broker_config)") from e
+                             "broker_config takes settings Kafka changes while running; put others in "
+                             "cluster.broker_config)") from e
 
     def feature_levels(self) -> dict[str, int]:
         raise InfraError(f"backend {self.spec.backend} cannot read the cluster's feature levels")

@@ -92,9 +92,15 @@ def _hold_requests() -> FaultAction:
                                                                          "drop": int(params["drop"])})
 
     def heal(cluster, broker, name, params, topic):  # requests held already are still delivered when due
+        proxy = cluster.proxy_name(broker)
+        counts = cluster.toxiproxy().kafka_requests(proxy)
         for request in params["requests"]:
-            cluster.toxiproxy().remove_toxic(cluster.proxy_name(broker), f"{name}-{request}")
-        return {"kafka_requests": cluster.toxiproxy().kafka_requests(cluster.proxy_name(broker))}
+            cluster.toxiproxy().remove_toxic(proxy, f"{name}-{request}")
+        mine = [counts["toxics"].get(f"{name}-{request}", {}) for request in params["requests"]]
+        # what this fault's toxics held and dropped; unparsed: streams this proxy could not follow, so far
+        return {"kafka_requests": {"held": sum(c.get("held", 0) for c in mine),
+                                   "dropped": sum(c.get("dropped", 0) for c in mine),
+                                   "unparsed": counts["unparsed"]}}
 
     return FaultAction(apply, heal)
 

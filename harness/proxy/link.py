@@ -33,7 +33,8 @@ connection, once it gave up on this one, overtake them). With drop 1 the request
 on the connection are never delivered. Removing the toxic delivers nothing early, and a client that closes
 its connection does not stop the held requests reaching the broker (the upstream side stays open until they
 are delivered). A stream that is not Kafka requests is passed through unchanged and counted
-(`Proxy.kafka_requests`).
+(`Proxy.kafka_requests`: per proxy, and held / dropped per kafka_hold toxic, so that a fault reports what
+its own toxics did).
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ class Proxy:
         self._dialling: set[Link] = set()  # accepted, upstream not connected yet
         self._listener: socket.socket | None = None  # while enabled
         self.kafka_requests = {"held": 0, "dropped": 0, "unparsed": 0}  # kafka_hold's counts (GET .../kafka)
+        self.kafka_toxics: dict[str, dict[str, int]] = {}  # the same per kafka_hold toxic, by its name
+
+    def count_request(self, toxic: str, what: str) -> None:
+        """A request held or dropped by this kafka_hold toxic."""
+        self.kafka_requests[what] += 1
+        counts = self.kafka_toxics.setdefault(toxic, {"held": 0, "dropped": 0})
+        counts[what] += 1
 
     def to_json(self) -> dict:
         return {
@@ -107,6 +115,7 @@ class Proxy:
     def add_toxic(self, toxic: Toxic) -> None:
         before = self._last_toxic(toxic.direction)
         self.toxics[toxic.name] = toxic
+        self.kafka_toxics.pop(toxic.name, None)  # a name used again (the next variant's fault) counts afresh
         for link in list(self.links):
             link.start_toxic(toxic)
             if before is not None:
@@ -190,7 +199,7 @@ class Link:
         # kafka_hold: [due time, bytes, whole] per request held, in stream order; the task writing them out
         self._queue: deque[list] = deque()
         self._pump: asyncio.Task | None = None  # while it runs, a client that closed waits for it
-        self._dropping = False  # a dropped request: nothing more of this client's stream is delivered
+        self._dropping = ""  # the kafka_hold toxic that dropped a request: nothing more of the stream is delivered
 
     # -- toxic bookkeeping -------------------------------------------------
     def start_toxic(self, toxic: Toxic) -> None:
@@ -312,16 +321,16 @@ class Link:
         for piece in pieces:
             matched = holds.get(piece.header.api_key) if piece.first and piece.header is not None else None
             if matched is not None and matched.attr("drop"):
-                self._dropping = True  # a lost request: the connection is a black hole from here on
+                self._dropping = matched.name  # a lost request: the connection is a black hole from here on
             if self._dropping:
                 if piece.first:
-                    self.proxy.kafka_requests["dropped"] += 1
+                    self.proxy.count_request(self._dropping, "dropped")
                 continue
             if matched is not None or self._queue:
                 if piece.first or not self._queue:  # a new request: due when its own hold ends, never before
                     due = arrived + matched.attr("hold") / 1000 if matched is not None else 0.0
                     if matched is not None:
-                        self.proxy.kafka_requests["held"] += 1
+                        self.proxy.count_request(matched.name, "held")
                     self._queue.append([max(due, self._queue[-1][0] if self._queue else 0.0), bytearray(), False])
                 entry = self._queue[-1]
                 entry[1] += piece.data

@@ -249,7 +249,8 @@ class ProxyRegistry:
                 await self.delete(name)
                 return 204, None
             case ("GET", ["proxies", name, "kafka"]):  # the embedded proxy's own: kafka_hold's counts
-                return 200, dict(self._get(name).kafka_requests)
+                proxy = self._get(name)
+                return 200, {**proxy.kafka_requests, "toxics": {t: dict(c) for t, c in proxy.kafka_toxics.items()}}
             case ("GET", ["proxies", name, "toxics"]):
                 return 200, [t.to_json() for t in self._get(name).listed()]
             case ("POST", ["proxies", name, "toxics"]):

@@ -73,7 +73,14 @@ def test_a_held_produce_and_what_follows_it_arrive_whole_and_in_order_even_once_
         client.close()  # the client gives up; the held Produce still reaches the broker
         assert up.closed.wait(30)
         assert bytes(up.received) == big + request(3, 2) + request(26, 3)
-        assert requests.get(f"{base}/k/kafka").json() == {"held": 1, "dropped": 0, "unparsed": 0}
+        assert requests.get(f"{base}/k/kafka").json() == {"held": 1, "dropped": 0, "unparsed": 0,
+                                                          "toxics": {"hold": {"held": 1, "dropped": 0}}}
+        # The toxic's name used again (the next variant's fault of the same id) counts afresh; the proxy's
+        # own counts go on.
+        requests.delete(f"{base}/k/toxics/hold").raise_for_status()
+        requests.post(f"{base}/k/toxics", json={"name": "hold", "type": "kafka_hold", "stream": "upstream",
+                                                "attributes": {"api_key": 26, "hold": 10}}).raise_for_status()
+        assert requests.get(f"{base}/k/kafka").json() == {"held": 1, "dropped": 0, "unparsed": 0, "toxics": {}}
 
 
 def test_a_new_connections_requests_overtake_the_held_ones_of_an_abandoned_connection(tmp_path):
@@ -103,7 +110,8 @@ def test_a_dropped_request_and_what_follows_it_never_arrive(tmp_path):
         client.close()
         assert up.closed.wait(30)
         assert up.requests() == [1]  # what follows a lost request on its connection is lost with it
-        assert requests.get(f"{base}/k/kafka").json() == {"held": 0, "dropped": 2, "unparsed": 0}
+        assert requests.get(f"{base}/k/kafka").json() == {"held": 0, "dropped": 2, "unparsed": 0,
+                                                          "toxics": {"hold": {"held": 0, "dropped": 2}}}
 
 
 def test_what_is_no_kafka_request_passes_unchanged_and_is_counted(tmp_path):
@@ -115,4 +123,4 @@ def test_what_is_no_kafka_request_passes_unchanged_and_is_counted(tmp_path):
         client.close()
         assert up.closed.wait(30)
         assert bytes(up.received) == junk
-        assert requests.get(f"{base}/k/kafka").json() == {"held": 0, "dropped": 0, "unparsed": 1}
+        assert requests.get(f"{base}/k/kafka").json() == {"held": 0, "dropped": 0, "unparsed": 1, "toxics": {}}

@@ -40,8 +40,11 @@ class FakeToxiproxy:
     def reset(self):
         self.calls.append(("reset",))
 
-    def kafka_requests(self, proxy):
-        return {"held": 4, "dropped": 0, "unparsed": 0}
+    def kafka_requests(self, proxy):  # an earlier fault's toxic held 9: not this one's
+        return {"held": 13, "dropped": 1, "unparsed": 2,
+                "toxics": {"delay-requests-0-Produce": {"held": 3, "dropped": 0},
+                           "delay-requests-0-EndTxn": {"held": 1, "dropped": 0},
+                           "delay-requests-7-Produce": {"held": 9, "dropped": 1}}}
 
 
 class FakeBroker:
@@ -383,7 +386,7 @@ def test_delay_requests_holds_each_named_request_type_on_the_clients_stream_unti
                      {"api_key": 26, "hold": 7000, "drop": 0})]
     assert [x for x in c if x[0] == "remove"] == [("remove", "broker-1", "delay-requests-0-Produce"),
                                                   ("remove", "broker-1", "delay-requests-0-EndTxn")]
-    assert line["effect"] == {"1": {"kafka_requests": {"held": 4, "dropped": 0, "unparsed": 0}}}
+    assert line["effect"] == {"1": {"kafka_requests": {"held": 4, "dropped": 0, "unparsed": 2}}}
     assert line["outcome"] == "healed" and nemesis.errors == []
 
 
