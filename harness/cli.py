@@ -94,13 +94,16 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     for m in sorted((m for m in METRICS if m not in absent), key=lambda m: m.accounting):
         cells = [f"{x[m.key]:,}" if isinstance(x.get(m.key), int) and applies(m, x) else "-" for x in variants.values()]
         table.add_row(m.label + (" *" if m.fatal else ""), *cells, style="dim" if m.accounting else None)
-    from .report.render import latency_text, window_text
+    from .report.render import latency_text, lso_stall_text, window_text
 
     for f in FIGURES:
         if f.key.startswith("dedup_window") and not consumers:
             continue
+        if f.key == "lso_stall_s" and not any(f.key in x for x in variants.values()):
+            continue
         cells = [latency_text(x.get(f.key)) if f.key == "latency_ms" else window_text(x.get(f.key))
-                 if f.key.startswith("dedup_window") else str(x.get(f.key, "-")) for x in variants.values()]
+                 if f.key.startswith("dedup_window") else lso_stall_text(x) if f.key == "lso_stall_s"
+                 else str(x.get(f.key, "-")) for x in variants.values()]
         table.add_row(f.label, *cells)
     console.print(table)
     if absent:

@@ -33,7 +33,7 @@ from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.consumers import ConsumerGroup
 from .workload.producers import Sending, make_producer
-from .workload.readback import final_read, lso_behind, save_log
+from .workload.readback import final_read, lso_stall, save_log
 from .workload.transactional import TransactionsUnavailable
 
 
@@ -240,11 +240,16 @@ class Run:
         transactional variant's read_committed read cannot reach a partition's end while an open transaction
         holds its last stable offset back: then too its absent values are unseen, not lost."""
         partitions = self.spec.topic.partitions
-        behind = lso_behind(self.cluster.client, topic, partitions) if transactional else {}
+        behind = {}
+        if transactional:
+            stall, behind = lso_stall(self.cluster.client, topic, partitions)
+            self.produced[name]["lso_stall_s"] = stall  # at least this long, when some are still behind:
+            if behind:
+                self.produced[name]["lso_stalled"] = {str(p): list(ends) for p, ends in sorted(behind.items())}
         read = final_read(spark, self.cluster.client, topic, partitions, self.folder.log_path(name))
         if behind:
             read["complete"] = False
-            warning = (f"{name}: the last stable offset stayed below the high watermark on partition(s) "
+            warning = (f"{name}: the last stable offset stayed below the high watermark for {stall} s on partition(s) "
                        + ", ".join(f"{p} ({lso} < {hw})" for p, (lso, hw) in sorted(behind.items()))
                        + " after the workload: an open transaction (a hanging one, if it never ends) hides what "
                        "follows it from read_committed readers; acknowledged values there are unseen, not lost, "
@@ -347,7 +352,8 @@ def _spark(master: str | None):
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason")
-KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "instances_replaced", "producer_error",
+KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "instances_replaced", "lso_stall_s",
+                      "lso_stalled", "producer_error",
                       "client_fatal", "transactions", "consumer")
 
 

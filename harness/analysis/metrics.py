@@ -122,6 +122,11 @@ FIGURES: tuple[Figure, ...] = (
            "produce() to delivery report of acknowledged sends, to within 1 %"),
     Figure("unavailable_s", "unavailable (s)",
            "the longest stretch with a send pending and no acknowledgement, to 10 ms"),
+    # Transactional variants: an open (perhaps hanging) transaction holding read_committed readers back.
+    Figure("lso_stall_s", "last stable offset stall (s)",
+           "after the workload and healing, how long some partition's last stable offset stayed below its high "
+           "watermark (read_committed readers cannot pass an open transaction); \u2265 when it never caught up "
+           "in the 15 s the harness waits"),
     # Consumer variants with reprocessed records (analysis/consumption.py).
     Figure("dedup_window_ms", "dedup window p50 / p99 / p100 (ms)",
            "the window, in time since a record's first processing, that catches 50 / 99 / 100 % of its repeats"),

@@ -222,11 +222,20 @@ def render_run(view: dict) -> str:
         by_key=BY_KEY, clients=clients,
         s=s, verdict=view["verdict"], headline=line, headline_class=css,
         metrics=[m for m in METRICS if m not in absent], figures=FIGURES,
-        latency_text=latency_text, window_text=window_text, has_consumer=has_consumer,
+        latency_text=latency_text, window_text=window_text, has_consumer=has_consumer, lso_stall_text=lso_stall_text,
+        has_lso=any("lso_stall_s" in x for x in s.get("variants", {}).values()),
         setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"], variants=variants,
         detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s),
         ranking=view.get("ranking", []), ranked=RANKED, ci=interval_text,
         allowed_fatal={name: 1 for name, x in s.get("variants", {}).items() if x.get("allowed")})
+
+
+def lso_stall_text(variant: dict) -> str:
+    """"0.0"; "\u2265 15.0" when a partition's last stable offset never caught up; "-" for a variant without
+    transactions."""
+    if "lso_stall_s" not in variant:
+        return "-"
+    return ("\u2265 " if variant.get("lso_stalled") else "") + f"{variant['lso_stall_s']:,}"
 
 
 def latency_text(latency) -> str:

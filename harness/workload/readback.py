@@ -103,18 +103,20 @@ def watermarks(client: dict, topic: str, partitions: int, isolation: str = "read
         consumer.close()
 
 
-def lso_behind(client: dict, topic: str, partitions: int, wait: float = 15.0) -> dict[int, tuple[int, int]]:
-    """{partition: (last stable offset, high watermark)} for the partitions whose read_committed end stays below
-    their read_uncommitted end for `wait` seconds: an open transaction (a hanging one, if it never ends) hides
-    what follows it from read_committed readers. {} as soon as they are all equal (a commit's markers written)."""
-    deadline = time.monotonic() + wait
+def lso_stall(client: dict, topic: str, partitions: int, wait: float = 15.0) -> tuple[float, dict[int, tuple[int, int]]]:
+    """How long (s) the read_committed end of some partition stayed below its read_uncommitted end, up to `wait`,
+    and {partition: (last stable offset, high watermark)} for those still behind then: an open transaction (a
+    hanging one, if it never ends) hides what follows it from read_committed readers. (0.0, {}) when they are
+    all equal at once."""
+    start, stalled = time.monotonic(), 0.0
     while True:
         committed = watermarks(client, topic, partitions, "read_committed")
         uncommitted = watermarks(client, topic, partitions, "read_uncommitted")
         behind = {p: (c[1], u[1]) for p, (c, u) in enumerate(zip(committed, uncommitted)) if c[1] < u[1]}
-        if not behind or time.monotonic() >= deadline:
-            return behind
+        if not behind or stalled >= wait:
+            return round(stalled, 1), behind
         time.sleep(0.5)
+        stalled = time.monotonic() - start  # behind since the first look
 
 
 class KafkaLogReader(DataSourceReader):
