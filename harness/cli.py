@@ -256,6 +256,10 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     except Exception as e:
         _fail(e)
     signals.install()
+    from .cluster.netns import remove_stale
+
+    for rid in remove_stale():  # a harness killed with -9 could not remove its network namespaces
+        say(f"note: removed the network namespaces and links of run {rid}, whose harness is gone", "yellow")
     for note in getattr(spec, "notes", []):  # e.g. matrix combinations librdkafka refuses
         say(f"note: {note}", "yellow")
     if repeat is not None:

@@ -197,6 +197,11 @@ class RunFolder:
         return self.path / LOGS / "admin.log"
 
     @property
+    def network_log(self) -> Path:
+        """With network namespaces: every ip, tc and nft command the run gave, and its outcome."""
+        return self.path / LOGS / "network.log"
+
+    @property
     def proxy_log(self) -> Path:
         """The Toxiproxy server's output (embedded or toxiproxy-server)."""
         return self.path / LOGS / "toxiproxy.log"

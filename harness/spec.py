@@ -236,6 +236,17 @@ class LocalClusterSpec(BaseClusterSpec):
     client: ClientSettings = Field(default_factory=dict, description=CLIENT_DOC)
     broker_config: BrokerSettings = Field(default_factory=dict, description="broker kafka: Kafka broker "
                                           "properties added to every node's server.properties")
+    network: Literal["loopback", "namespaces"] = Field(
+        "loopback", description="broker kafka: loopback (every node on 127.0.0.1), or namespaces (root only: "
+                                "each node in a network namespace of its own, for the packet-level faults and "
+                                "one-way isolation)")
+
+    @field_validator("network")
+    @classmethod
+    def _namespaces_for_kafka(cls, network: str, info: ValidationInfo) -> str:
+        if network == "namespaces" and info.data.get("broker") != "kafka":
+            raise ValueError("network namespaces runs Apache Kafka nodes; use broker: kafka")
+        return network
 
     @field_validator("broker_config")
     @classmethod
@@ -448,9 +459,46 @@ class Partition(FaultBase):
 
 class Isolate(FaultBase):
     """The broker is cut off from its peers and the controller quorum (replication and controller
-    traffic, both ways) while clients still reach it through its proxy; healed by reconnecting."""
+    traffic) while clients still reach it through its proxy; healed by reconnecting. `direction` in or
+    out (one way: what its peers send it, or what it sends them, is dropped) needs network namespaces."""
 
     kind: Literal["isolate"]
+    direction: Literal["both", "in", "out"] = "both"
+
+
+class _LinkFault(FaultBase):
+    """A fault on the packets of the target broker's network link, each way (cluster.network: namespaces)."""
+
+
+class PacketLoss(_LinkFault):
+    """`percent` of the packets on the broker's link are dropped, each way."""
+
+    kind: Literal["packet-loss"]
+    percent: Annotated[float, Field(gt=0, le=100)] = 5.0
+
+
+class PacketDuplicate(_LinkFault):
+    """`percent` of the packets on the broker's link are sent twice, each way."""
+
+    kind: Literal["packet-duplicate"]
+    percent: Annotated[float, Field(gt=0, le=100)] = 5.0
+
+
+class PacketReorder(_LinkFault):
+    """`percent` of the packets on the broker's link go at once while the others wait `delay_ms`, so they
+    overtake them, each way (the kernel's netem)."""
+
+    kind: Literal["packet-reorder"]
+    percent: Annotated[float, Field(gt=0, le=100)] = 25.0
+    delay_ms: Annotated[Millis, Field(ge=1)] = 10
+
+
+class PacketDelay(_LinkFault):
+    """Every packet on the broker's link waits `delay_ms` +/- `jitter_ms`, each way (the kernel's netem)."""
+
+    kind: Literal["packet-delay"]
+    delay_ms: Annotated[Millis, Field(ge=1)] = 50
+    jitter_ms: Annotated[Millis, Field(ge=0)] = 0
 
 
 class BrokerPause(FaultBase):
@@ -583,17 +631,19 @@ class RebalanceStorm(_WorkloadFault):
 
 Fault = Annotated[
     Union[LostAcks, LostRequests, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
-          LoseUnflushed, BrokerRestart, DelayRequests, ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
+          LoseUnflushed, BrokerRestart, DelayRequests, PacketLoss, PacketDuplicate, PacketReorder, PacketDelay,
+          ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
     Field(discriminator="kind"),
 ]
 CLIENT_PROXY_FAULTS = ("lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
                        "delay-requests")
 PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
+LINK_FAULTS = ("packet-loss", "packet-duplicate", "packet-reorder", "packet-delay")  # a broker's link (namespaces)
 BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart", "lose-unflushed")  # act on the broker process or container
 PRODUCER_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)
 CONSUMER_FAULTS = ("consumer-kill", "consumer-pause", "rebalance-storm")  # act on the consumer group (target: workload)
 WORKLOAD_FAULTS = PRODUCER_FAULTS + CONSUMER_FAULTS
-FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + BROKER_FAULTS + WORKLOAD_FAULTS
+FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + LINK_FAULTS + BROKER_FAULTS + WORKLOAD_FAULTS
 LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 
 
@@ -928,6 +978,10 @@ class ExperimentSpec(Strict):
             problem = self.kind_problem(fault.kind)
             if problem:
                 raise ValueError(f"faults.{i}: {problem}")
+            if getattr(fault, "direction", "both") != "both" and getattr(self.cluster, "network", None) != "namespaces":
+                raise ValueError(f"faults.{i}.direction: {fault.direction}: a one-way isolation drops packets, which "
+                                 "needs cluster.network: namespaces (backend local, broker kafka); proxies cut "
+                                 "connections both ways")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         if not _stored(info):

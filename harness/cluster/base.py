@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from ..exits import InfraError
 from ..logfile import FileLogger
 from ..runfolder import RunFolder
-from ..spec import BaseClusterSpec
+from ..spec import LINK_FAULTS, BaseClusterSpec
 from .apiversions import kafka_answers
 from .metadata import (broker_index, client_addresses, every_broker_registered, leader_index, split_address,
                        unreachable_proxies)
@@ -98,6 +98,8 @@ class ProxiedCluster:
         why = {"lose-unflushed": "only backend local with broker kafka: it cuts a stopped broker's log files",
                "delay-requests": "only the embedded proxy (backend local, proxy: embedded) reads Kafka's request "
                                  "framing; Toxiproxy has no such toxic"}
+        why.update({kind: "only backend local with broker kafka and network: namespaces acts on packets"
+                    for kind in LINK_FAULTS})
         if spec.brokers < 2:
             why["isolate"] = "isolate cuts a broker off from its peers, and this cluster has one broker"
         return why
@@ -327,11 +329,20 @@ class ProxiedCluster:
         """The proxies between `broker` and its peers; a backend that routes them attaches them at start."""
         return peer_proxy_names(broker, self.broker_count)
 
-    def isolate_broker(self, broker: int) -> None:
-        self.cut(self.peer_proxies(broker))
+    def isolate_broker(self, broker: int, direction: str = "both") -> None:
+        self.cut(self.peer_proxies(broker))  # a proxy cuts both ways (spec.py refuses one way without namespaces)
 
     def rejoin_broker(self, broker: int) -> None:
         self.reconnect(self.peer_proxies(broker))
+
+    def link_fault(self, broker: int, name: str, kind: str, params: dict) -> None:
+        raise InfraError(f"backend {self.spec.backend} cannot act on packets")  # cannot_inject refuses it before
+
+    def heal_link(self, broker: int, name: str, kind: str) -> None:
+        raise InfraError(f"backend {self.spec.backend} cannot act on packets")
+
+    def _heal_links(self) -> None:
+        """Heal every packet-level fault (a backend with network namespaces)."""
 
     # -- after the workload ------------------------------------------------------------
     def settle(self, topic: str, partitions: int, timeout: float = 120) -> None:
@@ -341,6 +352,7 @@ class ProxiedCluster:
             with self._state_lock:
                 self._cuts.clear()
                 self.toxi.reset()
+        self._heal_links()
         for i in range(len(self.brokers)):
             with self._state_lock:  # a fault's thread may still be starting it: let that finish (or fail)
                 while self.states[i] == STARTING:

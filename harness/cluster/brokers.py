@@ -39,12 +39,13 @@ def tansu_command(index: int, port: int, advertised: str) -> list[str]:
 
 
 class BrokerProcess:
-    """A broker as a local process listening on 127.0.0.1:port; faults act on it with signals."""
+    """A broker as a local process listening on host:port (127.0.0.1, or its network namespace's address);
+    faults act on it with signals."""
 
     def __init__(self, index: int, cmd: list[str], port: int, log_path: Path, env: dict | None = None,
-                 start_timeout: float = 20, stop_timeout: float = 5):
+                 start_timeout: float = 20, stop_timeout: float = 5, host: str = "127.0.0.1"):
         self.index = index
-        self.cmd, self.port, self.log_path, self.env = cmd, port, log_path, env
+        self.cmd, self.port, self.log_path, self.env, self.host = cmd, port, log_path, env, host
         self.start_timeout, self.stop_timeout = start_timeout, stop_timeout
         self.proc: subprocess.Popen | None = None
 
@@ -52,7 +53,7 @@ class BrokerProcess:
         self.proc = procs.spawn(self.cmd, self.log_path, self.env)
 
     def wait_ready(self) -> None:
-        procs.wait_for_port("127.0.0.1", self.port, timeout=self.start_timeout, proc=self.proc)
+        procs.wait_for_port(self.host, self.port, timeout=self.start_timeout, proc=self.proc)
 
     def start(self) -> None:
         self.launch()

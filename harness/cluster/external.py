@@ -8,7 +8,7 @@ named in `proxies`, default broker-<i>), and the preflight proves they do.
 
 from __future__ import annotations
 
-from ..spec import BROKER_FAULTS, FAULT_KINDS, PEER_FAULTS, WORKLOAD_FAULTS, ExternalClusterSpec
+from ..spec import BROKER_FAULTS, FAULT_KINDS, LINK_FAULTS, PEER_FAULTS, WORKLOAD_FAULTS, ExternalClusterSpec
 from .base import ProxiedCluster
 from .toxiproxy import ToxiproxyClient
 
@@ -22,7 +22,9 @@ class ExternalCluster(ProxiedCluster):
         return {"delay-requests": "only the embedded proxy (backend local) reads Kafka's request framing",
                 **{k: "the harness cannot act on brokers it did not start" for k in BROKER_FAULTS},
                 **{k: "only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum"
-                   for k in PEER_FAULTS}}
+                   for k in PEER_FAULTS},
+                **{k: "the harness acts on packets only in network namespaces it made (backend local)"
+                   for k in LINK_FAULTS}}
 
     @property
     def description(self) -> str:

@@ -69,11 +69,12 @@ def property_text(value) -> str:
 
 def node_properties(index: int, ports: list[NodePorts], advertised_client: str, data_dir: str,
                     routes: dict[tuple[str, int, int], str] | None = None,
-                    extra: dict | None = None) -> dict[str, str]:
+                    extra: dict | None = None, host: str = "127.0.0.1") -> dict[str, str]:
     """server.properties of node `index` in a cluster of len(ports) nodes.
 
     routes[("replication" | "controller", src, dst)]: where node src reaches node dst (default: directly).
-    extra: the user's properties (cluster.broker_config), over the defaults below; never a LAYOUT_KEYS one."""
+    extra: the user's properties (cluster.broker_config), over the defaults below; never a LAYOUT_KEYS one.
+    host: the address the node listens on (its namespace's, with network namespaces)."""
     extra = extra or {}
     if layout_problems(extra):
         raise ValueError(layout_problems(extra)[0])
@@ -96,8 +97,8 @@ def node_properties(index: int, ports: list[NodePorts], advertised_client: str, 
         "controller.quorum.voters": ",".join(f"{node_id(j)}@{controller(j)}" for j in range(n)),
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": replication_listener(index),
-        "listeners": ",".join([f"CLIENT://127.0.0.1:{me.client}", f"CONTROLLER://127.0.0.1:{me.controller}"]
-                              + [f"{name}://127.0.0.1:{me.replication[k]}" for k, name in enumerate(internal)]),
+        "listeners": ",".join([f"CLIENT://{host}:{me.client}", f"CONTROLLER://{host}:{me.controller}"]
+                              + [f"{name}://{host}:{me.replication[k]}" for k, name in enumerate(internal)]),
         # Clients are sent to this node's proxy, never to the node itself; followers to their own route.
         "advertised.listeners": ",".join([f"CLIENT://{advertised_client}"]
                                          + [f"{name}://{fetched_by(k)}" for k, name in enumerate(internal)]),

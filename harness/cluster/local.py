@@ -16,9 +16,11 @@ from pathlib import Path
 
 from .. import procs
 from ..exits import InfraError
-from ..spec import LocalClusterSpec
+from ..spec import LINK_FAULTS, LocalClusterSpec
 from .base import DOWN, RUNNING, ProxiedCluster
 from .brokers import BrokerProcess, tansu_command, tansu_version
+from .netns import NETEM_FAULTS, Network, netem_available, run_id
+from .netns import problems as netns_problems
 from .kraft import NodePorts, cluster_id, feature_levels, layout_problems, node_properties, render_properties
 from .segments import cut_unflushed
 from .toxiproxy import ToxiproxyServer, proxy_problem, toxiproxy_server_for
@@ -44,10 +46,14 @@ class LocalCluster(ProxiedCluster):
     def _brokers(self, client_ports: list[int], listens: list[str]) -> list[BrokerProcess]:
         raise NotImplementedError
 
+    def _host(self, broker: int) -> str:
+        """The address broker `broker` listens on."""
+        return "127.0.0.1"
+
     def _start(self) -> str:
         self.toxi = self.server.start()
         ports = [procs.free_port() for _ in range(self.spec.brokers)]
-        self.proxy_listens = [self.toxi.create_proxy(self.proxy_name(i), upstream=f"127.0.0.1:{port}")
+        self.proxy_listens = [self.toxi.create_proxy(self.proxy_name(i), upstream=f"{self._host(i)}:{port}")
                               for i, port in enumerate(ports)]
         self.brokers = self._brokers(ports, self.proxy_listens)
         for b in self.brokers:  # all at once: KRaft nodes only serve once a quorum of them runs
@@ -92,13 +98,54 @@ def kafka_home(spec: LocalClusterSpec) -> str | None:
 
 
 class LocalKafkaCluster(LocalCluster):
-    """Apache Kafka KRaft nodes from KAFKA_HOME: data under the run folder, removed at the end."""
+    """Apache Kafka KRaft nodes from KAFKA_HOME: data under the run folder, removed at the end. With
+    `network: namespaces` each node runs in a network namespace of its own (netns.py), its peers reached
+    across a bridge and its clients still through its proxy on loopback."""
+
+    def __init__(self, spec: LocalClusterSpec, run_dir: Path):
+        super().__init__(spec, run_dir)
+        self.network = (Network(run_id(run_dir), spec.brokers, self.files.network_log)
+                        if spec.network == "namespaces" else None)
 
     @classmethod
     def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
         why = super().cannot_inject(spec)
         del why["lose-unflushed"]  # the harness owns these brokers' log folders
+        if spec.network == "namespaces":
+            for kind in LINK_FAULTS:
+                del why[kind]
+            if not netem_available():
+                why.update({kind: "this kernel has no netem (CONFIG_NET_SCH_NETEM), which delays packets"
+                            for kind in NETEM_FAULTS})
         return why
+
+    def _host(self, broker: int) -> str:
+        return self.network.address(broker) if self.network is not None else "127.0.0.1"
+
+    def _start(self) -> str:
+        if self.network is not None:
+            self.network.up()
+        return super()._start()
+
+    def isolate_broker(self, broker: int, direction: str = "both") -> None:
+        if self.network is None:
+            return super().isolate_broker(broker, direction)
+        self.network.cut(broker, direction)
+
+    def rejoin_broker(self, broker: int) -> None:
+        if self.network is None:
+            return super().rejoin_broker(broker)
+        self.network.rejoin(broker)
+
+    def link_fault(self, broker: int, name: str, kind: str, params: dict) -> None:
+        self.network.link_fault(broker, name, kind, params)
+
+    def heal_link(self, broker: int, name: str, kind: str) -> None:
+        self.network.heal_link(broker, name, kind)
+
+    def _heal_links(self) -> None:
+        if self.network is not None:
+            self.network.heal_all()
 
     def lose_unflushed(self, broker: int, topic: str, drop_batches: int | None) -> dict:
         def kill_and_cut(node: BrokerProcess) -> dict:
@@ -109,7 +156,8 @@ class LocalKafkaCluster(LocalCluster):
 
     @classmethod
     def problems(cls, spec: LocalClusterSpec) -> list[str]:
-        return super().problems(spec) + cls._kafka_problems(spec)
+        return (super().problems(spec) + cls._kafka_problems(spec)
+                + (netns_problems() if spec.network == "namespaces" else []))
 
     @classmethod
     def _kafka_problems(cls, spec: LocalClusterSpec) -> list[str]:
@@ -136,13 +184,15 @@ class LocalKafkaCluster(LocalCluster):
         home = Path(kafka_home(self.spec))
         n = len(client_ports)
         ports = [NodePorts(c, procs.free_port(), tuple(procs.free_port() for _ in range(n))) for c in client_ports]
-        routes = self._peer_routes(ports)
+        # In namespaces, peers meet across the bridge, where isolate drops their packets; else through proxies.
+        routes = self._peer_routes(ports) if self.network is None else self._namespace_routes(ports)
         cid = cluster_id()
         env = {**os.environ, "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx512m")}
         configs = []
         for i, listen in enumerate(listens):
             config = self.files.broker_config(i)
-            props = node_properties(i, ports, listen, str(self.files.broker_data(i)), routes, self.spec.broker_config)
+            props = node_properties(i, ports, listen, str(self.files.broker_data(i)), routes, self.spec.broker_config,
+                                    host=self._host(i))
             config.write_text(render_properties(props))
             configs.append(config)
         # Formatted side by side: each format is a JVM start (2 s on a quiet machine, several on a loaded one).
@@ -156,9 +206,10 @@ class LocalKafkaCluster(LocalCluster):
         nodes = []
         for i, config in enumerate(configs):
             node_env = {**env, "LOG_DIR": str(self.files.broker_log4j(i))}  # Kafka's own log4j files
-            nodes.append(BrokerProcess(i, [str(home / "bin" / "kafka-server-start.sh"), str(config)],
+            inside = self.network.exec_prefix(i) if self.network is not None else []
+            nodes.append(BrokerProcess(i, [*inside, str(home / "bin" / "kafka-server-start.sh"), str(config)],
                                        ports[i].client, self.files.broker_log(i), env=node_env,
-                                       start_timeout=90, stop_timeout=30))
+                                       start_timeout=90, stop_timeout=30, host=self._host(i)))
         return nodes
 
     def feature_levels(self) -> dict[str, int]:
@@ -196,7 +247,16 @@ class LocalKafkaCluster(LocalCluster):
                                                                           upstream=f"127.0.0.1:{port}")
         return routes
 
+    def _namespace_routes(self, ports: list[NodePorts]) -> dict[tuple[str, int, int], str]:
+        return {(kind, src, dst): f"{self._host(dst)}:{port}"
+                for src in range(len(ports)) for dst in range(len(ports))  # a node reaches itself there too
+                for kind, port in (("replication", ports[dst].replication[src]), ("controller", ports[dst].controller))}
+
     def _stop(self) -> None:
-        super()._stop()
+        try:
+            super()._stop()
+        finally:
+            if self.network is not None:  # the namespaces go, and their links, qdiscs and firewall tables with them
+                self.network.down()
         # The final read already saved the log; broker data is large and useless now.
         shutil.rmtree(self.files.kafka_data, ignore_errors=True)

@@ -51,7 +51,7 @@ from datetime import datetime, timezone
 
 from ..clock import REAL, Clock
 from ..formats import FaultOutcome
-from ..spec import BROKER_FAULTS, KAFKA_REQUESTS, WORKLOAD_FAULTS
+from ..spec import BROKER_FAULTS, KAFKA_REQUESTS, LINK_FAULTS, WORKLOAD_FAULTS
 from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault, Workload
 
 TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
@@ -105,6 +105,10 @@ def _hold_requests() -> FaultAction:
     return FaultAction(apply, heal)
 
 
+def _link(kind: str) -> FaultAction:
+    return FaultAction(lambda c, b, n, p, t: c.link_fault(b, n, kind, p), lambda c, b, n, p, t: c.heal_link(b, n, kind))
+
+
 FAULTS: dict[str, FaultAction] = {
     # Responses are dropped while requests still reach the broker, and the connection is cut
     # cut_after_ms after the last one or when the fault ends (Toxiproxy's timeout toxic):
@@ -119,7 +123,10 @@ FAULTS: dict[str, FaultAction] = {
     "delay-requests": _hold_requests(),
     "partition": FaultAction(lambda c, b, n, p, t: c.cut([c.proxy_name(b)]),
                              lambda c, b, n, p, t: c.reconnect([c.proxy_name(b)])),
-    "isolate": FaultAction(lambda c, b, n, p, t: c.isolate_broker(b), lambda c, b, n, p, t: c.rejoin_broker(b)),
+    "isolate": FaultAction(lambda c, b, n, p, t: c.isolate_broker(b, p.get("direction", "both")),
+                           lambda c, b, n, p, t: c.rejoin_broker(b)),
+    # On the packets of the broker's link, each way (network namespaces: cluster/netns.py).
+    **{kind: _link(kind) for kind in LINK_FAULTS},
     "broker-pause": FaultAction(lambda c, b, n, p, t: c.pause_broker(b), lambda c, b, n, p, t: c.resume_broker(b)),
     "broker-kill": FaultAction(lambda c, b, n, p, t: c.kill_broker(b), lambda c, b, n, p, t: c.start_broker(b)),
     # A kill that also cuts what only the page cache held (cluster/segments.py); the cut is journaled.

@@ -229,7 +229,8 @@ def _members(spec: ExperimentSpec) -> int | None:
     return min(g.members for g in groups) if groups else None
 
 
-HOLDS_A_MEMBER = ("consumer-kill", "consumer-pause")  # a member down or frozen until the fault heals
+HOLDS_A_MEMBER = ("consumer-kill", "consumer-pause")
+NETEM_KINDS = ("packet-reorder", "packet-delay")  # netem faults (cluster/netns.py): one per link at a time  # a member down or frozen until the fault heals
 
 
 def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str, members: int | None = None) -> None:
@@ -245,6 +246,13 @@ def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str, 
         if b.at < a.at + a.duration:
             raise ScheduleError(f"faults ({origin}): {b} starts while {a} still holds the paused producer; "
                                 "one producer-pause at a time: move one of them (at, start, every, duration)")
+    netem = sorted((f for f in schedule if f.kind in NETEM_KINDS), key=lambda f: (f.at, f.id))
+    for i, a in enumerate(netem):  # a link has one netem queue: a second would replace the first, its heal both
+        for b in netem[i + 1:]:
+            if b.at < a.at + a.duration and not (isinstance(a.target, Broker) and isinstance(b.target, Broker)
+                                                 and a.target != b.target):  # a role may name any broker
+                raise ScheduleError(f"faults ({origin}): {b} starts while {a} may still hold the same broker's link; "
+                                    "one packet-delay or packet-reorder at a time on a broker: move one of them")
     clashes = overlaps(schedule, allowance)
     if clashes:
         a, b = clashes[0]

@@ -61,13 +61,14 @@ def test_a_known_bug_experiment_cites_its_bug_and_says_what_each_side_must_show(
 
 @pytest.mark.parametrize("path", sorted(p for p in (ROOT / "experiments" / "known-bugs").glob("*.yaml")
                                        if not p.stem.startswith("librdkafka-")), ids=shipped_id)
-def test_a_broker_side_experiment_cites_its_source_and_compares_the_broker_not_the_client(path):
+def test_a_broker_side_experiment_cites_its_source_and_its_variants_differ(path):
     text, spec = path.read_text(), load_spec(path)
     assert re.search(r"KIP-\d+|KAFKA-\d+", text.split("\nname:")[0]), f"{path.name} cites no KIP or KAFKA issue"
     assert spec.name == path.stem and spec.faults
     for v in spec.variants:
         assert spec.rules(v.name), v.name
-    assert len({json.dumps(v.features, sort_keys=True) for v in spec.variants}) == len(spec.variants)
+    sides = {json.dumps([v.features, v.broker_config, v.producer], sort_keys=True) for v in spec.variants}
+    assert len(sides) == len(spec.variants)  # in features, broker settings or the producer's
 
 
 def test_minimal_spec_gets_defaults(tmp_path):
@@ -172,15 +173,15 @@ def test_literal_secrets_are_hidden_from_the_run_folder(tmp_path):
     assert public == {"sasl.password": "***", "client.id": "me"}
 
 
-def test_faults_each_backend_can_inject_and_why_not():
-    from harness.cluster import unsupported_faults
-    from harness.spec import FAULT_KINDS, WORKLOAD_FAULTS
+def test_faults_each_backend_can_inject_and_why_not(monkeypatch):
+    from harness.cluster import local, unsupported_faults
+    from harness.spec import FAULT_KINDS, LINK_FAULTS, WORKLOAD_FAULTS
     from tests.specs import cluster_spec as ClusterSpec
 
     def supported_faults(spec):
         return set(FAULT_KINDS) - {k.split(" ")[0] for k in unsupported_faults(spec, set(FAULT_KINDS))}
 
-    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate", "lose-unflushed"}
+    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate", "lose-unflushed", *LINK_FAULTS}
     assert unsupported_faults(ClusterSpec(), {"isolate", "lost-acks"}) == [
         "isolate (Tansu runs one broker with no replication or controller quorum to cut it off from; "
         "use broker: kafka)"]
@@ -188,11 +189,18 @@ def test_faults_each_backend_can_inject_and_why_not():
         "lose-unflushed (Tansu keeps its log in memory: a broker-kill already loses all of it; use broker: kafka)"]
     # only the local Kafka backend owns its brokers' log folders
     assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS) - {
-        "lose-unflushed", "delay-requests"}
+        "lose-unflushed", "delay-requests", *LINK_FAULTS}
     # only the embedded proxy reads Kafka's request framing
     assert "delay-requests" not in supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3,
                                                                 proxy="toxiproxy"))
-    assert supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3)) == set(FAULT_KINDS)
+    assert supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3)) == set(FAULT_KINDS) - set(LINK_FAULTS)
+    # packets: only in network namespaces; delay and reordering only where the kernel has netem
+    spaced = ClusterSpec(backend="local", broker="kafka", brokers=3, network="namespaces")
+    monkeypatch.setattr(local, "netem_available", lambda: True)
+    assert supported_faults(spaced) == set(FAULT_KINDS)
+    monkeypatch.setattr(local, "netem_available", lambda: False)
+    assert supported_faults(spaced) == set(FAULT_KINDS) - {"packet-reorder", "packet-delay"}
+    assert "no netem" in unsupported_faults(spaced, {"packet-delay"})[0]
     [why] = unsupported_faults(ClusterSpec(backend="local", broker="kafka", brokers=1), {"isolate"})
     assert "one broker" in why
     ext = dict(backend="external", broker="kafka", bootstrap_servers="h:1")
