@@ -1,6 +1,7 @@
 """KRaft configuration for Apache Kafka nodes run from KAFKA_HOME (pure functions, no I/O).
 
-Every node is broker and controller, all listeners on 127.0.0.1:
+Every node is broker and controller, all listeners on 127.0.0.1 (on its namespace's address with network
+namespaces, where `routes` name its peers' addresses across the bridge):
 - CLIENT, advertised as the node's client proxy, so clients cross Toxiproxy;
 - CONTROLLER, the quorum and the brokers' heartbeats;
 - INTERNAL_<k> for k = 1..N: the replication listener on which node k's fetches arrive. Node k

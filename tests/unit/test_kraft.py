@@ -60,6 +60,18 @@ def test_without_routes_every_node_is_reached_directly():
     assert "2@127.0.0.1:10022" in p["controller.quorum.voters"]
 
 
+def test_in_namespaces_each_node_listens_on_its_own_address_and_peers_meet_there():
+    hosts = ["10.200.7.1", "10.200.7.2", "10.200.7.3"]
+    routes = {(kind, s, d): f"{hosts[d]}:{PORTS[d].controller if kind == 'controller' else PORTS[d].replication[s]}"
+              for kind in ("replication", "controller") for s in range(3) for d in range(3)}  # as LocalKafkaCluster
+    props = [node_properties(i, PORTS, PROXIES[i], f"/data/node-{i}", routes, host=hosts[i]) for i in range(3)]
+    for i, p in enumerate(props):
+        assert all(a.startswith(hosts[i] + ":") for a in listeners(p["listeners"]).values())
+        assert listeners(p["advertised.listeners"])["CLIENT"] == PROXIES[i]  # clients still through the proxy
+        voters = dict(v.split("@") for v in p["controller.quorum.voters"].split(","))
+        assert voters == {str(j + 1): f"{hosts[j]}:{PORTS[j].controller}" for j in range(3)}
+
+
 @pytest.mark.parametrize("n, rf, isr", [(1, "1", "1"), (2, "2", "2"), (3, "3", "2"), (5, "3", "2")])
 def test_replication_follows_the_cluster_size(n, rf, isr):
     ports = [NodePorts(100 + i, 200 + i, tuple(300 + 10 * i + k for k in range(n))) for i in range(n)]
