@@ -11,7 +11,9 @@ the per-run values, clipped at 0; with one run there is no interval.
 
 The price of each variant beside it: `anomaly_rate` (duplicates and fatal anomalies per 100,000
 acknowledged, the same statistics), `acked_per_s` (throughput: acknowledged sends per second of
-produce time), `unavailable_s` and `latency_p99_ms` (mean, min, max over runs). `ranking()` orders
+produce time), `unavailable_s`, `latency_p99_ms` and, for transactional variants, `lso_stall_s` (mean, min,
+max over runs; `lso_stalled_runs`: runs whose last stable offset never caught up), and `client_failures` (per
+fatal client error, the runs it ended a producer in, with their interval). `ranking()` orders
 variants by anomaly rate against throughput and p99 latency, for one run's summary or an aggregate.
 """
 
@@ -81,6 +83,21 @@ def acked_per_s(variant: dict) -> float | None:
     return round(variant.get("acked", 0) / seconds, 1) if seconds else None
 
 
+def client_failures(runs: list[dict]) -> dict:
+    """Per error the client failed for good with (client_fatal: the plain producer ended; instances_replaced:
+    the transactional workload made a new instance each time): in how many runs, with its Wilson interval, and
+    how many times over all runs. A known bug that shows as a fatal client error is counted here."""
+    times: dict[str, list[int]] = {}
+    for r in runs:
+        seen = dict(r.get("instances_replaced") or {})
+        if r.get("client_fatal"):
+            seen[r["client_fatal"]] = seen.get(r["client_fatal"], 0) + 1
+        for name, count in seen.items():
+            times.setdefault(name, []).append(count)
+    return {name: {"runs_with": len(counts), "runs_with_ci95": share_interval(len(counts), len(runs)),
+                   "times": sum(counts)} for name, counts in sorted(times.items())}
+
+
 def aggregate(summaries: list[dict]) -> dict:
     """Summaries of the runs of one experiment (complete or not) -> the aggregate."""
     judged = [s for s in summaries if s.get("status") == COMPLETE]
@@ -104,6 +121,9 @@ def aggregate(summaries: list[dict]) -> dict:
             "acked_per_s": _spread([acked_per_s(r) for r in runs]),
             "unavailable_s": _spread([r.get("unavailable_s") for r in runs]),
             "latency_p99_ms": _spread([(r.get("latency_ms") or {}).get("p99") for r in runs]),
+            "client_failures": client_failures(runs),
+            "lso_stall_s": _spread([r.get("lso_stall_s") for r in runs]),
+            "lso_stalled_runs": sum(1 for r in runs if r.get("lso_stalled")),
         }
     return {
         "experiment": summaries[0].get("experiment") if summaries else "",

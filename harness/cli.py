@@ -409,8 +409,16 @@ def print_aggregate(doc: dict) -> None:
     table.add_row("duplicates per jump-back run", *[n(v["duplicates_per_jump_back_run"])
                                                     if v.get("duplicates_per_jump_back_run") else "-"
                                                     for v in variants.values()])
+    failures = sorted({e for v in variants.values() for e in v.get("client_failures", {})})
+    for error in failures:  # a known bug that fails the client for good shows here
+        table.add_row(f"client failed for good: {error}",
+                      *[f"{f['runs_with']}/{v['runs']}{ci(f['runs_with_ci95'], share=True)} ({f['times']}x)"
+                        if (f := v.get("client_failures", {}).get(error)) else f"0/{v['runs']}"
+                        for v in variants.values()])
     for label, key in (("acked / s", "acked_per_s"), ("unavailable (s)", "unavailable_s"),
-                       ("latency p99 (ms)", "latency_p99_ms")):
+                       ("latency p99 (ms)", "latency_p99_ms"), ("last stable offset stall (s)", "lso_stall_s")):
+        if key == "lso_stall_s" and not any(v.get(key) for v in variants.values()):
+            continue
         table.add_row(label, *[n(v[key]["mean"]) if v.get(key) else "-" for v in variants.values()])
     console.print(table)
 

@@ -69,3 +69,20 @@ def test_anomaly_rate_throughput_and_ranking():
     assert order[2]["anomalies"] == 5 and order[2]["anomaly_rate"] == 5.0 and order[0]["acked_per_s"] == 10000.0
     agg = ranking(aggregate([run("r1", 10, lost=2), run("r2", 30, seconds=20.0)])["variants"], aggregated=True)
     assert agg[0]["anomaly_rate"] == 21.0 and agg[0]["anomaly_rate_ci95"] is not None
+
+
+def test_fatal_client_errors_count_the_runs_they_ended_a_producer_in_and_the_stall_spreads():
+    runs = [run("r1", 0), run("r2", 0), run("r3", 0), run("r4", 0)]
+    runs[0]["variants"]["off"].update(client_fatal="_INVALID_MSG", lso_stall_s=0.0)  # the plain producer ended
+    runs[1]["variants"]["off"].update(instances_replaced={"OUT_OF_ORDER_SEQUENCE_NUMBER": 2, "_INVALID_MSG": 1},
+                                      lso_stall_s=15.0, lso_stalled={"0": [60, 80]})
+    runs[2]["variants"]["off"].update(instances_replaced={"OUT_OF_ORDER_SEQUENCE_NUMBER": 1}, lso_stall_s=3.0)
+    off = aggregate(runs)["variants"]["off"]
+    failures = off["client_failures"]
+    assert {k: (f["runs_with"], f["times"]) for k, f in failures.items()} == {
+        "OUT_OF_ORDER_SEQUENCE_NUMBER": (2, 3), "_INVALID_MSG": (2, 2)}
+    # Wilson, 2 of 4: centre (0.5 + 0.48) / 1.96 = 0.5, half 1.96 * sqrt(0.0625 + 0.06) / 1.96 = 0.35
+    assert failures["_INVALID_MSG"]["runs_with_ci95"] == [pytest.approx(0.15, abs=0.001), pytest.approx(0.85, abs=0.001)]
+    assert off["lso_stall_s"] == {"mean": 6.0, "min": 0.0, "max": 15.0} and off["lso_stalled_runs"] == 1
+    plain = aggregate([run("r1", 0)])["variants"]["off"]
+    assert plain["client_failures"] == {} and plain["lso_stall_s"] is None

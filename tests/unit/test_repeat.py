@@ -174,3 +174,20 @@ def test_a_series_whose_seeds_would_leave_64_bits_is_refused(first, count, same,
     with pytest.raises(UsageError, match=r"^--seed .* beyond the allowed range -9223372036854775808\.\."
                                          r"9223372036854775807 \(a 64-bit integer\)"):
         repeat.check_seeds(first, count, same, "--seed")
+
+
+def test_the_series_page_says_in_how_many_runs_the_client_failed_for_good(tmp_path):
+    failed = run("x1", 0)
+    failed["variants"]["off"].update(instances_replaced={"OUT_OF_ORDER_SEQUENCE_NUMBER": 2}, lso_stall_s=0.5)
+    clean = run("x0", 0)
+    clean["variants"]["off"].update(lso_stall_s=0.0)
+    series = repeat.Series(SPEC, tmp_path, 2, first_seed=1)
+    series.execute(fake_runs(tmp_path, {0: clean, 1: failed}))
+    page = write_aggregate_report(series.folder).read_text()
+    assert "client failed for good: OUT_OF_ORDER_SEQUENCE_NUMBER" in page
+    assert '<td data-failure="OUT_OF_ORDER_SEQUENCE_NUMBER">1/2 runs, 95% 10–90% (2x)</td>' in page
+    assert 'data-figure="lso_stall_s">0.25' in page
+    plain = repeat.Series(SPEC, tmp_path / "plain", 1, first_seed=1)
+    plain.execute(fake_runs(tmp_path / "plain", {0: run("x0", 0)}))
+    page = write_aggregate_report(plain.folder).read_text()
+    assert "client failed for good" not in page and 'data-figure="lso_stall_s"' not in page
