@@ -144,9 +144,22 @@ def _kafka_home() -> Check:
     return Check("KAFKA_HOME", ok, f"{home} (Kafka {version})" if ok else out, fix)
 
 
+def _namespaces() -> Check:
+    from .cluster.netns import netem_available, problems
+
+    fix = "run as root with iproute2 and nftables (needed only for cluster.network: namespaces)"
+    missing = problems()
+    if missing:
+        return Check("network namespaces", False, missing[0], fix)
+    netem = ("netem: yes (packet-reorder, packet-delay)" if netem_available()
+             else "netem: no, this kernel lacks it (packet-reorder and packet-delay are refused)")
+    return Check("network namespaces", True, f"root, ip, tc, nft; {netem}", fix)
+
+
 NEEDED = ("Python", "Java", "Spark (pyspark)", "Tansu broker")  # what the embedded default needs
 CHECKS = {"Python": _python, "Java": _java, "Spark (pyspark)": _spark, "Tansu broker": _tansu,
-          "toxiproxy-server": _toxiproxy, "Docker engine": _docker, "KAFKA_HOME": _kafka_home}
+          "toxiproxy-server": _toxiproxy, "Docker engine": _docker, "KAFKA_HOME": _kafka_home,
+          "network namespaces": _namespaces}
 
 
 def run_checks() -> list[Check]:

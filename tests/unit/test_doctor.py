@@ -121,3 +121,17 @@ def _state(pid: int) -> str:
         return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_network_namespaces_say_what_is_missing_and_whether_the_kernel_has_netem(monkeypatch):
+    from harness.cluster import netns
+
+    monkeypatch.setattr(netns, "problems", lambda: ["cluster.network: namespaces needs root (...)"])
+    check = doctor.CHECKS["network namespaces"]()
+    assert not check.ok and "needs root" in check.detail and "cluster.network: namespaces" in check.fix
+    assert not check.needed  # the embedded default runs without it
+    monkeypatch.setattr(netns, "problems", lambda: [])
+    for has, says in ((True, "netem: yes"), (False, "packet-reorder and packet-delay are refused")):
+        monkeypatch.setattr(netns, "netem_available", lambda: has)
+        check = doctor.CHECKS["network namespaces"]()
+        assert check.ok and says in check.detail
