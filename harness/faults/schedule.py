@@ -229,8 +229,8 @@ def _members(spec: ExperimentSpec) -> int | None:
     return min(g.members for g in groups) if groups else None
 
 
-HOLDS_A_MEMBER = ("consumer-kill", "consumer-pause")
-NETEM_KINDS = ("packet-reorder", "packet-delay")  # netem faults (cluster/netns.py): one per link at a time  # a member down or frozen until the fault heals
+HOLDS_A_MEMBER = ("consumer-kill", "consumer-pause")  # a member down or frozen until the fault heals
+NETEM_KINDS = ("packet-reorder", "packet-delay")  # netem faults (cluster/netns.py): one per link at a time
 
 
 def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str, members: int | None = None) -> None:
