@@ -256,10 +256,7 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     except Exception as e:
         _fail(e)
     signals.install()
-    from .cluster.netns import remove_stale
-
-    for rid in remove_stale():  # a harness killed with -9 could not remove its network namespaces
-        say(f"note: removed the network namespaces and links of run {rid}, whose harness is gone", "yellow")
+    _remove_stale_namespaces()
     for note in getattr(spec, "notes", []):  # e.g. matrix combinations librdkafka refuses
         say(f"note: {note}", "yellow")
     if repeat is not None:
@@ -272,6 +269,14 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
         say(f"partial results kept in {folder.path}", err=True)
         _fail(failure)
     _exit(code)
+
+
+def _remove_stale_namespaces() -> None:
+    """Before a run starts: what runs whose harness was killed (-9) left of their network namespaces goes."""
+    from .cluster.netns import remove_stale
+
+    for rid in remove_stale():
+        say(f"note: removed the network namespaces and links of run {rid}, whose harness is gone", "yellow")
 
 
 def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_master: str | None,
@@ -617,6 +622,7 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
     except Exception as e:
         _fail(e)
     signals.install()
+    _remove_stale_namespaces()
     seed = summary.get("seed", spec.seed)
     say(f"shrinking {len(recorded)} fault(s) of {name} (check {check} must keep failing), at most {max_runs} "
         "tries", "bold")

@@ -17,8 +17,8 @@ the link, so each way is hit:
 
 Everything lives inside the namespaces the run made, so removing them removes the links, the qdiscs and
 the firewall tables with them. An owner file, /run/kafka-chaos/netns/<id>.pid, names the harness process;
-every namespaces run first removes the namespaces and links of runs whose owner is gone (after kill -9 of a
-harness, whose brokers PR_SET_PDEATHSIG took with it). Written with `ip`, `tc` and `nft` rather than a
+`kafka-chaos run` and `shrink` first remove the namespaces and links of runs whose owner is gone (after kill -9
+of a harness, whose brokers PR_SET_PDEATHSIG took with it). Written with `ip`, `tc` and `nft` rather than a
 library (pyroute2): they are what an operator would type, and each command is journaled in the log as is.
 """
 
@@ -176,7 +176,6 @@ class Network:
 
     # -- acting (root) -------------------------------------------------------------------------
     def up(self) -> None:
-        remove_stale()
         OWNERS.mkdir(parents=True, exist_ok=True)
         (OWNERS / f"{self.id}.pid").write_text(str(os.getpid()))
         for cmd in self.setup_commands():

@@ -279,7 +279,9 @@ def render_aggregate(view: dict) -> str:
     return _env().get_template("aggregate.html.j2").render(
         a=doc, headline=line, headline_class=css, metrics=shown, variants=variants, ranking=view["ranking"],
         setting_keys=view["setting_keys"], settings=view["settings"], ci=interval_text, ranked=RANKED,
-        allowed_fatal=view.get("allowed", {}))
+        allowed_fatal=view.get("allowed", {}),
+        failures=sorted({e for x in variants.values() for e in x.get("client_failures", {})}),
+        has_lso=any(x.get("lso_stall_s") for x in variants.values()))
 
 
 def compare_rows(view: dict) -> list[dict]:
