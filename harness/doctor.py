@@ -145,15 +145,16 @@ def _kafka_home() -> Check:
 
 
 def _namespaces() -> Check:
-    from .cluster.netns import netem_available, problems
+    from .cluster.netns import problems, queue_available
 
     fix = "run as root with iproute2 and nftables (needed only for cluster.network: namespaces)"
     missing = problems()
     if missing:
         return Check("network namespaces", False, missing[0], fix)
-    netem = ("netem: yes (packet-reorder, packet-delay)" if netem_available()
-             else "netem: no, this kernel lacks it (packet-reorder and packet-delay are refused)")
-    return Check("network namespaces", True, f"root, ip, tc, nft; {netem}", fix)
+    queue = ("packet queue: yes (packet-reorder, packet-delay)" if queue_available()
+             else "packet queue: no, iptables or its NFQUEUE target is missing (packet-reorder and packet-delay "
+                  "are refused)")
+    return Check("network namespaces", True, f"root, ip, nft; {queue}", fix)
 
 
 NEEDED = ("Python", "Java", "Spark (pyspark)", "Tansu broker")  # what the embedded default needs

@@ -486,7 +486,7 @@ class PacketDuplicate(_LinkFault):
 
 class PacketReorder(_LinkFault):
     """`percent` of the packets on the broker's link go at once while the others wait `delay_ms`, so they
-    overtake them, each way (the kernel's netem)."""
+    overtake them, each way (netem's `reorder`, made with a netfilter queue: cluster/packet_queue.py)."""
 
     kind: Literal["packet-reorder"]
     percent: Annotated[float, Field(gt=0, le=100)] = 25.0
@@ -494,7 +494,8 @@ class PacketReorder(_LinkFault):
 
 
 class PacketDelay(_LinkFault):
-    """Every packet on the broker's link waits `delay_ms` +/- `jitter_ms`, each way (the kernel's netem)."""
+    """Every packet on the broker's link waits `delay_ms` +/- `jitter_ms`, each way (a netfilter queue:
+    cluster/packet_queue.py; packets drawn apart by the jitter may swap places)."""
 
     kind: Literal["packet-delay"]
     delay_ms: Annotated[Millis, Field(ge=1)] = 50

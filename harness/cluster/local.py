@@ -19,7 +19,7 @@ from ..exits import InfraError
 from ..spec import LINK_FAULTS, LocalClusterSpec
 from .base import DOWN, RUNNING, ProxiedCluster
 from .brokers import BrokerProcess, tansu_command, tansu_version
-from .netns import NETEM_FAULTS, Network, netem_available, run_id
+from .netns import QUEUED_FAULTS, Network, queue_available, run_id
 from .netns import problems as netns_problems
 from .kraft import NodePorts, cluster_id, feature_levels, layout_problems, node_properties, render_properties
 from .segments import cut_unflushed
@@ -114,9 +114,9 @@ class LocalKafkaCluster(LocalCluster):
         if spec.network == "namespaces":
             for kind in LINK_FAULTS:
                 del why[kind]
-            if not netem_available():
-                why.update({kind: "this kernel has no netem (CONFIG_NET_SCH_NETEM), which delays packets"
-                            for kind in NETEM_FAULTS})
+            if not queue_available():
+                why.update({kind: "it needs iptables and its NFQUEUE target (CONFIG_NETFILTER_XT_TARGET_NFQUEUE), "
+                            "which hold the packets; neither works here" for kind in QUEUED_FAULTS})
         return why
 
     def _host(self, broker: int) -> str:
@@ -140,8 +140,8 @@ class LocalKafkaCluster(LocalCluster):
     def link_fault(self, broker: int, name: str, kind: str, params: dict) -> None:
         self.network.link_fault(broker, name, kind, params)
 
-    def heal_link(self, broker: int, name: str, kind: str) -> None:
-        self.network.heal_link(broker, name, kind)
+    def heal_link(self, broker: int, name: str, kind: str) -> dict | None:
+        return self.network.heal_link(broker, name, kind)
 
     def _heal_links(self) -> None:
         if self.network is not None:

@@ -10,41 +10,50 @@ Faults act on the packets of one broker's link (Toxiproxy acts on streams and ca
 the link, so each way is hit:
 - loss and duplication: an nft rule on the egress of each end (a random draw per packet; a duplicate is
   marked so that it is not copied again);
-- reordering and delay: the kernel's netem (`tc qdisc ... netem`), where the kernel has it (these
-  faults are refused before the run starts where it does not);
+- reordering and delay: a netfilter queue in the bridge's namespace, which a process of the harness's
+  (packet_queue.py) answers late or out of order: iptables sends it what enters the bridge from the broker's
+  port and what leaves by it (physdev, with the bridge's iptables calls on in that namespace only). Not on
+  the broker's own side: a packet its kernel holds on the way out still counts against the sending socket,
+  and TCP small queues would then throttle the broker far below what the delay alone does;
 - a one-way or two-way cut from its peers (`nft`, a table of its own in the broker's namespace):
   `in` drops what the peers send it, `out` what it sends them, `both` the two. Clients still reach it.
 
 Everything lives inside the namespaces the run made, so removing them removes the links, the qdiscs and
-the firewall tables with them. An owner file, /run/kafka-chaos/netns/<id>.pid, names the harness process;
+the firewall tables with them (and the queue processes, killed first). An owner file, /run/kafka-chaos/netns/<id>.pid, names the harness process;
 `kafka-chaos run` and `shrink` first remove the namespaces and links of runs whose owner is gone (after kill -9
-of a harness, whose brokers PR_SET_PDEATHSIG took with it). Written with `ip`, `tc` and `nft` rather than a
+of a harness, whose brokers PR_SET_PDEATHSIG took with it). Written with `ip`, `nft` and `iptables` rather than a
 library (pyroute2): they are what an operator would type, and each command is journaled in the log as is.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 from ..exits import InfraError
+from ..procs import spawn, stop
 
 OWNERS = Path("/run/kafka-chaos/netns")
 NAMESPACE = re.compile(r"^kc([0-9a-f]{6})-(br|b\d+)$")
 HOST_LINK = re.compile(r"^kc([0-9a-f]{6})h$")
-TOOLS = ("ip", "tc", "nft")
+TOOLS = ("ip", "nft")
 TABLE = "kafka_chaos"  # the nft table a cut adds in the broker's namespace
 MARK = "0x4b43"  # a duplicate's mark: the copy is not copied again
-NETEM_FAULTS = ("packet-reorder", "packet-delay")  # need the kernel's netem; loss and duplication are nft rules
-NETEM = {
-    # netem sends `percent` of the packets at once while the others wait delay_ms: they overtake them
-    "packet-reorder": lambda p: ["delay", f"{p['delay_ms']}ms", "reorder", f"{p['percent']:g}%"],
-    "packet-delay": lambda p: ["delay", f"{p['delay_ms']}ms"] + ([f"{p['jitter_ms']}ms"] if p["jitter_ms"] else []),
+QUEUED_FAULTS = ("packet-reorder", "packet-delay")  # a netfilter queue answered by packet_queue.py
+QUEUE_ARGS = {  # fault kind -> packet_queue.py's MODE DELAY_MS X
+    "packet-reorder": lambda p: ["reorder", str(p["delay_ms"]), f"{p['percent']:g}"],
+    "packet-delay": lambda p: ["delay", str(p["delay_ms"]), str(p["jitter_ms"])],
 }
+PACKET_QUEUE = str(Path(__file__).with_name("packet_queue.py"))
 
 
 def _share(percent: float) -> str:
@@ -58,24 +67,24 @@ NFT_LINK = {  # fault kind -> the rule on a link end's egress (each end: each wa
 }
 
 
-_netem: bool | None = None
+_queue: bool | None = None
 
 
-def netem_available() -> bool:
-    """Whether this kernel has netem (tried once, on loopback in a namespace made for it)."""
-    global _netem
-    if _netem is None:
-        if os.geteuid() != 0 or shutil.which("ip") is None:
+def queue_available() -> bool:
+    """Whether iptables can send packets to a netfilter queue here (tried once, in a namespace made for it)."""
+    global _queue
+    if _queue is None:
+        if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("iptables") is None:
             return False
         probe = f"kcprobe{os.getpid()}"
         subprocess.run(["ip", "netns", "add", probe], capture_output=True, timeout=30)
         try:
-            done = subprocess.run(["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
-                                   "delay", "1ms"], capture_output=True, timeout=30)
-            _netem = done.returncode == 0
+            done = subprocess.run(["ip", "netns", "exec", probe, "iptables", "-t", "mangle", "-A", "PREROUTING",
+                                   "-j", "NFQUEUE", "--queue-num", "1", "--queue-bypass"], capture_output=True, timeout=30)
+            _queue = done.returncode == 0
         finally:
             subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=30)
-    return _netem
+    return _queue
 
 
 def problems() -> list[str]:
@@ -102,6 +111,8 @@ class Network:
         self.id, self.brokers, self.log = rid, brokers, log
         digest = hashlib.sha1(rid.encode()).digest()
         self.prefix = f"10.{200 + digest[0] % 50}.{digest[1]}"  # 10.200.0.0 - 10.249.255.0: one /24 a run
+        self._queues: dict[str, tuple[int, object]] = {}  # fault name -> (netfilter queue, its packet_queue process)
+        self._queue_numbers = itertools.count(1)  # faults on several links at once each have a queue of their own
 
     # -- names and addresses (pure) --------------------------------------------------------
     def namespace(self, broker: int) -> str:
@@ -141,25 +152,29 @@ class Network:
                  ["ip", "addr", "add", f"{self.host_address}/24", "dev", host], ["ip", "link", "set", host, "up"]]
         return cmds
 
-    def link_commands(self, broker: int, name: str, kind: str, params: dict) -> list[tuple[list[str], str | None]]:
-        """(command, stdin) that start fault `name` on both ends of the broker's link: its eth0 (what it
-        sends) and its bridge port (what it receives). Loss and duplication are an nft table of the fault's
-        own on each end's egress (they add up); delay and reordering, netem (one at a time on a link: the
-        schedule refuses two that could meet, schedule.check_overlaps)."""
-        if kind in NETEM:
-            return [(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "netem",
-                      *NETEM[kind](params)], None) for ns, dev in self._link_ends(broker)]
+    def link_commands(self, broker: int, name: str, kind: str, params: dict) -> list[tuple[list[str], str]]:
+        """(command, stdin) that start loss or duplication `name` on both ends of the broker's link: its eth0
+        (what it sends) and its bridge port (what it receives), an nft table of the fault's own on each end's
+        egress (they add up)."""
         table = _table(name)
         return [(["ip", "netns", "exec", ns, "nft", "-f", "-"],
                  f"table netdev {table} {{\n  chain egress {{\n    type filter hook egress device \"{dev}\" "
                  f"priority 0;\n    {NFT_LINK[kind](params, dev)}\n  }}\n}}\n") for ns, dev in self._link_ends(broker)]
 
-    def heal_commands(self, broker: int, name: str, kind: str) -> list[list[str]]:
-        if kind in NETEM:
-            return [["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"]
-                    for ns, dev in self._link_ends(broker)]
+    def heal_commands(self, broker: int, name: str) -> list[list[str]]:
         return [["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", _table(name)]
                 for ns, _ in self._link_ends(broker)]
+
+    def queue_commands(self, broker: int, queue: int, action: str) -> list[list[str]]:
+        """The iptables commands (`-A` adds, `-D` deletes) in the bridge's namespace that send the broker's
+        packets, each way, to netfilter queue `queue`: what enters the bridge by its port, what leaves by it.
+        A delay or reordering at a time on a link (the schedule refuses two that could meet): the first rule
+        that queues a packet is the last it meets."""
+        port = f"kc{self.id}p{broker}"
+        target = ["-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"]
+        return [["ip", "netns", "exec", self.bridge, "iptables", "-t", "mangle", action, chain, "-m", "physdev", *match,
+                 *target] for chain, match in (("PREROUTING", ["--physdev-in", port]),
+                                               ("POSTROUTING", ["--physdev-out", port, "--physdev-is-bridged"]))]
 
     def cut_ruleset(self, broker: int, direction: str) -> str:
         """The nft table that cuts the broker off from its peers: in, out or both (clients still pass)."""
@@ -185,12 +200,34 @@ class Network:
         remove(self.id)
 
     def link_fault(self, broker: int, name: str, kind: str, params: dict) -> None:
-        for cmd, stdin in self.link_commands(broker, name, kind, params):
-            self._run(cmd, stdin=stdin)
+        if kind not in QUEUED_FAULTS:
+            for cmd, stdin in self.link_commands(broker, name, kind, params):
+                self._run(cmd, stdin=stdin)
+            return
+        self._run(["ip", "netns", "exec", self.bridge, "sysctl", "-qw", "net.bridge.bridge-nf-call-iptables=1"])
+        queue = next(self._queue_numbers)
+        cmd = ["ip", "netns", "exec", self.bridge, sys.executable, "-I", PACKET_QUEUE, str(queue),
+               *QUEUE_ARGS[kind](params), str(zlib.crc32(name.encode()))]
+        proc = spawn(cmd, self.log or Path(os.devnull), talk=True)
+        if proc.stdout.readline().strip() != "bound":
+            stop(proc)
+            raise InfraError(f"network namespaces: the packet queue for {name} did not start (see {self.log})")
+        self._queues[name] = (queue, proc)
+        for cmd in self.queue_commands(broker, queue, "-A"):
+            self._run(cmd)
 
-    def heal_link(self, broker: int, name: str, kind: str) -> None:
-        for cmd in self.heal_commands(broker, name, kind):
-            self._run(cmd, check=False)  # gone already (healed by heal_all) is fine
+    def heal_link(self, broker: int, name: str, kind: str) -> dict | None:
+        """Heal fault `name`; for a delay or reordering, what its queue did ({"packets", "held", "sent_at_once"})."""
+        if kind not in QUEUED_FAULTS:
+            for cmd in self.heal_commands(broker, name):
+                self._run(cmd, check=False)  # gone already (healed by heal_all) is fine
+            return None
+        if name not in self._queues:
+            return None  # healed by heal_all already
+        queue, proc = self._queues.pop(name)
+        for cmd in self.queue_commands(broker, queue, "-D"):
+            self._run(cmd, check=False)
+        return _stop_queue(name, proc)
 
     def cut(self, broker: int, direction: str) -> None:
         self._run([*self.exec_prefix(broker), "nft", "-f", "-"], stdin=self.cut_ruleset(broker, direction))
@@ -199,13 +236,16 @@ class Network:
         self._run([*self.exec_prefix(broker), "nft", "delete", "table", "inet", TABLE], check=False)
 
     def heal_all(self) -> None:
-        """No fault left on any link: every qdisc and nft table the faults added, removed."""
+        """No fault left on any link: every nft table and queue rule the faults added removed, queues stopped."""
         for i in range(self.brokers):
-            for ns, dev in self._link_ends(i):
-                self._run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"], check=False)
             self.rejoin(i)
             for ns, _ in self._link_ends(i):
                 self._run(["ip", "netns", "exec", ns, "nft", "flush", "ruleset", "netdev"], check=False)
+        if self._queues:
+            self._run(["ip", "netns", "exec", self.bridge, "iptables", "-t", "mangle", "-F"], check=False)
+        while self._queues:
+            name, (_, proc) = self._queues.popitem()
+            _stop_queue(name, proc)
 
     def _run(self, cmd: list[str], check: bool = True, stdin: str | None = None) -> None:
         done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=30)
@@ -215,6 +255,21 @@ class Network:
                         f"{': ' + done.stderr.strip() if done.returncode else ''}\n")
         if check and done.returncode != 0:
             raise InfraError(f"network namespaces: `{' '.join(cmd)}` failed: {done.stderr.strip()}")
+
+
+def _stop_queue(name: str, proc) -> dict:
+    """Stop a packet queue (it lets what it holds go first) and return what it did, from its last line."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        stop(proc)
+        raise InfraError(f"network namespaces: the packet queue for {name} did not stop within 10 s") from None
+    try:
+        return json.loads(out.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise InfraError(f"network namespaces: the packet queue for {name} ended with exit status "
+                         f"{proc.returncode} and no count (a fault it held may have gone unheld)") from None
 
 
 def _table(name: str) -> str:

@@ -230,7 +230,7 @@ def _members(spec: ExperimentSpec) -> int | None:
 
 
 HOLDS_A_MEMBER = ("consumer-kill", "consumer-pause")  # a member down or frozen until the fault heals
-NETEM_KINDS = ("packet-reorder", "packet-delay")  # netem faults (cluster/netns.py): one per link at a time
+QUEUED_KINDS = ("packet-reorder", "packet-delay")  # a netfilter queue (cluster/netns.py): one per link at a time
 
 
 def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str, members: int | None = None) -> None:
@@ -246,9 +246,9 @@ def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str, 
         if b.at < a.at + a.duration:
             raise ScheduleError(f"faults ({origin}): {b} starts while {a} still holds the paused producer; "
                                 "one producer-pause at a time: move one of them (at, start, every, duration)")
-    netem = sorted((f for f in schedule if f.kind in NETEM_KINDS), key=lambda f: (f.at, f.id))
-    for i, a in enumerate(netem):  # a link has one netem queue: a second would replace the first, its heal both
-        for b in netem[i + 1:]:
+    queued = sorted((f for f in schedule if f.kind in QUEUED_KINDS), key=lambda f: (f.at, f.id))
+    for i, a in enumerate(queued):  # the first queue rule a packet meets is its last: a second would never see it
+        for b in queued[i + 1:]:
             if b.at < a.at + a.duration and not (isinstance(a.target, Broker) and isinstance(b.target, Broker)
                                                  and a.target != b.target):  # a role may name any broker
                 raise ScheduleError(f"faults ({origin}): {b} starts while {a} may still hold the same broker's link; "

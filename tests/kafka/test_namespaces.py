@@ -1,5 +1,5 @@
-"""Brokers in network namespaces (cluster.network: namespaces) on real Apache Kafka: packet loss and
-duplication on a leader's link, a one-way isolation of a leader, and nothing left behind after a run, after
+"""Brokers in network namespaces (cluster.network: namespaces) on real Apache Kafka: packet loss,
+duplication and reordering on leaders' links, a one-way isolation of a leader, and nothing left behind after a run, after
 Ctrl-C's clean-up or after kill -9 of the harness and the next start. Root only; without root (or ip / nft)
 they skip, saying so."""
 
@@ -28,7 +28,9 @@ PACKETS = {
     "variants": [{"name": "idempotence-on", "producer": {"enable.idempotence": True}}],
     "faults": [{"kind": "packet-loss", "at": 1, "duration": 2, "percent": 10, "target": {"leader-of": 0}},
                {"kind": "isolate", "at": 3.5, "duration": 2, "direction": "out", "target": {"leader-of": 1}},
-               {"kind": "packet-duplicate", "at": 6, "duration": 1.5, "percent": 10, "target": {"leader-of": 2}}],
+               {"kind": "packet-duplicate", "at": 6, "duration": 1.5, "percent": 10, "target": {"leader-of": 2}},
+               {"kind": "packet-reorder", "at": 1.5, "duration": 2, "percent": 25, "delay_ms": 20,
+                "target": {"leader-of": 2}}],
     "expectations": {"idempotence-on": {"duplicates": 0, "lost": 0}},
 }
 
@@ -53,12 +55,16 @@ def test_packet_faults_and_a_one_way_isolation_on_real_kafka_leave_nothing_behin
     ok(r, summary)
     v = summary["variants"]["idempotence-on"]
     assert (v["duplicates"], v["lost"]) == (0, 0) and accounting(v), v
-    assert [f["kind"] for f in faults] == ["packet-loss", "isolate", "packet-duplicate"]
+    assert sorted(f["kind"] for f in faults) == ["isolate", "packet-duplicate", "packet-loss", "packet-reorder"]
     assert all(f["outcome"] == "healed" for f in faults), faults
+    [reorder] = [f for f in faults if f["kind"] == "packet-reorder"]
+    [counts] = reorder["effect"].values()  # what the queue did: some packets overtook the held ones
+    assert counts["held"] > 0 and counts["sent_at_once"] > 0, counts
     [run_dir] = list(run_dirs(tmp_path / "reports"))
     log = (run_dir / "logs" / "network.log").read_text()
     rid = run_dir.name.rsplit("-", 1)[1]
     assert "numgen random mod 10000 < 1000 drop" in log and "dup to" in log  # loss, duplication
+    assert "NFQUEUE --queue-num 1" in log and "iptables -t mangle -D PREROUTING" in log  # reordering
     assert "chain cut_out" in log and "chain cut_in" not in log  # one way
     assert f"ip netns exec kc{rid}-b" in log and "nft delete table netdev kc_packet_loss_0 -> 0" in log
     assert network_state() == before

@@ -123,7 +123,7 @@ def _state(pid: int) -> str:
         return "gone"
 
 
-def test_network_namespaces_say_what_is_missing_and_whether_the_kernel_has_netem(monkeypatch):
+def test_network_namespaces_say_what_is_missing_and_whether_packets_can_be_queued(monkeypatch):
     from harness.cluster import netns
 
     monkeypatch.setattr(netns, "problems", lambda: ["cluster.network: namespaces needs root (...)"])
@@ -131,7 +131,7 @@ def test_network_namespaces_say_what_is_missing_and_whether_the_kernel_has_netem
     assert not check.ok and "needs root" in check.detail and "cluster.network: namespaces" in check.fix
     assert not check.needed  # the embedded default runs without it
     monkeypatch.setattr(netns, "problems", lambda: [])
-    for has, says in ((True, "netem: yes"), (False, "packet-reorder and packet-delay are refused")):
-        monkeypatch.setattr(netns, "netem_available", lambda: has)
+    for has, says in ((True, "packet queue: yes"), (False, "packet-reorder and packet-delay are refused")):
+        monkeypatch.setattr(netns, "queue_available", lambda: has)
         check = doctor.CHECKS["network namespaces"]()
         assert check.ok and says in check.detail

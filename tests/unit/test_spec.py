@@ -194,13 +194,13 @@ def test_faults_each_backend_can_inject_and_why_not(monkeypatch):
     assert "delay-requests" not in supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3,
                                                                 proxy="toxiproxy"))
     assert supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3)) == set(FAULT_KINDS) - set(LINK_FAULTS)
-    # packets: only in network namespaces; delay and reordering only where the kernel has netem
+    # packets: only in network namespaces; delay and reordering only where iptables can queue them
     spaced = ClusterSpec(backend="local", broker="kafka", brokers=3, network="namespaces")
-    monkeypatch.setattr(local, "netem_available", lambda: True)
+    monkeypatch.setattr(local, "queue_available", lambda: True)
     assert supported_faults(spaced) == set(FAULT_KINDS)
-    monkeypatch.setattr(local, "netem_available", lambda: False)
+    monkeypatch.setattr(local, "queue_available", lambda: False)
     assert supported_faults(spaced) == set(FAULT_KINDS) - {"packet-reorder", "packet-delay"}
-    assert "no netem" in unsupported_faults(spaced, {"packet-delay"})[0]
+    assert "NFQUEUE" in unsupported_faults(spaced, {"packet-delay"})[0]
     [why] = unsupported_faults(ClusterSpec(backend="local", broker="kafka", brokers=1), {"isolate"})
     assert "one broker" in why
     ext = dict(backend="external", broker="kafka", bootstrap_servers="h:1")
