@@ -7,7 +7,8 @@
 
 The logger is not registered with `logging.getLogger` (a name per run folder would stay in
 logging's registry for the life of the process, a long --repeat series included), so it has
-no parent: only its own file receives its lines.
+no parent: only its own file receives its lines. It keeps every level: librdkafka logs at debug
+level only what a client's `debug` setting asks for (`debug: eos,msg`), and that must reach the file.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 class FileLogger(logging.Logger):
     def __init__(self, path: Path):
-        super().__init__(f"kafka-chaos.{path}", logging.INFO)
+        super().__init__(f"kafka-chaos.{path}", logging.DEBUG)
         path.parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(path)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))

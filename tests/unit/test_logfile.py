@@ -30,3 +30,10 @@ def test_as_a_context_manager(tmp_path):
     with FileLogger(tmp_path / "admin.log") as logger:
         logger.info("metadata")
     assert not logger.handlers and str(tmp_path / "admin.log") not in open_files()
+
+
+def test_a_clients_debug_lines_reach_the_file(tmp_path):
+    # librdkafka logs what `debug: eos,msg` asks for at syslog level 7, which confluent-kafka logs as DEBUG
+    with FileLogger(tmp_path / "producer-a.log") as logger:
+        logger.log(logging.DEBUG, "ERRSEQ [rdkafka#producer-1] ProduceRequest ... skipped sequence numbers")
+    assert "skipped sequence numbers" in (tmp_path / "producer-a.log").read_text()
