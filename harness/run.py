@@ -31,6 +31,7 @@ from .logfile import FileLogger
 from .runfolder import RunFolder
 from .spec import LOSES_MEMORY_LOG, ExperimentSpec
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
+from .workload.clientenv import ensure
 from .workload.consumers import ConsumerGroup
 from .workload.producers import Sending, make_producer
 from .workload.readback import final_read, lso_stall, save_log
@@ -284,9 +285,11 @@ class Run:
         self.produced[variant.name]["consumer"] = {
             "strategy": group_spec.strategy, "members": group_spec.members,
             "group.protocol": group_spec.group_protocol, "when": group_spec.when, "output": output}
+        version = self.spec.client_version(variant)  # the members run it too (prepared before the run)
         return ConsumerGroup(self.cluster.client, topic, self.spec.topic.partitions, group_spec,
                              self.folder.sink_path(variant.name), lambda m: self.folder.member_log(variant.name, m),
-                             f"{topic}-group", self.stop, output=output)
+                             f"{topic}-group", self.stop, output=output,
+                             environ=ensure(version).environ() if version else None)
 
     def _faults_on_group(self, group: ConsumerGroup, nemesis: Nemesis, name: str) -> None:
         """consumer.when after: the producer has sent everything; the group starts and the fault timeline

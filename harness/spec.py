@@ -438,10 +438,13 @@ class Latency(FaultBase):
 
 
 class Bandwidth(FaultBase):
-    """Broker responses throttled to rate_kbps kilobytes per second."""
+    """Broker responses (or, with `stream: requests`, the client's requests) throttled to rate_kbps
+    kilobytes per second. Throttled requests reach the broker spread out, one read at a time, instead of
+    back to back."""
 
     kind: Literal["bandwidth"]
     rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 100
+    stream: Literal["responses", "requests"] = "responses"
 
 
 class SlowClose(FaultBase):
@@ -962,12 +965,10 @@ class ExperimentSpec(Strict):
             version = self.client_version(v)
             if version is None:
                 continue
-            why = (f"variant {v.name} runs confluent-kafka {version} in a child process, which runs the plain "
-                   "producer under broker and network faults only, so far")
             if self.transactional(v):
-                raise ValueError(f"client: {why}; it cannot send in transactions (transactional.id)")
-            if self.consumer_spec(v) is not None:
-                raise ValueError(f"client: {why}; it cannot have a consumer group")
+                raise ValueError(f"client: variant {v.name} runs confluent-kafka {version} in a child process, which "
+                                 "runs the plain producer (and its consumer group's members) under broker and network "
+                                 "faults only, so far; it cannot send in transactions (transactional.id)")
         configured = [v.name for v in self.variants if v.broker_config]
         if configured and self.cluster.broker != "kafka":
             raise ValueError(f"variants: {configured[0]} sets broker_config, which needs Apache Kafka (broker: kafka)")
@@ -1002,7 +1003,8 @@ class ExperimentSpec(Strict):
             version = self.client_version(v)
             if kind in PRODUCER_FAULTS and version is not None:
                 return (f"{kind} acts on the producer; variant {v.name} runs confluent-kafka {version} in a child "
-                        "process, which runs the plain producer under broker and network faults only, so far")
+                        "process, which runs the plain producer (and its consumer group's members) under broker and "
+                        "network faults only, so far")
         return ""
 
     def _faults_fire(self) -> None:

@@ -72,8 +72,11 @@ class FaultAction:
 
 
 def _toxic(type: str, attributes: Callable[[dict], dict], stream: str = "downstream") -> FaultAction:
+    """A Toxiproxy toxic; `stream` is upstream (requests) or downstream (responses), or for a fault with a
+    `stream` setting, what it names."""
     def apply(cluster, broker, name, params, topic):
-        cluster.toxiproxy().add_toxic(cluster.proxy_name(broker), name, type=type, stream=stream,
+        on = {"requests": "upstream", "responses": "downstream"}.get(params.get("stream"), stream)
+        cluster.toxiproxy().add_toxic(cluster.proxy_name(broker), name, type=type, stream=on,
                                       attributes=attributes(params))
 
     def heal(cluster, broker, name, params, topic):

@@ -55,8 +55,9 @@ class Slot:
 class ConsumerGroup:
     def __init__(self, client: dict, topic: str, partitions: int, spec: ConsumerSpec, sink_path: Path,
                  member_log: Callable[[str], Path], group_id: str, stop: threading.Event,
-                 output: str | None = None, clock: Clock = REAL):
+                 output: str | None = None, clock: Clock = REAL, environ: dict[str, str] | None = None):
         self.clock = clock
+        self.environ = environ  # the members' environment: another client version's (clientenv.py), or ours
         self.client, self.topic, self.partitions, self.spec = client, topic, partitions, spec
         self.sink_path, self.member_log, self.group_id = Path(sink_path), member_log, group_id
         self.output = output
@@ -86,7 +87,7 @@ class ConsumerGroup:
                "protocol": self.spec.group_protocol, "batch": self.spec.batch,
                "processing_ms": self.spec.processing_ms, "config": self.spec.config, "client": self.client,
                "sink": str(self.sink_path), "output": self.output, "transactional_id": transactional_id}
-        env = {**os.environ, "KAFKA_CHAOS_MEMBER": json.dumps(cfg)}
+        env = {**(self.environ or os.environ), "KAFKA_CHAOS_MEMBER": json.dumps(cfg)}
         proc = procs.spawn(MEMBER, self.member_log(name), env=env)
         return Slot(name, proc)
 

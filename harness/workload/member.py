@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 
+import confluent_kafka
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from .sink import Sink, now_ms
@@ -43,8 +44,9 @@ _UNSUPPORTED = {KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION}
 def consumer_config(client: dict, group: str, member: str, strategy: str, protocol: str, config: dict) -> dict:
     """A member's librdkafka settings: the experiment's `consumer.config` over the strategy's own."""
     conf = {**client, "group.id": group, "client.id": member, "auto.offset.reset": "earliest",
-            "enable.auto.commit": strategy == "auto-commit", "group.protocol": protocol,
-            "isolation.level": "read_committed"}
+            "enable.auto.commit": strategy == "auto-commit", "isolation.level": "read_committed"}
+    if protocol != "classic":  # the default; a client older than KIP-848 (librdkafka < 2.4) has no such setting
+        conf["group.protocol"] = protocol
     if protocol == "classic":  # KIP-848 moves the session to the broker (group.consumer.session.timeout.ms)
         conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500})
     return {**conf, **config}
@@ -107,6 +109,8 @@ class Member:
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> int:
         self.sink.event("start", detail=f"pid {os.getpid()}")
+        print(f"member {self.name}: confluent-kafka {confluent_kafka.version()[0]}, librdkafka "
+              f"{confluent_kafka.libversion()[0]}", file=sys.stderr, flush=True)
         self.consumer.subscribe([self.topic], on_assign=self._assigned, on_revoke=self._revoked,
                                 on_lost=self._lost)
         handle = getattr(self, f"_batch_{self.strategy.replace('-', '_')}")

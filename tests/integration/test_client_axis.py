@@ -68,3 +68,20 @@ def test_the_child_imports_the_version_asked_for(old_client):
     out = subprocess.run([sys.executable, "-c", "import confluent_kafka as c; print(c.version())"],
                          env=old_client.environ(), capture_output=True, text=True, check=True).stdout
     assert OLD in out
+
+
+def test_an_old_clients_consumer_group_runs_that_version_too(tmp_path, old_client):
+    doc = {"name": "client-axis-group", "seed": 3, "topic": {"partitions": 3},
+           "workload": {"messages": 6000, "rate": 6000},
+           "producer": {"acks": "all", "enable.idempotence": True, "linger.ms": 5},
+           "consumer": {"members": 2, "when": "after", "batch": 200},
+           "variants": [{"name": "old", "client": {"confluent-kafka": OLD}}]}
+    result, run_dir, summary = run_experiment(tmp_path, doc)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    v = summary["variants"]["old"]
+    assert v["client"] == f"confluent-kafka {OLD}, librdkafka {old_client.librdkafka}"
+    assert v["received"] == 6000 and v["unconsumed"] == 0 and v["processed"] >= 6000
+    members = sorted((run_dir / "logs").glob("consumer-old-m*.log"))
+    assert len(members) == 2
+    for log in members:  # each member imported the variant's version, not the harness's own
+        assert f"confluent-kafka {OLD}, librdkafka {old_client.librdkafka}" in log.read_text(), log

@@ -136,6 +136,8 @@ def test_each_kind_applies_and_heals(tmp_path):
         PlannedFault(3, "broker-kill", Broker(1), 0.0, 0.05, {}),
         PlannedFault(4, "isolate", FollowerOf(0), 0.0, 0.05, {}),
         PlannedFault(5, "lost-requests", Broker(2), 0.0, 0.05, {"cut_after_ms": 200}),
+        PlannedFault(6, "bandwidth", Broker(0), 0.0, 0.05, {"rate_kbps": 50, "stream": "requests"}),
+        PlannedFault(7, "bandwidth", Broker(1), 0.0, 0.05, {"rate_kbps": 60, "stream": "responses"}),
     ]
     cluster, nemesis, lines = run_nemesis(schedule, tmp_path)
     c = cluster.calls
@@ -144,6 +146,9 @@ def test_each_kind_applies_and_heals(tmp_path):
     # lost-requests: the same toxic on the way in (requests never reach the broker)
     assert ("add", "broker-2", "lost-requests-5", "timeout", "upstream", {"timeout": 200}) in c
     assert ("remove", "broker-2", "lost-requests-5") in c
+    # bandwidth: on the stream the fault names
+    assert ("add", "broker-0", "bandwidth-6", "bandwidth", "upstream", {"rate": 50}) in c
+    assert ("add", "broker-1", "bandwidth-7", "bandwidth", "downstream", {"rate": 60}) in c
     assert c.index(("enabled", "broker-0", False)) < c.index(("enabled", "broker-0", True))
     assert ("leader_of", "topic-a", 1) in c and ("pause_broker", 2) in c and ("resume_broker", 2) in c
     assert c.index(("kill_broker", 1)) < c.index(("start_broker", 1))
@@ -152,9 +157,9 @@ def test_each_kind_applies_and_heals(tmp_path):
     assert cut == {"replication-0-1", "replication-1-0", "controller-0-1", "controller-1-0",
                    "replication-0-2", "replication-2-0", "controller-0-2", "controller-2-0"}
     assert {x[1] for x in c if x[0] == "enabled" and x[2] is True} - {"broker-0"} == cut
-    assert [line["outcome"] for line in lines] == ["healed"] * 6
+    assert [line["outcome"] for line in lines] == ["healed"] * 8
     assert [line["target"] for line in lines] == [{"broker": 1}, {"broker": 0}, {"leader-of": 1}, {"broker": 1},
-                                                  {"follower-of": 0}, {"broker": 2}]
+                                                  {"follower-of": 0}, {"broker": 2}, {"broker": 0}, {"broker": 1}]
     assert nemesis.errors == [] and nemesis.warnings == []
     assert cluster.states == [RUNNING] * 3
 

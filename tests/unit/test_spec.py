@@ -420,6 +420,14 @@ def test_a_matrix_ranges_over_client_versions_and_selectors_pick_them(tmp_path):
     assert [n for n, g in got.items() if g[3]] == ["confluent-kafka-2.2.0_idem-true", "confluent-kafka-2.2.0_idem-false"]
 
 
+def test_a_client_version_runs_a_consumer_group_too(tmp_path):
+    doc = {**BASE, "consumer": {"members": 2}, "client": {"confluent-kafka": "2.1.0"},
+           "faults": [{"kind": "consumer-kill", "at": 0.2}]}
+    spec = load_spec(write(tmp_path, doc))
+    assert [(spec.client_version(v), spec.consumer_spec(v).members) for v in spec.variants] == [("2.1.0", 2)] * len(
+        spec.variants)
+
+
 def test_broker_settings_and_feature_levels_go_where_a_backend_can_apply_them(tmp_path):
     kafka = {"backend": "local", "broker": "kafka", "brokers": 3}
     doc = {**BASE, "cluster": {**kafka, "broker_config": {"log.flush.interval.messages": 1, "x.enable": True}},
