@@ -570,13 +570,16 @@ class DelayRequests(FaultBase):
     its arrival, with what follows it on its connection (TCP never reorders a connection), then all of it is
     delivered in order, even after the client gave up and closed the connection; its requests on a new
     connection overtake them. With `drop` the request and what follows it on its connection are never
-    delivered. The embedded proxy reads the request framing (proxy/kafka_frames.py)."""
+    delivered. With `gap_ms` each is also delivered at least gap_ms after the previous one of its connection:
+    requests sent back to back reach the broker spread out. The embedded proxy reads the request framing
+    (proxy/kafka_frames.py)."""
 
     kind: Literal["delay-requests"]
     requests: Annotated[list[str], Field(min_length=1), AfterValidator(_request_names)] = Field(
         description="request types, e.g. [Produce] or [EndTxn, AddPartitionsToTxn]")
     hold_ms: Annotated[Millis, Field(ge=1)] = 5000
     drop: bool = False
+    gap_ms: Annotated[Millis, Field(ge=0)] = 0
 
 
 class _WorkloadFault(FaultBase):

@@ -92,7 +92,8 @@ def _hold_requests() -> FaultAction:
             cluster.toxiproxy().add_toxic(cluster.proxy_name(broker), f"{name}-{request}", type="kafka_hold",
                                           stream="upstream", attributes={"api_key": KAFKA_REQUESTS[request],
                                                                          "hold": params["hold_ms"],
-                                                                         "drop": int(params["drop"])})
+                                                                         "drop": int(params["drop"]),
+                                                                         "gap": params.get("gap_ms", 0)})
 
     def heal(cluster, broker, name, params, topic):  # requests held already are still delivered when due
         proxy = cluster.proxy_name(broker)

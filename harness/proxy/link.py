@@ -30,7 +30,9 @@ on every connection, whether toxicity applied the toxic there or not.
 after it arrived, and what the client sends behind it on that connection waits behind it, as on a TCP
 connection whose packets are delayed (a connection never reorders; requests the client sends on a new
 connection, once it gave up on this one, overtake them). With drop 1 the request and everything after it
-on the connection are never delivered. Removing the toxic delivers nothing early, and a client that closes
+on the connection are never delivered. With `gap` ms, each such request is also delivered no sooner than
+`gap` ms after the previous one of its connection: requests the client sends back to back reach the broker
+spread out (and what follows each waits behind it). Removing the toxic delivers nothing early, and a client that closes
 its connection does not stop the held requests reaching the broker (the upstream side stays open until they
 are delivered). A stream that is not Kafka requests is passed through unchanged and counted
 (`Proxy.kafka_requests`: per proxy, and held / dropped per kafka_hold toxic, so that a fault reports what
@@ -200,6 +202,7 @@ class Link:
         self._queue: deque[list] = deque()
         self._pump: asyncio.Task | None = None  # while it runs, a client that closed waits for it
         self._dropping = ""  # the kafka_hold toxic that dropped a request: nothing more of the stream is delivered
+        self._last_due = 0.0  # when the last request a kafka_hold matched is due (its `gap` spaces the next)
 
     # -- toxic bookkeeping -------------------------------------------------
     def start_toxic(self, toxic: Toxic) -> None:
@@ -328,8 +331,10 @@ class Link:
                 continue
             if matched is not None or self._queue:
                 if piece.first or not self._queue:  # a new request: due when its own hold ends, never before
-                    due = arrived + matched.attr("hold") / 1000 if matched is not None else 0.0
+                    due = 0.0
                     if matched is not None:
+                        due = max(arrived + matched.attr("hold") / 1000, self._last_due + matched.attr("gap") / 1000)
+                        self._last_due = due
                         self.proxy.count_request(matched.name, "held")
                     self._queue.append([max(due, self._queue[-1][0] if self._queue else 0.0), bytearray(), False])
                 entry = self._queue[-1]

@@ -27,9 +27,9 @@ TOXIC_ATTRIBUTES: dict[str, dict[str, int]] = {
     "slicer": {"average_size": 0, "size_variation": 0, "delay": 0},
     "limit_data": {"bytes": 0},
     # The embedded proxy's own (Toxiproxy has none such), upstream: a Kafka request of API key `api_key` is
-    # held `hold` ms from its arrival, what follows it on the connection waiting behind it (drop 1: neither
-    # is ever delivered). Framing in kafka_frames.py; see link.py.
-    "kafka_hold": {"api_key": 0, "hold": 0, "drop": 0},
+    # held `hold` ms from its arrival, and `gap` ms after the previous one, what follows it on the connection
+    # waiting behind it (drop 1: neither is ever delivered). Framing in kafka_frames.py; see link.py.
+    "kafka_hold": {"api_key": 0, "hold": 0, "drop": 0, "gap": 0},
 }
 
 

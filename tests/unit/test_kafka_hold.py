@@ -124,3 +124,32 @@ def test_what_is_no_kafka_request_passes_unchanged_and_is_counted(tmp_path):
         assert up.closed.wait(30)
         assert bytes(up.received) == junk
         assert requests.get(f"{base}/k/kafka").json() == {"held": 0, "dropped": 0, "unparsed": 1, "toxics": {}}
+
+
+def test_a_gap_spaces_a_connections_matched_requests_and_what_follows_waits_behind_them():
+    import asyncio
+
+    from harness.proxy.link import Link
+    from harness.proxy.toxics import Toxic
+
+    toxic = Toxic("pace", "kafka_hold", "upstream", attributes={"api_key": 0, "hold": 1, "drop": 0, "gap": 100})
+
+    class Proxy:  # what a link asks of its proxy
+        toxics = {"pace": toxic}
+        kafka_requests = {"held": 0, "dropped": 0, "unparsed": 0}
+
+        def count_request(self, name, what):
+            self.kafka_requests[what] += 1
+
+    async def hold():
+        link = Link(Proxy(), None)
+        link.active[id(toxic)] = True
+        out = link._hold_requests(10.0, request(0, 1) + request(0, 2) + request(3, 3) + request(0, 4), None)
+        link._pump.cancel()  # nothing is written: the test reads when each would be
+        return out, [(round(due, 3), FrameTracker().feed(bytes(frame))[0].header.correlation_id)
+                     for due, frame, _ in link._queue]
+
+    out, dues = asyncio.run(hold())
+    assert out == b""  # all of it held
+    # each Produce 100 ms after the previous one; the Metadata request behind the second goes with it
+    assert dues == [(10.001, 1), (10.101, 2), (10.101, 3), (10.201, 4)]

@@ -386,9 +386,9 @@ def test_delay_requests_holds_each_named_request_type_on_the_clients_stream_unti
     c = cluster.calls
     adds = [x for x in c if x[0] == "add"]
     assert adds == [("add", "broker-1", "delay-requests-0-Produce", "kafka_hold", "upstream",
-                     {"api_key": 0, "hold": 7000, "drop": 0}),
+                     {"api_key": 0, "hold": 7000, "drop": 0, "gap": 0}),
                     ("add", "broker-1", "delay-requests-0-EndTxn", "kafka_hold", "upstream",
-                     {"api_key": 26, "hold": 7000, "drop": 0})]
+                     {"api_key": 26, "hold": 7000, "drop": 0, "gap": 0})]
     assert [x for x in c if x[0] == "remove"] == [("remove", "broker-1", "delay-requests-0-Produce"),
                                                   ("remove", "broker-1", "delay-requests-0-EndTxn")]
     assert line["effect"] == {"1": {"kafka_requests": {"held": 4, "dropped": 0, "unparsed": 2}}}
