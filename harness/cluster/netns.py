@@ -217,7 +217,7 @@ class Network:
             self._run(cmd)
 
     def heal_link(self, broker: int, name: str, kind: str) -> dict | None:
-        """Heal fault `name`; for a delay or reordering, what its queue did ({"packets", "held", "sent_at_once"})."""
+        """Heal fault `name`; for a delay or reordering, what its queue did (packet_queue.py's counts)."""
         if kind not in QUEUED_FAULTS:
             for cmd in self.heal_commands(broker, name):
                 self._run(cmd, check=False)  # gone already (healed by heal_all) is fine

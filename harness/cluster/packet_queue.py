@@ -8,7 +8,8 @@ given out of order reorder them. MODE is
 - `reorder`: X % of the packets go at once, the others wait DELAY_MS, so those overtake them (netem's
   `delay DELAY_MS reorder X%`).
 It prints `bound` once it listens; on SIGTERM it lets every held packet go at once, in order, and prints
-one JSON line of what it did ({"packets", "held", "sent_at_once"}).
+one JSON line of what it did ({"packets", "held", "sent_at_once", "overflows"}: an overflow is news of
+queued packets the kernel could not send this process, whose packets then wait until the queue goes).
 
 Why not the kernel's netem, which does this in the kernel: kernels without it exist (CONFIG_NET_SCH_NETEM
 unset, as on the machines this was written on), while the netfilter queue is in every kernel that runs
@@ -21,6 +22,7 @@ rules pass packets through (`--queue-bypass`) when nothing listens, and when the
 
 from __future__ import annotations
 
+import errno
 import heapq
 import json
 import random
@@ -112,7 +114,7 @@ def run(queue: int, mode: str, delay_ms: float, x: float, seed: int) -> dict:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     print("bound", flush=True)
     held: list[tuple[float, int]] = []  # (when it goes, packet id): a heap
-    counts = {"packets": 0, "held": 0, "sent_at_once": 0}
+    counts = {"packets": 0, "held": 0, "sent_at_once": 0, "overflows": 0}
     while not stopping:
         now = time.monotonic()
         while held and held[0][0] <= now:
@@ -124,7 +126,13 @@ def run(queue: int, mode: str, delay_ms: float, x: float, seed: int) -> dict:
             continue
         if not ready:
             continue
-        ids, _ = parse(sock.recv(1 << 20))
+        try:
+            ids, _ = parse(sock.recv(1 << 20))
+        except OSError as e:  # ENOBUFS: the kernel dropped news of packets it queued (they wait until we go)
+            if e.errno != errno.ENOBUFS:
+                raise
+            counts["overflows"] += 1
+            continue
         now = time.monotonic()
         for packet_id in ids:
             counts["packets"] += 1
