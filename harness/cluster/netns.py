@@ -18,11 +18,12 @@ the link, so each way is hit:
 - a one-way or two-way cut from its peers (`nft`, a table of its own in the broker's namespace):
   `in` drops what the peers send it, `out` what it sends them, `both` the two. Clients still reach it.
 
-Everything lives inside the namespaces the run made, so removing them removes the links, the qdiscs and
-the firewall tables with them (and the queue processes, killed first). An owner file, /run/kafka-chaos/netns/<id>.pid, names the harness process;
-`kafka-chaos run` and `shrink` first remove the namespaces and links of runs whose owner is gone (after kill -9
-of a harness, whose brokers PR_SET_PDEATHSIG took with it). Written with `ip`, `nft` and `iptables` rather than a
-library (pyroute2): they are what an operator would type, and each command is journaled in the log as is.
+Everything lives inside the namespaces the run made, so removing them removes the links and the firewall
+tables with them (the processes in them, queues included, are killed first). An owner file,
+/run/kafka-chaos/netns/<id>.pid, names the harness process; `kafka-chaos run` and `shrink` first remove the
+namespaces and links of runs whose owner is gone (after kill -9 of a harness, whose brokers and queues
+PR_SET_PDEATHSIG took with it). Written with `ip`, `nft` and `iptables` rather than a library (pyroute2): they
+are what an operator would type, and each command is journaled in the log as is.
 """
 
 from __future__ import annotations
