@@ -89,16 +89,32 @@ def _consumer(client_config: dict, isolation: str):
     return Consumer(consumer_config(client_config, isolation))
 
 
+def watermark(consumer, topic: str, partition: int, timeout: float = 30) -> tuple[int, int]:
+    """One partition's (log start offset, end offset) as its leader lists them. librdkafka neither retries
+    nor marks retriable an error of a moving leader here (NOT_LEADER_OR_FOLLOWER while a preferred leader is
+    elected back after the faults healed): it is asked again until `timeout`."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    moving = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH,
+              KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError._TRANSPORT}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return tuple(consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                        timeout=max(1.0, deadline - time.monotonic())))
+        except KafkaException as e:
+            if e.args[0].code() not in moving or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
 def watermarks(client: dict, topic: str, partitions: int, isolation: str = "read_committed",
                timeout: float = 30) -> list[tuple[int, int]]:
     """Each partition's (log start offset, end offset) as the broker lists them; under read_committed the end
     is the last stable offset (librdkafka asks with the consumer's isolation level)."""
-    from confluent_kafka import TopicPartition
-
     consumer = _consumer(client, isolation)
     try:
-        return [tuple(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout))
-                for p in range(partitions)]
+        return [watermark(consumer, topic, p, timeout) for p in range(partitions)]
     finally:
         consumer.close()
 
@@ -150,7 +166,7 @@ class KafkaLogReader(DataSourceReader):
         try:
             listed_end = end
             if end is None:
-                _, listed_end = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
+                _, listed_end = watermark(consumer, self.topic, p)
             consumer.assign([TopicPartition(self.topic, p, start)])
             deadline = time.monotonic() + self.timeout
             done = False

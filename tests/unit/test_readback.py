@@ -130,3 +130,29 @@ def test_offset_ranges():
     assert readback.offset_ranges(8, 4) == [(0, 4), (4, None)]
     assert readback.offset_ranges(0, 4) == [(0, None)] and readback.offset_ranges(3, 4) == [(0, None)]
     assert readback.offset_ranges(9, 8) == [(0, 5), (5, None)]  # equal halves, not 8 + 1
+
+
+def test_a_watermark_is_asked_again_while_the_leader_moves_and_other_errors_are_raised():
+    from confluent_kafka import KafkaError, KafkaException
+
+    from harness.workload.readback import watermark
+
+    class Consumer:  # answers NOT_LEADER twice (a preferred leader elected back), then the offsets
+        def __init__(self, errors):
+            self.errors, self.asked = list(errors), 0
+
+        def get_watermark_offsets(self, tp, timeout):
+            self.asked += 1
+            if self.errors:
+                raise KafkaException(KafkaError(self.errors.pop(0)))
+            return (0, 42)
+
+    moving = Consumer([KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.NOT_LEADER_FOR_PARTITION])
+    assert watermark(moving, "t", 3) == (0, 42) and moving.asked == 3
+    gone = Consumer([KafkaError.UNKNOWN_TOPIC_OR_PART])
+    with pytest.raises(KafkaException):
+        watermark(gone, "t", 3)
+    assert gone.asked == 1
+    never = Consumer([KafkaError.NOT_LEADER_FOR_PARTITION] * 1000)
+    with pytest.raises(KafkaException):
+        watermark(never, "t", 3, timeout=0.5)  # gives up at its deadline
