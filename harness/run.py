@@ -315,6 +315,13 @@ class Run:
         group.stop()
         if group.error:
             raise InfraError(f"{name}: {group.error}")
+        if group.hung:
+            self.produced[name]["consumer"]["hung_on_close"] = group.hung
+            warning = (f"{name}: consumer(s) {', '.join(group.hung)} processed their last batch, then their client's "
+                       "close() did not return within 30 s and they were killed (a client hang, not the run's: what "
+                       "they processed is analysed)")
+            self.warnings.append(warning)
+            self.listener.warning(warning)
         group.finish(ends)
 
     def _write_summary(self, status: str, reason: str) -> tuple[dict, OSError | None]:

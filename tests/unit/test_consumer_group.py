@@ -163,3 +163,20 @@ def test_every_variant_needs_a_group_for_consumer_faults_and_variants_override_t
     with pytest.raises(ValueError, match="runs before the fault timeline"):
         ExperimentSpec.model_validate({**doc, "consumer": {"when": "after"},
                                        "faults": [{"kind": "producer-restart", "at": 1}]})
+
+
+def test_a_member_whose_close_hangs_after_its_stop_is_a_client_hang_and_one_that_never_stopped_an_error(
+        tmp_path, monkeypatch):
+    hangs = [sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+             "print('ready', flush=True)\nwhile True: time.sleep(0.05)"]  # deaf to SIGTERM: killed at the deadline
+    monkeypatch.setattr(consumers, "MEMBER", hangs)
+    monkeypatch.setattr(consumers.ConsumerGroup, "_spawn", spawn_ready(consumers.ConsumerGroup._spawn))
+    g = consumers.ConsumerGroup({"bootstrap.servers": "127.0.0.1:9"}, "t", 3, ConsumerSpec(members=2),
+                                tmp_path / "sink.sqlite", lambda m: tmp_path / "logs" / f"{m}.log", "g",
+                                threading.Event(), clock=FakeClock())
+    g.start()
+    g.sink.event("stop", member="m0.0")  # m0.0 left its loop (its client's close is what hangs); m1.0 did not
+    g.stop(timeout=1)
+    assert [s.proc.returncode for s in g.current] == [-9, -9]
+    assert g.hung == ["m0.0"]
+    assert "consumer m1.0 exited with code -9 when asked to stop" in g.error
