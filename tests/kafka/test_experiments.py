@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -96,22 +97,36 @@ def test_last_replica_standing_loses_acknowledged_writes_without_eligible_leader
 
 
 def test_delayed_transaction_requests_reach_the_broker_after_the_client_gave_up_on_them(tmp_path):
-    # The shipped pattern over 15 s instead of 30: EndTxn and Produce held 4 s past the client's 2 s timeout.
+    # The shipped pattern over 15 s instead of 30: EndTxn requests held 4 s past the client's 2 s timeout.
     doc = shipped("known-bugs/delayed-endtxn", workload={"messages": 30000, "rate": 2000, "transaction.size": 100,
-                                                         "abort_ratio": 0.2})
+                                                         "abort_ratio": 0.5})
     r, summary, faults = run(tmp_path, doc)
-    ok(r, summary)
+    assert summary["status"] == "complete" and summary["cluster"].startswith("local · kafka 4.1.0 × 3"), summary
     v = summary["variants"]["transactional"]
     held = [f["effect"][b]["kafka_requests"]["held"] for f in faults for b in f.get("effect", {})]
     assert faults and all(f["outcome"] == "healed" for f in faults) and max(held) > 0, faults
     [run_dir] = list(run_dirs(tmp_path / "reports"))
-    assert "Timed out" in (run_dir / "logs" / "producer-transactional.log").read_text()  # the client gave up
-    # What Kafka 4.1 and librdkafka did with the late requests: no transaction anomaly (a fatal
-    # OUT_OF_ORDER_SEQUENCE_NUMBER, when it comes, replaces the instance and is said in the warnings).
-    assert (v["aborted_reads"], v["lost_committed"], v["torn_transactions"]) == (0, 0, 0), v
-    assert v["verdict"] == "pass" and accounting(v)
+    assert "Timed out EndTxnRequest" in (run_dir / "logs" / "producer-transactional.log").read_text()
+    # What Kafka 4.1 does with a late EndTxn(commit) varies from run to run: landing in a later transaction
+    # the client is aborting, it commits it (aborted reads; CI's run of 2026-11-26 saw 100). The harness must
+    # say exactly that and nothing else, and the exit code must follow the verdict.
+    assert (v["duplicates"], v["lost"], v["lost_committed"], v["unexpected"]) == (0, 0, 0, 0), v
+    assert accounting(v)
+    failed = {e["metric"] for e in v["expectations"] if not e["passed"]}
+    assert failed <= {"aborted_reads", "torn_transactions"}, v["expectations"]
+    assert r.returncode == (1 if failed else 0), r.stdout[-3000:] + r.stderr[-3000:]
     for fatal in v.get("instances_replaced", {}):
         assert any(fatal in w for w in summary["warnings"])
+    if v["aborted_reads"]:
+        # each one is in a transaction the client aborted and whose abort the coordinator refused, because
+        # the late commit had already committed it
+        vt = run_dir / "transactional"
+        txns = set(pq.read_table(vt / "anomalies" / "aborted_reads.parquet").column("txn").to_pylist())
+        book = pq.read_table(vt / "transactions.parquet").to_pylist()
+        assert {(t["outcome"], t["cause"], t["error"]) for t in book if t["txn"] in txns} == {
+            ("aborted", "planned", "INVALID_TXN_STATE")}, [t for t in book if t["txn"] in txns]
+        brokers = "".join((run_dir / "logs" / f"kafka-{b}" / "server.log").read_text() for b in range(3))
+        assert "state is COMPLETE_COMMIT, but received transaction marker result to send: ABORT" in brokers
 
 
 def test_partition_verification_set_per_variant_and_the_last_stable_offset_measured(tmp_path):
