@@ -7,7 +7,9 @@ included). Prints, measured in this one series:
     per-run overhead = series wall time / N - mean workload time per run
 
 which is what a cluster start, the proxies, Spark and the report add to each run (issue 25 asks for at
-most 5 s on 2 cores for the quickstart), and the share of the series spent producing.
+most 5 s on 2 cores for the quickstart), and the share of the series spent producing; then where that time
+went, from each summary's `seconds` (the run's stages, averaged over the series; a variant's stages summed
+over its variants), and what no stage holds (the process start, the series' Spark start, the reports).
 
     python bench/repeat.py [--experiment experiments/quickstart.yaml] [--repeat 20] [--keep DIR]
 """
@@ -51,6 +53,14 @@ def main() -> int:
               f"{mean_workload:.1f} s of it producing")
         print(f"per-run overhead: {overhead:.1f} s ({'within' if overhead <= 5 else 'above'} the 5 s target); "
               f"producing is {100 * mean_workload / per_run:.0f}% of the series")
+        stages: dict[str, float] = {}
+        for s in summaries:
+            for name, seconds in s.get("seconds", {}).items():
+                stage = name.split(": ", 1)[-1]  # the variants' stages together
+                stages[stage] = stages.get(stage, 0.0) + seconds / len(summaries)
+        for stage, seconds in sorted(stages.items(), key=lambda kv: -kv[1]):
+            print(f"  {stage:<28} {seconds:6.2f} s a run")
+        print(f"  {'in no stage':<28} {per_run - sum(stages.values()):6.2f} s a run")
         return 0
     finally:
         if args.keep is None:

@@ -85,6 +85,22 @@ class Run:
         self.initial_features: dict[str, int] = {}  # features some variant sets: the cluster's own levels
         self.initial_config: dict[str, None] = {}  # broker settings some variant sets
         self.summary: dict | None = None
+        # Where the run's time went (summary.json `seconds`: each stage's wall seconds, a variant's stages
+        # under "variant: stage"), so that a series' overhead can be taken apart (bench/repeat.py).
+        self.seconds: dict[str, float] = {}
+        self._stage: tuple[str, float] | None = None
+
+    def _phase(self, variant: str, what: str) -> None:
+        """Tell the listener, and start timing the stage (what follows until the next one)."""
+        self._time(None if what == "done" else f"{variant}: {what}")
+        self.listener.phase(variant, what)
+
+    def _time(self, stage: str | None) -> None:
+        now = time.monotonic()
+        if self._stage is not None:
+            name, since = self._stage
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + now - since, 2)
+        self._stage = (stage, now) if stage else None
 
     def execute(self) -> dict:
         """Run everything; always leaves summary.json (status complete, interrupted or error).
@@ -94,10 +110,14 @@ class Run:
         try:
             self.folder.write_spec({**self.spec.public_dict(), "seed": self.seed})
             procs.tag_run(self.folder.path)  # every process started from here on carries the run's folder
+            self._time("starting Spark")
             spark = self.shared_spark or _spark(self.spark_master)
+            self._time("cluster up")
             self.cluster = make_cluster(self.spec.cluster, self.folder.path)
             self.cluster.up()
+            self._time("starting Spark")  # get() waits for a session started in the background
             session = spark.get()
+            self._time("cluster set-up")
             named = sorted({name for v in self.spec.variants for name in v.features})
             if named:  # what a variant that does not name a feature gets: the level the cluster started with
                 levels = self.cluster.feature_levels()
@@ -108,8 +128,9 @@ class Run:
                 self._run_variant(session, variant)
                 signals.check()  # one a library swallowed (py4j) still ends the run
             names = [v.name for v in self.spec.variants]
+            self._time("analysis")
             self.analysed = analyze_folder(session, self.folder, names, partitions=self.spec.topic.partitions,
-                                           on_variant=lambda v: self.listener.phase(v, "analysing"))
+                                           on_variant=lambda v: self._phase(v, "analysing"))
             signals.check()
         except BaseException as e:
             failure = e
@@ -121,12 +142,15 @@ class Run:
                 reason += f" (traceback in {self.folder.error_log})"
         with signals.deferred():  # a Ctrl-C now is recorded, not allowed to cut the clean-up short
             self.stop.set()
+            self._time("cluster down")
             if self.cluster is not None:
                 self.cluster.down()
+            self._time("stopping Spark")
             if spark is not None and self.shared_spark is None:
                 spark.stop(keep_classes=status == COMPLETE)
             elif spark is not None and status != COMPLETE:
                 spark.discard()  # the series' next run starts a fresh session
+            self._time(None)
             self.summary, disk_full = self._write_summary(status, reason)
         failure = failure or disk_full
         if failure is not None:
@@ -149,6 +173,7 @@ class Run:
 
     def _variant(self, spark, variant, logger: FileLogger) -> None:
         spec, cluster, name = self.spec, self.cluster, variant.name
+        self._time(f"{name}: setting up")
         self.folder.variant_dir(name).mkdir()
         topic = f"kc-{name}-{self.folder.run_id[-6:]}"
         self.produced[name] = {"topic": topic}
@@ -168,7 +193,7 @@ class Run:
         if group is not None and not after:
             group.start()
             group.serve(nemesis.workload)
-        self.listener.phase(name, "producing")
+        self._phase(name, "producing")
         if not after:
             nemesis.start()
         watchdog = Watchdog(cluster, self.stop)
@@ -224,16 +249,16 @@ class Run:
         if nemesis.errors:
             raise InfraError(f"{name}: faults could not be applied: {'; '.join(nemesis.errors[:3])}")
         cluster.check_alive()
-        self.listener.phase(name, "healing")
+        self._phase(name, "healing")
         cluster.settle(topic, spec.topic.partitions)
-        self.listener.phase(name, "reading back")
+        self._phase(name, "reading back")
         self._final_read(spark, name, topic, spec.transactional(variant))
         if spec.transactional(variant):  # what the broker kept of aborted and fenced transactions, for the report
             save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.uncommitted_log_path(name),
                      isolation="read_uncommitted")
         if group is not None:
             self._finish_group(group, name)
-        self.listener.phase(name, "done")
+        self._phase(name, "done")
 
     def _final_read(self, spark, name: str, topic: str, transactional: bool) -> None:
         """The variant's final read, and what it proved (read.json: each partition's range, its ends held
@@ -294,7 +319,7 @@ class Run:
     def _faults_on_group(self, group: ConsumerGroup, nemesis: Nemesis, name: str) -> None:
         """consumer.when after: the producer has sent everything; the group starts and the fault timeline
         runs on it to its end (the planning window, or the last fault's end if later)."""
-        self.listener.phase(name, "consuming")
+        self._phase(name, "consuming")
         group.start()
         group.serve(nemesis.workload)
         nemesis.start()
@@ -305,7 +330,7 @@ class Run:
     def _finish_group(self, group: ConsumerGroup, name: str) -> None:
         """The group consumes to the end of the log as read back, stops, and its positions (and a
         transactional group's output) go into its sink."""
-        self.listener.phase(name, "draining the consumer group")
+        self._phase(name, "draining the consumer group")
         ends = self.folder.log_ends(name)
         if not group.drain(ends, group.spec.drain_timeout):
             warning = (f"{name}: the consumer group did not reach the end of the log within "
@@ -328,7 +353,8 @@ class Run:
         """(the summary written, the full disk that left only a minimal one or None)."""
         facts = {"seed": self.seed, "warnings": self.warnings,
                  "cluster": self.cluster.description if self.cluster else "", "started_at": self.started_at,
-                 "ended_at": _now(), "reason": reason, "faults_planned": len(self.schedule)}
+                 "ended_at": _now(), "reason": reason, "faults_planned": len(self.schedule),
+                 "seconds": dict(self.seconds)}
         if getattr(self.spec.cluster, "broker_config", None):
             facts["broker_config"] = self.spec.cluster.broker_config
         variants = {}
@@ -361,7 +387,8 @@ def _spark(master: str | None):
 
 
 # Facts only the live run knew; kept when a stored run is analysed again.
-KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason")
+KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason",
+                  "seconds")
 KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "instances_replaced", "lso_stall_s",
                       "lso_stalled", "producer_error",
                       "client_fatal", "transactions", "consumer")

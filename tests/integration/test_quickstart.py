@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import psutil
@@ -98,6 +99,20 @@ def test_idempotence_off_duplicates_on_does_not(faulty_run):
     assert all(f["applied_at"] and f["healed_at"] for f in applied)
     html = (run_dir / "index.html").read_text()
     assert f">{off['duplicates']:,}<" in html and "lost-acks" in html
+
+
+def test_the_summary_says_where_the_run_s_time_went(faulty_run):
+    _, _, summary = faulty_run
+    seconds = summary["seconds"]
+    stages = {"cluster up", "analysis", "cluster down"} | {
+        f"{v}: {stage}" for v in ("idempotence-off", "idempotence-on")
+        for stage in ("setting up", "producing", "healing", "reading back", "analysing")}
+    assert stages <= set(seconds) and all(s >= 0 for s in seconds.values()), seconds
+    # producing is the workload (the producer's own clock), give or take the faults' last heal
+    for v in ("idempotence-off", "idempotence-on"):
+        assert seconds[f"{v}: producing"] >= summary["variants"][v]["produce_seconds"] - 0.5, (seconds, v)
+    wall = (datetime.fromisoformat(summary["ended_at"]) - datetime.fromisoformat(summary["started_at"])).total_seconds()
+    assert sum(seconds.values()) <= wall + 2, (seconds, wall)  # started_at and ended_at are to the second
 
 
 def test_run_leaves_no_process_behind(faulty_run):
