@@ -14,6 +14,7 @@ percent-encoded as a relative path.
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -27,6 +28,7 @@ from . import charts
 from .load import DETAIL_TABLES, LISTING_CAP
 
 
+@functools.cache  # one per process: compiling the templates took half of a run's rendering in a series
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("harness.report", "templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)

@@ -80,6 +80,12 @@ def consumer_config(client_config: dict, isolation: str) -> dict:
         "auto.offset.reset": "error",  # an offset out of range is an error of the read, never a silent skip
         "isolation.level": isolation,
         "fetch.max.bytes": 52428800,
+        # The read waits for nothing: the faults are healed and every record is in the log. librdkafka's
+        # defaults pace a fast reader: a fetch that finds nothing new waits 500 ms for data (at every
+        # partition's end), and a local queue past queued.min.messages postpones the next fetch up to 1 s.
+        # Without them the read ran 4x faster (bench/read.py's bare loop, 150k -> 620k records/s on Tansu).
+        "fetch.wait.max.ms": 5,
+        "fetch.queue.backoff.ms": 0,
     }
 
 
@@ -161,6 +167,8 @@ class KafkaLogReader(DataSourceReader):
         """One offset range of a topic partition: [start, end), or from start to the partition's end."""
         from confluent_kafka import KafkaError, TopicPartition
 
+        if partition.value is None:  # no partitions at all (Spark then reads one empty input partition)
+            return
         p, start, end = partition.value
         consumer = self._consumer()
         try:

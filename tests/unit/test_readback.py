@@ -83,6 +83,14 @@ def test_a_range_stops_at_its_end_and_the_last_range_at_the_partitions_end(monke
     assert last.column("offset").to_pylist() == [10, 11]
 
 
+def test_a_topic_of_no_partitions_reads_nothing_and_asks_no_broker(monkeypatch):
+    # Spark reads one input partition of value None when a source lists none (the session's warm-up read)
+    reader = readback.KafkaLogReader({"topic": "t", "partitions": "0", "split": "0"})
+    assert reader.partitions() == []
+    monkeypatch.setattr(reader, "_consumer", lambda: pytest.fail("no consumer for nothing to read"))
+    assert list(reader.read(InputPartition(None))) == []
+
+
 def test_a_read_error_is_raised_naming_the_partition(monkeypatch):
     with pytest.raises(RuntimeError, match=r"reading t\[0\]: error 3"):
         read(monkeypatch, FakeConsumer(12, per_batch=4, error=3), (0, 0, None))
@@ -123,6 +131,8 @@ def test_the_read_never_skips_an_offset_out_of_range():
     config = readback.consumer_config({"bootstrap.servers": "127.0.0.1:1"}, "read_uncommitted")
     assert (config["auto.offset.reset"], config["isolation.level"]) == ("error", "read_uncommitted")
     assert config["bootstrap.servers"] == "127.0.0.1:1" and config["enable.auto.commit"] is False
+    # nothing is left to wait for: no 500 ms wait at each partition's end, no backoff of a full local queue
+    assert config["fetch.wait.max.ms"] <= 10 and config["fetch.queue.backoff.ms"] == 0
 
 
 def test_offset_ranges():
