@@ -150,13 +150,15 @@ class KafkaLogReader(DataSourceReader):
         self.client_config = json.loads(options.get("client_config", "{}"))
         self.split = options.get("split", str(SPLIT))
         self.starts = json.loads(options.get("starts", "null"))  # where each partition's read begins
+        self.ends = json.loads(options.get("ends", "null"))  # each partition's listed end, when the caller knows it
 
     def partitions(self) -> list[InputPartition]:
         split = int(self.split)
         starts = self.starts or [0] * self.partitions_count
         if split <= 0:
             return [InputPartition((p, starts[p], None)) for p in range(self.partitions_count)]
-        ends = [end for _, end in watermarks(self.client_config, self.topic, self.partitions_count, self.isolation)]
+        ends = self.ends or [end for _, end in watermarks(self.client_config, self.topic, self.partitions_count,
+                                                           self.isolation)]
         return [InputPartition((p, start, end)) for p in range(self.partitions_count)
                 for start, end in offset_ranges(ends[p], split, starts[p])]
 
@@ -224,24 +226,26 @@ def offset_ranges(listed_end: int, split: int, start: int = 0) -> list[tuple[int
 
 
 def read_topic(spark, client: dict, topic: str, partitions: int, isolation: str = "read_committed",
-               split: int = SPLIT, starts: list[int] | None = None):
+               split: int = SPLIT, starts: list[int] | None = None, ends: list[int] | None = None):
     """The topic as a DataFrame. client: librdkafka connection settings (bootstrap.servers, security).
     split: records per Spark task at most (0: one task per topic partition); starts: the offset each
-    partition's read begins at (default 0)."""
+    partition's read begins at (default 0); ends: each partition's listed end, where the caller just
+    asked (default: asked again; it only decides the split, a read goes on to the partition's true end)."""
     return (spark.read.format(KafkaLogSource.name())
             .option("client_config", json.dumps(client)).option("topic", topic).option("partitions", str(partitions))
             .option("isolation", isolation).option("split", str(split)).option("starts", json.dumps(starts))
-            .load())
+            .option("ends", json.dumps(ends)).load())
 
 
 def save_log(spark, client: dict, topic: str, partitions: int, path: Path, isolation: str = "read_committed",
-             split: int = SPLIT, starts: list[int] | None = None) -> None:
+             split: int = SPLIT, starts: list[int] | None = None, ends: list[int] | None = None) -> None:
     """Every record of the topic, one Parquet file per topic partition (or per offset range of one, see
     SPLIT) in offset order. Spark writes _SUCCESS last, so a folder without it is a read that did not
     finish. With read_committed (the default) a partition ends at its last stable offset: records of
     aborted transactions are left out, and so is everything after a transaction that never ended (a
     broker bug that then shows as lost)."""
-    read_topic(spark, client, topic, partitions, isolation, split, starts).write.mode("overwrite").parquet(str(path))
+    read_topic(spark, client, topic, partitions, isolation, split, starts, ends).write.mode("overwrite").parquet(
+        str(path))
 
 
 def final_read(spark, client: dict, topic: str, partitions: int, path: Path, isolation: str = "read_committed",
@@ -253,7 +257,8 @@ def final_read(spark, client: dict, topic: str, partitions: int, path: Path, iso
     listed end may lag what a fetch returns)."""
     before = watermarks(client, topic, partitions, isolation)
     for n in range(1, reads + 1):
-        save_log(spark, client, topic, partitions, path, isolation, split, starts=[lo for lo, _ in before])
+        save_log(spark, client, topic, partitions, path, isolation, split, starts=[lo for lo, _ in before],
+                 ends=[hi for _, hi in before])
         after = watermarks(client, topic, partitions, isolation)
         held = after == before
         if held:

@@ -105,16 +105,20 @@ def test_partitions_are_offset_ranges_of_the_listed_ends(monkeypatch):
     # Each partition's read begins where the final read says (its log start offset).
     started = readback.KafkaLogReader({"topic": "t", "partitions": "2", "split": "4", "starts": "[6, 1]"})
     assert [p.value for p in started.partitions()] == [(0, 6, None), (1, 1, None)]
+    # Ends the caller just listed are not asked again.
+    monkeypatch.setattr(readback, "watermarks", lambda *a: pytest.fail("the ends were given"))
+    given = readback.KafkaLogReader({"topic": "t", "partitions": "2", "split": "4", "ends": "[9, 2]"})
+    assert [p.value for p in given.partitions()] == [(0, 0, 3), (0, 3, 6), (0, 6, None), (1, 0, None)]
 
 
 def test_the_final_read_repeats_until_the_ends_hold_still(monkeypatch):
     listed = iter([[(0, 10)], [(0, 12)], [(0, 12)]])  # before the first read, after it (moved), after the second
     reads = []
     monkeypatch.setattr(readback, "watermarks", lambda *a: next(listed))
-    monkeypatch.setattr(readback, "save_log", lambda *a, starts, **k: reads.append(starts))
+    monkeypatch.setattr(readback, "save_log", lambda *a, starts, ends, **k: reads.append((starts, ends)))
     got = readback.final_read(None, {}, "t", 1, "path")
     assert got == {"isolation": "read_committed", "complete": True, "reads": 2, "start": [0], "end": [12]}
-    assert reads == [[0], [0]]
+    assert reads == [([0], [10]), ([0], [12])]  # each read is split by the ends listed just before it
 
 
 def test_a_final_read_whose_ends_never_hold_still_is_not_complete(monkeypatch):
