@@ -95,34 +95,64 @@ def _consumer(client_config: dict, isolation: str):
     return Consumer(consumer_config(client_config, isolation))
 
 
-def watermark(consumer, topic: str, partition: int, timeout: float = 30) -> tuple[int, int]:
-    """One partition's (log start offset, end offset) as its leader lists them. librdkafka neither retries
-    nor marks retriable an error of a moving leader here (NOT_LEADER_OR_FOLLOWER while a preferred leader is
-    elected back after the faults healed): it is asked again until `timeout`."""
-    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+def _moving() -> set[int]:
+    """The errors of a partition whose leader is moving (a preferred leader elected back after the faults
+    healed): asked again, never raised, until the caller's timeout."""
+    from confluent_kafka import KafkaError
 
-    moving = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH,
-              KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError._TRANSPORT}
+    return {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH,
+            KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError._TRANSPORT}
+
+
+def watermark(consumer, topic: str, partition: int, timeout: float = 30) -> tuple[int, int]:
+    """One partition's (log start offset, end offset) as its leader lists them, asked by a reader's own
+    consumer. librdkafka neither retries nor marks retriable an error of a moving leader here: it is asked
+    again until `timeout`."""
+    from confluent_kafka import KafkaException, TopicPartition
+
     deadline = time.monotonic() + timeout
     while True:
         try:
             return tuple(consumer.get_watermark_offsets(TopicPartition(topic, partition),
                                                         timeout=max(1.0, deadline - time.monotonic())))
         except KafkaException as e:
-            if e.args[0].code() not in moving or time.monotonic() >= deadline:
+            if e.args[0].code() not in _moving() or time.monotonic() >= deadline:
                 raise
             time.sleep(0.2)
 
 
 def watermarks(client: dict, topic: str, partitions: int, isolation: str = "read_committed",
                timeout: float = 30) -> list[tuple[int, int]]:
-    """Each partition's (log start offset, end offset) as the broker lists them; under read_committed the end
-    is the last stable offset (librdkafka asks with the consumer's isolation level)."""
-    consumer = _consumer(client, isolation)
-    try:
-        return [watermark(consumer, topic, p, timeout) for p in range(partitions)]
-    finally:
-        consumer.close()
+    """Each partition's (log start offset, end offset) as the brokers list them; under read_committed the end
+    is the last stable offset. Two ListOffsets requests for every partition (the admin API; a consumer asks
+    one partition at a time, ~45 ms each, which made this 0.13 s for three partitions, asked twice a
+    variant). A partition whose leader is moving is asked again until `timeout`; other errors are raised."""
+    from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+    admin = AdminClient(dict(client))
+    deadline = time.monotonic() + timeout
+    found: dict[int, tuple[int, int]] = {}
+    pending = list(range(partitions))
+    while pending:
+        wait = max(1.0, deadline - time.monotonic())
+        asked = [admin.list_offsets({TopicPartition(topic, p): spec for p in pending}, isolation_level=level,
+                                    request_timeout=wait)
+                 for spec in (OffsetSpec.earliest(), OffsetSpec.latest())]
+        moving = []
+        for p in pending:
+            try:
+                low, high = (futures[TopicPartition(topic, p)].result().offset for futures in asked)
+                found[p] = (low, high)
+            except KafkaException as e:
+                if e.args[0].code() not in _moving() or time.monotonic() >= deadline:
+                    raise
+                moving.append(p)
+        pending = moving
+        if pending:
+            time.sleep(0.2)
+    return [found[p] for p in range(partitions)]
 
 
 def lso_stall(client: dict, topic: str, partitions: int, wait: float = 15.0) -> tuple[float, dict[int, tuple[int, int]]]:

@@ -170,3 +170,51 @@ def test_a_watermark_is_asked_again_while_the_leader_moves_and_other_errors_are_
     never = Consumer([KafkaError.NOT_LEADER_FOR_PARTITION] * 1000)
     with pytest.raises(KafkaException):
         watermark(never, "t", 3, timeout=0.5)  # gives up at its deadline
+
+
+def test_watermarks_ask_all_partitions_at_once_and_again_only_those_whose_leader_moves(monkeypatch):
+    import confluent_kafka.admin
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from confluent_kafka import IsolationLevel, KafkaError, KafkaException
+
+    class Admin:  # partition 1's leader moves twice; the log of partition p spans [p, 10 + p)
+        requests: list = []
+        moves = 2
+
+        def __init__(self, conf):
+            assert conf == {"bootstrap.servers": "127.0.0.1:1"}
+
+        def list_offsets(self, request, isolation_level, request_timeout):
+            assert isolation_level == IsolationLevel.READ_COMMITTED and request_timeout >= 1
+            Admin.requests.append(sorted(tp.partition for tp in request))
+            out = {}
+            for tp, spec in request.items():
+                f = Future()
+                if tp.partition == 1 and Admin.moves:
+                    f.set_exception(KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)))
+                else:
+                    earliest = spec == confluent_kafka.admin.OffsetSpec.earliest()
+                    f.set_result(SimpleNamespace(offset=tp.partition if earliest else 10 + tp.partition))
+                out[tp] = f
+            if 1 in Admin.requests[-1] and len(Admin.requests) % 2 == 0:
+                Admin.moves -= 1  # after both specs were asked
+            return out
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Admin)
+    monkeypatch.setattr(readback.time, "sleep", lambda s: None)
+    assert readback.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 3) == [(0, 10), (1, 11), (2, 12)]
+    assert Admin.requests == [[0, 1, 2], [0, 1, 2], [1], [1], [1], [1]]
+
+    class Gone(Admin):
+        def list_offsets(self, request, isolation_level, request_timeout):
+            out = {}
+            for tp in request:
+                out[tp] = Future()
+                out[tp].set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+            return out
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Gone)
+    with pytest.raises(KafkaException):
+        readback.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 3)
