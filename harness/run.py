@@ -279,7 +279,7 @@ class Run:
                        + ", ".join(f"{p} ({lso} < {hw})" for p, (lso, hw) in sorted(behind.items()))
                        + " after the workload: an open transaction (a hanging one, if it never ends) hides what "
                        "follows it from read_committed readers; acknowledged values there are unseen, not lost, "
-                       "and the verdict unknown")
+                       "and the verdict unknown unless the experiment expects unseen values")
             self.warnings.append(warning)
             self.listener.warning(warning)
         found = self.folder.log_ends(name)  # a broker's listed end may lag what a fetch returned

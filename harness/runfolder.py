@@ -197,6 +197,11 @@ class RunFolder:
         return self.path / LOGS / "admin.log"
 
     @property
+    def stray_log(self) -> Path:
+        """librdkafka's log lines of the stray-produce fault's own producer (faults/stray.py)."""
+        return self.path / LOGS / "stray-produce.log"
+
+    @property
     def network_log(self) -> Path:
         """With network namespaces: every ip, tc and nft command the run gave, and its outcome."""
         return self.path / LOGS / "network.log"

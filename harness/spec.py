@@ -582,6 +582,26 @@ class DelayRequests(FaultBase):
     gap_ms: Annotated[Millis, Field(ge=0)] = 0
 
 
+class StrayProduce(FaultBase):
+    """A transactional Produce request that arrives after its producer's transaction was aborted: a producer of
+    the harness's own (not the workload's) writes `records` values to `partition` in a transaction and aborts
+    it, then its next batch is sent to the partition's leader with no AddPartitionsToTxn before it, as a late
+    request or a buggy client's would be (faults/stray.py). Without partition verification the leader opens a
+    transaction there that never ends (a hanging transaction)."""
+
+    kind: Literal["stray-produce"]
+    partition: Annotated[int, Field(ge=0)] = Field(description="the partition of the variant's topic written")
+    records: Annotated[int, Field(ge=1, le=1000)] = 5
+
+    @model_validator(mode="after")
+    def _leader(self):
+        if self.target != "all" and self.target != LeaderTarget(leader_of=self.partition):
+            raise ValueError(f"target: a stray Produce goes to the leader of its partition; leave target out "
+                             f"(it is {{leader-of: {self.partition}}})")
+        self.target = LeaderTarget(leader_of=self.partition)
+        return self
+
+
 class _WorkloadFault(FaultBase):
     target: Literal["workload"] = WORKLOAD_TARGET
 
@@ -638,7 +658,7 @@ class RebalanceStorm(_WorkloadFault):
 
 Fault = Annotated[
     Union[LostAcks, LostRequests, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
-          LoseUnflushed, BrokerRestart, DelayRequests, PacketLoss, PacketDuplicate, PacketReorder, PacketDelay,
+          LoseUnflushed, BrokerRestart, DelayRequests, StrayProduce, PacketLoss, PacketDuplicate, PacketReorder, PacketDelay,
           ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
     Field(discriminator="kind"),
 ]
@@ -646,11 +666,12 @@ CLIENT_PROXY_FAULTS = ("lost-acks", "lost-requests", "reset-connections", "laten
                        "delay-requests")
 PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
 LINK_FAULTS = ("packet-loss", "packet-duplicate", "packet-reorder", "packet-delay")  # a broker's link (namespaces)
+CLIENT_FAULTS = ("stray-produce",)  # a client of the harness's own writes to the cluster (not the workload's)
 BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart", "lose-unflushed")  # act on the broker process or container
 PRODUCER_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)
 CONSUMER_FAULTS = ("consumer-kill", "consumer-pause", "rebalance-storm")  # act on the consumer group (target: workload)
 WORKLOAD_FAULTS = PRODUCER_FAULTS + CONSUMER_FAULTS
-FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + LINK_FAULTS + BROKER_FAULTS + WORKLOAD_FAULTS
+FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + LINK_FAULTS + BROKER_FAULTS + CLIENT_FAULTS + WORKLOAD_FAULTS
 LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 
 

@@ -96,6 +96,8 @@ class ProxiedCluster:
     def cannot_inject(cls, spec: BaseClusterSpec) -> dict[str, str]:
         """Fault kinds this backend cannot inject, each with the reason (the CLI exits 2 on them)."""
         why = {"lose-unflushed": "only backend local with broker kafka: it cuts a stopped broker's log files",
+               "stray-produce": "only backend local with broker kafka: its request is sent in plaintext to a "
+                                "broker the harness started",
                "delay-requests": "only the embedded proxy (backend local, proxy: embedded) reads Kafka's request "
                                  "framing; Toxiproxy has no such toxic"}
         why.update({kind: "only backend local with broker kafka and network: namespaces acts on packets"

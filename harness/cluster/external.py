@@ -20,6 +20,7 @@ class ExternalCluster(ProxiedCluster):
             return {k: "no cluster.toxiproxy_url: the clients' traffic crosses no proxy the harness controls"
                     for k in FAULT_KINDS if k not in WORKLOAD_FAULTS}  # those act on the harness's own producer
         return {"delay-requests": "only the embedded proxy (backend local) reads Kafka's request framing",
+                "stray-produce": "the harness leaves a hanging transaction only in brokers it started",
                 **{k: "the harness cannot act on brokers it did not start" for k in BROKER_FAULTS},
                 **{k: "only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum"
                    for k in PEER_FAULTS},

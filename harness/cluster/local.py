@@ -111,6 +111,7 @@ class LocalKafkaCluster(LocalCluster):
     def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
         why = super().cannot_inject(spec)
         del why["lose-unflushed"]  # the harness owns these brokers' log folders
+        del why["stray-produce"]
         if spec.network == "namespaces":
             for kind in LINK_FAULTS:
                 del why[kind]

@@ -52,6 +52,7 @@ from datetime import datetime, timezone
 from ..clock import REAL, Clock
 from ..formats import FaultOutcome
 from ..spec import BROKER_FAULTS, KAFKA_REQUESTS, LINK_FAULTS, WORKLOAD_FAULTS
+from .stray import stray_produce
 from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault, Workload
 
 TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
@@ -137,6 +138,10 @@ FAULTS: dict[str, FaultAction] = {
     "lose-unflushed": FaultAction(lambda c, b, n, p, t: c.lose_unflushed(b, t, p.get("drop_batches")),
                                   lambda c, b, n, p, t: c.start_broker(b)),
     "broker-restart": FaultAction(lambda c, b, n, p, t: c.stop_broker(b), lambda c, b, n, p, t: c.start_broker(b)),
+    # A client of the harness's own writes to the partition's leader (faults/stray.py); nothing to heal.
+    "stray-produce": FaultAction(lambda c, b, n, p, t: stray_produce(c.client, c.endpoints[b], t, p["partition"],
+                                                                     p["records"], c.files.stray_log),
+                                 lambda c, b, n, p, t: None),
 }
 
 

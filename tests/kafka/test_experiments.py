@@ -129,12 +129,13 @@ def test_delayed_transaction_requests_reach_the_broker_after_the_client_gave_up_
         assert "state is COMPLETE_COMMIT, but received transaction marker result to send: ABORT" in brokers
 
 
-def test_partition_verification_set_per_variant_and_the_last_stable_offset_measured(tmp_path):
-    # The shipped pattern over 8 s per variant instead of 20: Produce to partition 0's leader held 6 s.
-    doc = shipped("known-bugs/hanging-transaction", workload={"messages": 16000, "rate": 2000,
+def test_a_stray_transactional_produce_hangs_the_partition_only_without_verification(tmp_path):
+    # The shipped pattern over 6 s per variant instead of 10: the stray Produce at 3 s.
+    doc = shipped("known-bugs/hanging-transaction", workload={"messages": 12000, "rate": 2000,
                                                               "transaction.size": 100, "abort_ratio": 0.5})
+    doc["faults"][0]["at"] = 3
     r, summary, faults = run(tmp_path, doc)
-    ok(r, summary)
+    ok(r, summary)  # the expectations held: values unseen with verification off, none with it on
     off, on = summary["variants"]["verification-off"], summary["variants"]["verification-on"]
     assert off["broker_config"] == {"transaction.partition.verification.enable": "false"}
     [run_dir] = list(run_dirs(tmp_path / "reports"))
@@ -142,11 +143,18 @@ def test_partition_verification_set_per_variant_and_the_last_stable_offset_measu
         log = (run_dir / "logs" / f"broker-{broker}.log").read_text()
         changes = log.count("Reconfigure transaction.partition.verification.enable from")
         assert "Reconfigure transaction.partition.verification.enable from true to false" in log and changes == 2
-    held = [f["effect"][b]["kafka_requests"]["held"] for f in faults for b in f.get("effect", {})]
-    assert all(f["outcome"] == "healed" for f in faults) and sum(held) > 0, faults
-    # Verification never lets a late Produce open a transaction: the last stable offset catches up.
-    assert isinstance(on["lso_stall_s"], float) and "lso_stalled" not in on, on
-    assert isinstance(off["lso_stall_s"], float)
-    for v in (off, on):
+    effect = {f["variant"]: next(iter(f["effect"].values())) for f in faults}
+    assert all(f["outcome"] == "healed" for f in faults), faults
+    # Without verification the leader wrote the stray batch, and the transaction it opened never ended: the
+    # last stable offset stayed at its offset, and what the workload wrote after it was unseen.
+    assert effect["verification-off"]["answers"] == ["NONE"], effect
+    assert off["lso_stalled"]["0"][0] == effect["verification-off"]["offset"], (off, effect)
+    assert off["lso_stall_s"] >= 15 and off["unseen"] > 0, off
+    # With it the leader refused the batch (retriable answers while the coordinator completed the abort).
+    *retried, final = effect["verification-on"]["answers"]
+    assert final == "INVALID_TXN_STATE" and set(retried) <= {"NOT_ENOUGH_REPLICAS"}, effect
+    assert on["lso_stall_s"] == 0.0 and "lso_stalled" not in on and on["unseen"] == 0, on
+    for v in (off, on):  # the stray values were never read, and the workload's transactions kept their promises
+        assert (v["duplicates"], v["lost"], v["unexpected"]) == (0, 0, 0), v
         assert (v["aborted_reads"], v["lost_committed"], v["torn_transactions"]) == (0, 0, 0), v
         assert accounting(v)

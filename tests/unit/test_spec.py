@@ -181,7 +181,8 @@ def test_faults_each_backend_can_inject_and_why_not(monkeypatch):
     def supported_faults(spec):
         return set(FAULT_KINDS) - {k.split(" ")[0] for k in unsupported_faults(spec, set(FAULT_KINDS))}
 
-    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate", "lose-unflushed", *LINK_FAULTS}
+    assert supported_faults(ClusterSpec()) == set(FAULT_KINDS) - {"isolate", "lose-unflushed", "stray-produce",
+                                                                   *LINK_FAULTS}
     assert unsupported_faults(ClusterSpec(), {"isolate", "lost-acks"}) == [
         "isolate (Tansu runs one broker with no replication or controller quorum to cut it off from; "
         "use broker: kafka)"]
@@ -189,7 +190,7 @@ def test_faults_each_backend_can_inject_and_why_not(monkeypatch):
         "lose-unflushed (Tansu keeps its log in memory: a broker-kill already loses all of it; use broker: kafka)"]
     # only the local Kafka backend owns its brokers' log folders
     assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS) - {
-        "lose-unflushed", "delay-requests", *LINK_FAULTS}
+        "lose-unflushed", "delay-requests", "stray-produce", *LINK_FAULTS}
     # only the embedded proxy reads Kafka's request framing
     assert "delay-requests" not in supported_faults(ClusterSpec(backend="local", broker="kafka", brokers=3,
                                                                 proxy="toxiproxy"))
@@ -208,6 +209,8 @@ def test_faults_each_backend_can_inject_and_why_not(monkeypatch):
     assert supported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474")) == {
         "lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
         *WORKLOAD_FAULTS}
+    assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"stray-produce"}) == [
+        "stray-produce (the harness leaves a hanging transaction only in brokers it started)"]
     assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"lose-unflushed"}) == [
         "lose-unflushed (the harness cannot act on brokers it did not start)"]
     assert unsupported_faults(ClusterSpec(**ext, toxiproxy_url="http://h:8474"), {"isolate", "broker-kill"}) == [
