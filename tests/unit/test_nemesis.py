@@ -490,3 +490,24 @@ def test_a_fault_the_nemesis_could_not_apply_makes_the_run_unknown_not_a_pass(tm
     # Unless the experiment expects exactly that.
     entry = summary.variant_entry(metrics, {"faults_not_applied": parse_rule("== 1")}, [])
     assert entry["verdict"] == "pass"
+
+
+def test_stray_produce_writes_to_its_partitions_leader_and_journals_the_answers(tmp_path, monkeypatch):
+    from harness.faults import nemesis as nemesis_module
+    calls = []
+
+    def stray(client, leader, topic, partition, records, log):
+        calls.append((client, leader, topic, partition, records, log))
+        sent = cluster.clock.monotonic()
+        cluster.clock.sleep(0.8)  # its own transaction, the wait for the abort's marker
+        return {"answers": ["NONE"], "offset": 417, "took_effect": sent}
+
+    monkeypatch.setattr(nemesis_module, "stray_produce", stray)
+    cluster = FakeCluster(leader=1)
+    cluster.client, cluster.endpoints = {"bootstrap.servers": "b:1"}, ["e:0", "e:1", "e:2"]
+    schedule = [PlannedFault(0, "stray-produce", LeaderOf(0), 1.0, 0.3, {"partition": 0, "records": 5})]
+    _, nemesis, [line] = run_nemesis(schedule, tmp_path, cluster=cluster)
+    assert calls == [({"bootstrap.servers": "b:1"}, "e:1", "topic-a", 0, 5, cluster.files.stray_log)]
+    assert line["effect"] == {"1": {"answers": ["NONE"], "offset": 417}} and line["brokers"] == [1]
+    assert line["outcome"] == "healed" and abs(line["late_s"]) <= 0.05  # from when the request left
+    assert nemesis.errors == []
