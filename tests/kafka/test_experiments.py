@@ -150,7 +150,7 @@ def test_a_stray_transactional_produce_hangs_the_partition_only_without_verifica
     assert effect["verification-off"]["answers"] == ["NONE"], effect
     assert off["lso_stalled"]["0"][0] == effect["verification-off"]["offset"], (off, effect)
     assert off["lso_stall_s"] >= 15 and off["unseen"] > 0, off
-    # With it the leader refused the batch (retriable answers while the coordinator completed the abort).
+    # With it the leader refused the batch (after retriable answers, at times: NOT_ENOUGH_REPLICAS right after the abort).
     *retried, final = effect["verification-on"]["answers"]
     assert final == "INVALID_TXN_STATE" and set(retried) <= {"NOT_ENOUGH_REPLICAS"}, effect
     assert on["lso_stall_s"] == 0.0 and "lso_stalled" not in on and on["unseen"] == 0, on
