@@ -38,10 +38,10 @@ import struct
 import time
 from pathlib import Path
 
-from confluent_kafka import IsolationLevel, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
-
 from ..logfile import FileLogger
+
+# confluent_kafka is imported where it is used: a client child of an older version (workload/clientproc.py)
+# imports this module through the produce loop's fault table, and lacks names used here (IsolationLevel).
 
 PRODUCE_V3 = (0, 3)  # api_key, version: the oldest Produce Kafka 4.x takes, with a transactional_id
 TRANSACTIONAL = 0x10  # record batch attributes: the batch belongs to a transaction
@@ -141,6 +141,8 @@ def _aborted_transaction(client: dict, transactional_id: str, topic: str, partit
                          records: int) -> tuple[int, int]:
     """Steps 1 and 2: write `records` values to the partition in a transaction, abort it, and wait for its
     marker there; the producer's (id, epoch), from librdkafka's statistics (no client API tells them)."""
+    from confluent_kafka import Producer
+
     seen: dict = {}
     failed: list[str] = []
 
@@ -180,6 +182,8 @@ def _aborted_transaction(client: dict, transactional_id: str, topic: str, partit
 def _wait_past(client: dict, topic: str, partition: int, offset: int) -> None:
     """Until the partition's last stable offset is past `offset`: the transaction that wrote it has ended
     there (a transaction of the workload may hold it back a moment; it ends too)."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
     admin = AdminClient(client)
     deadline = time.monotonic() + MARKER_WAIT
     while time.monotonic() < deadline:
@@ -195,6 +199,7 @@ def _wait_past(client: dict, topic: str, partition: int, offset: int) -> None:
 def stray_produce(client: dict, leader: str, topic: str, partition: int, records: int, log: Path) -> dict:
     """The fault: an aborted transaction of a producer of its own, then that producer's next batch sent
     straight to the leader (address `leader`). What it did, for the journal; its clients log to `log`."""
+    from confluent_kafka import KafkaError
     transactional_id = f"kc-stray-{topic}"
     with FileLogger(log) as logger:
         pid, epoch = _aborted_transaction({**client, "logger": logger}, transactional_id, topic, partition,
