@@ -38,10 +38,10 @@ import struct
 import time
 from pathlib import Path
 
-from ..logfile import FileLogger
+from confluent_kafka import KafkaError, Producer
 
-# confluent_kafka is imported where it is used: a client child of an older version (workload/clientproc.py)
-# imports this module through the produce loop's fault table, and lacks names used here (IsolationLevel).
+from ..logfile import FileLogger
+from ..offsets import watermarks
 
 PRODUCE_V3 = (0, 3)  # api_key, version: the oldest Produce Kafka 4.x takes, with a transactional_id
 TRANSACTIONAL = 0x10  # record batch attributes: the batch belongs to a transaction
@@ -51,8 +51,8 @@ MARKER_WAIT = 30.0  # seconds to wait for the abort's marker to reach the partit
 # the stray batch NOT_ENOUGH_REPLICAS once right after the abort's marker, and INVALID_TXN_STATE when it came
 # again 0.2 s later (measured; we take the first for the coordinator still completing the abort, which
 # Kafka's code was not read to confirm).
-RETRIABLE = {6, 7, 14, 19, 51}  # NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, COORDINATOR_LOAD_IN_PROGRESS,
-# NOT_ENOUGH_REPLICAS, CONCURRENT_TRANSACTIONS
+RETRIABLE = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+             KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.CONCURRENT_TRANSACTIONS}
 ATTEMPTS = 10
 RETRY_AFTER = 0.2  # seconds
 
@@ -141,8 +141,6 @@ def _aborted_transaction(client: dict, transactional_id: str, topic: str, partit
                          records: int) -> tuple[int, int]:
     """Steps 1 and 2: write `records` values to the partition in a transaction, abort it, and wait for its
     marker there; the producer's (id, epoch), from librdkafka's statistics (no client API tells them)."""
-    from confluent_kafka import Producer
-
     seen: dict = {}
     failed: list[str] = []
 
@@ -182,14 +180,9 @@ def _aborted_transaction(client: dict, transactional_id: str, topic: str, partit
 def _wait_past(client: dict, topic: str, partition: int, offset: int) -> None:
     """Until the partition's last stable offset is past `offset`: the transaction that wrote it has ended
     there (a transaction of the workload may hold it back a moment; it ends too)."""
-    from confluent_kafka import IsolationLevel, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
-    admin = AdminClient(client)
     deadline = time.monotonic() + MARKER_WAIT
     while time.monotonic() < deadline:
-        asked = admin.list_offsets({TopicPartition(topic, partition): OffsetSpec.latest()},
-                                   isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5)
-        if next(iter(asked.values())).result().offset > offset:
+        if watermarks(client, topic, partition + 1, "read_committed", timeout=5)[partition][1] > offset:
             return
         time.sleep(0.05)
     raise RuntimeError(f"the stray producer's aborted transaction was still open at partition {partition} "
@@ -199,7 +192,6 @@ def _wait_past(client: dict, topic: str, partition: int, offset: int) -> None:
 def stray_produce(client: dict, leader: str, topic: str, partition: int, records: int, log: Path) -> dict:
     """The fault: an aborted transaction of a producer of its own, then that producer's next batch sent
     straight to the leader (address `leader`). What it did, for the journal; its clients log to `log`."""
-    from confluent_kafka import KafkaError
     transactional_id = f"kc-stray-{topic}"
     with FileLogger(log) as logger:
         pid, epoch = _aborted_transaction({**client, "logger": logger}, transactional_id, topic, partition,

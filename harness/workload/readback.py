@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..formats import LOG_SCHEMA, spark_ddl
+from ..offsets import LEADER_MOVING, watermarks
 
 BATCH = 50_000
 SPLIT = 4_000_000  # records per Spark task at most, when the listed end says a partition is longer
@@ -95,15 +96,6 @@ def _consumer(client_config: dict, isolation: str):
     return Consumer(consumer_config(client_config, isolation))
 
 
-def _moving() -> set[int]:
-    """The errors of a partition whose leader is moving (a preferred leader elected back after the faults
-    healed): asked again, never raised, until the caller's timeout."""
-    from confluent_kafka import KafkaError
-
-    return {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH,
-            KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError._TRANSPORT}
-
-
 def watermark(consumer, topic: str, partition: int, timeout: float = 30) -> tuple[int, int]:
     """One partition's (log start offset, end offset) as its leader lists them, asked by a reader's own
     consumer. librdkafka neither retries nor marks retriable an error of a moving leader here: it is asked
@@ -116,43 +108,9 @@ def watermark(consumer, topic: str, partition: int, timeout: float = 30) -> tupl
             return tuple(consumer.get_watermark_offsets(TopicPartition(topic, partition),
                                                         timeout=max(1.0, deadline - time.monotonic())))
         except KafkaException as e:
-            if e.args[0].code() not in _moving() or time.monotonic() >= deadline:
+            if e.args[0].code() not in LEADER_MOVING or time.monotonic() >= deadline:
                 raise
             time.sleep(0.2)
-
-
-def watermarks(client: dict, topic: str, partitions: int, isolation: str = "read_committed",
-               timeout: float = 30) -> list[tuple[int, int]]:
-    """Each partition's (log start offset, end offset) as the brokers list them; under read_committed the end
-    is the last stable offset. Two ListOffsets requests for every partition (the admin API; a consumer asks
-    one partition at a time, ~45 ms each, which made this 0.13 s for three partitions, asked twice a
-    variant). A partition whose leader is moving is asked again until `timeout`; other errors are raised."""
-    from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
-
-    level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
-    admin = AdminClient(dict(client))
-    deadline = time.monotonic() + timeout
-    found: dict[int, tuple[int, int]] = {}
-    pending = list(range(partitions))
-    while pending:
-        wait = max(1.0, deadline - time.monotonic())
-        asked = [admin.list_offsets({TopicPartition(topic, p): spec for p in pending}, isolation_level=level,
-                                    request_timeout=wait)
-                 for spec in (OffsetSpec.earliest(), OffsetSpec.latest())]
-        moving = []
-        for p in pending:
-            try:
-                low, high = (futures[TopicPartition(topic, p)].result().offset for futures in asked)
-                found[p] = (low, high)
-            except KafkaException as e:
-                if e.args[0].code() not in _moving() or time.monotonic() >= deadline:
-                    raise
-                moving.append(p)
-        pending = moving
-        if pending:
-            time.sleep(0.2)
-    return [found[p] for p in range(partitions)]
 
 
 def lso_stall(client: dict, topic: str, partitions: int, wait: float = 15.0) -> tuple[float, dict[int, tuple[int, int]]]:

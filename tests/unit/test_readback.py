@@ -5,6 +5,7 @@ import pytest
 from confluent_kafka import KafkaError
 from pyspark.sql.datasource import InputPartition
 
+from harness import offsets
 from harness.workload import readback
 
 
@@ -203,8 +204,8 @@ def test_watermarks_ask_all_partitions_at_once_and_again_only_those_whose_leader
             return out
 
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Admin)
-    monkeypatch.setattr(readback.time, "sleep", lambda s: None)
-    assert readback.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 3) == [(0, 10), (1, 11), (2, 12)]
+    monkeypatch.setattr(offsets.time, "sleep", lambda s: None)
+    assert offsets.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 3) == [(0, 10), (1, 11), (2, 12)]
     assert Admin.requests == [[0, 1, 2], [0, 1, 2], [1], [1], [1], [1]]
 
     class Gone(Admin):
@@ -217,4 +218,4 @@ def test_watermarks_ask_all_partitions_at_once_and_again_only_those_whose_leader
 
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Gone)
     with pytest.raises(KafkaException):
-        readback.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 3)
+        offsets.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 3)
