@@ -10,7 +10,8 @@ variant's topic into its sink (workload/sink.py), and the consumer faults applie
 
 The consumer faults are workload faults (target "workload"): the nemesis asks through WorkloadFaults,
 this supervisor's thread applies them and answers, so applied_at is when the signal was sent.
-  consumer-kill    SIGKILL of a running member, in turn (slot 0, 1, 2, ...) among those that hold
+  consumer-kill    SIGKILL of a running member caught in the middle of a batch (commit strategies: see
+                   _kill_mid_batch), else in turn (slot 0, 1, 2, ...) among those that hold
                    partitions (any running one when none does); when the
                    fault heals a replacement (a new process and group member, same slot, the next
                    incarnation: m1.0 -> m1.1) starts. The group is one short for the fault's duration,
@@ -42,6 +43,7 @@ from . import sink as sinks
 from .member import UNSUPPORTED
 
 TICK = 0.05  # seconds between two looks at the asks and the members
+MID_BATCH_WAIT = 10.0  # seconds a consumer-kill waits for a member in the middle of a batch
 MEMBER = [sys.executable, "-m", "harness.workload.member"]  # a member process (settings in its environment)
 
 
@@ -71,7 +73,7 @@ class ConsumerGroup:
         self._faults = None
         self._lock = threading.Lock()
         self.served: FaultTable = {
-            "consumer-kill": (self._locked(self._kill), self._locked(self._replace)),
+            "consumer-kill": (self._kill, self._locked(self._replace)),  # _kill locks between its looks
             "consumer-pause": (self._locked(self._pause), self._locked(self._resume)),
             "rebalance-storm": (self._locked(self._start_storm), self._stop_storm),
         }
@@ -155,9 +157,39 @@ class ConsumerGroup:
                     return slot
         raise RuntimeError(f"{kind}: no running member of the group to act on")
 
+    def _kill_mid_batch(self) -> bool:
+        """Kill a member of a commit strategy caught in the middle of a batch, frozen (SIGSTOP) there, so the kill
+        lands where a crash costs what the strategy risks: records processed and not committed (commit-after),
+        or committed and not processed (commit-before). Each running member that holds partitions is frozen in
+        turn and asked through the sink; one not mid-batch runs on (SIGCONT). Asked again every TICK (the lock
+        released in between) for up to MID_BATCH_WAIT s: the kill is then late, and journaled so. False when
+        no member was caught, or the strategy writes no record as it goes (idempotent-sink and transactional
+        write a batch at once)."""
+        if self.spec.strategy not in ("commit-after", "commit-before", "auto-commit"):
+            return False
+        deadline = self.clock.monotonic() + MID_BATCH_WAIT
+        while True:
+            with self._lock:
+                held = self.sink.holdings()
+                for slot in [s for s in self.current if s.state == "running" and held.get(s.name)]:
+                    try:
+                        os.kill(slot.proc.pid, signal.SIGSTOP)
+                    except ProcessLookupError:
+                        continue  # it died on its own: the supervisor's next look says so
+                    if self.sink.mid_batch(slot.name):
+                        self._kill_slot(slot)  # frozen: SIGKILL needs no SIGCONT
+                        return True
+                    os.kill(slot.proc.pid, signal.SIGCONT)
+            if self.clock.monotonic() >= deadline or self.clock.wait(self._done, TICK):
+                return False
+
     # -- the faults it serves: kind -> (apply, heal), each under the lock ---------------------------
     def _kill(self, params: dict) -> None:
-        slot = self._victim("consumer-kill")
+        if not self._kill_mid_batch():
+            with self._lock:
+                self._kill_slot(self._victim("consumer-kill"))
+
+    def _kill_slot(self, slot: Slot) -> None:
         slot.proc.kill()
         slot.proc.wait()
         slot.state = "killed"

@@ -148,6 +148,8 @@ class Member:
         `committed`, each record's row goes into the sink as soon as it is processed (its own transaction, as
         an application writes each effect), so a kill mid-batch leaves the records before it processed."""
         rows, pause = [], self.cfg["processing_ms"] / 1000.0
+        if committed:
+            self.sink.hold(self.n, len(records))
         for m in records:
             if pause:
                 time.sleep(pause)

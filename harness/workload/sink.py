@@ -13,6 +13,8 @@ holding the write lock only delays the others). Tables:
     events     what members and the supervisor saw or did: start, assign, revoke, lost, commit-failed,
                fenced, abort, stop, killed, paused, resumed, joined, left
     positions  written by the harness when the group has stopped: each partition's final position and end
+    in_hand    the batch each member of a commit strategy is processing (its first n and its size): what a
+               consumer-kill asks to land mid-batch; not part of the analysis
 
 The commit strategies write each record's row as it is processed (its own transaction, like an application
 that writes each effect); idempotent-sink and the transactional output write a batch atomically.
@@ -37,6 +39,7 @@ CREATE TABLE IF NOT EXISTS offsets (partition INTEGER PRIMARY KEY, next_offset I
 CREATE TABLE IF NOT EXISTS events (
     at REAL NOT NULL, member TEXT NOT NULL, event TEXT NOT NULL, partitions TEXT, detail TEXT);
 CREATE TABLE IF NOT EXISTS positions (partition INTEGER PRIMARY KEY, position INTEGER, end_offset INTEGER);
+CREATE TABLE IF NOT EXISTS in_hand (member TEXT PRIMARY KEY, first_n INTEGER NOT NULL, count INTEGER NOT NULL);
 """
 BUSY_TIMEOUT_S = 300.0  # longer than any consumer-pause: a frozen writer delays the others, never fails them
 TABLES = ("processed", "records", "offsets", "events", "positions")
@@ -83,6 +86,20 @@ class Sink:
             mine |= parts if event == "assign" else set()
             mine -= parts if event != "assign" else set()
         return held
+
+    def hold(self, first_n: int, count: int) -> None:
+        """This member starts processing a batch of `count` records, the first of which will be its n `first_n`."""
+        self.db.execute("INSERT OR REPLACE INTO in_hand VALUES (?, ?, ?)", (self.member, first_n, count))
+
+    def mid_batch(self, member: str) -> bool:
+        """Whether `member` has processed part of its batch in hand: at least one record of it, and not the last
+        (so its commit, before or after the processing, is still on one side of the records in hand)."""
+        held = self.db.execute("SELECT first_n, count FROM in_hand WHERE member = ?", (member,)).fetchone()
+        if held is None:
+            return False
+        last = self.db.execute("SELECT n FROM processed WHERE member = ? ORDER BY seq DESC LIMIT 1",
+                               (member,)).fetchone()
+        return last is not None and held[0] <= last[0] < held[0] + held[1] - 1
 
     def processed(self, rows: list[tuple], committed: str) -> None:
         """rows: (partition, offset, value, session, n, processed_at), written in one transaction."""

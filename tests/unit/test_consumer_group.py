@@ -113,7 +113,25 @@ def test_a_storm_joins_and_leaves_every_interval_and_heal_sends_the_rest_away(gr
     assert group.storm == [] and all(d == "exit 0" for _, e, d in events(group) if e == "left")
 
 
+def in_the_middle_of_a_batch(group, member, partitions=(0,)):
+    """What the sink holds of a member that was assigned `partitions` and processed 4 of a batch of 10."""
+    group.sink.event("assign", list(partitions), member=member)
+    group.sink.db.execute("INSERT INTO in_hand VALUES (?, 0, 10)", (member,))
+    group.sink.db.executemany(
+        "INSERT INTO processed (partition, offset, value, member, session, n, processed_at, committed) "
+        "VALUES (?, ?, ?, ?, 0, ?, 0, 'after')", [(partitions[0], n, n, member, n) for n in range(4)])
+
+
+def test_kill_takes_a_member_frozen_in_the_middle_of_a_batch_and_lets_the_others_run_on(group):
+    group.sink.event("assign", [1], member="m0.0")  # holds partitions, nothing in hand
+    in_the_middle_of_a_batch(group, "m1.0")
+    group.served["consumer-kill"][0]({})
+    assert [s.state for s in group.current] == ["running", "killed", "running"]
+    assert psutil.Process(group.current[0].proc.pid).status() != psutil.STATUS_STOPPED  # asked, then let go
+
+
 def test_the_nemesis_applies_consumer_faults_through_the_supervisor(group):
+    in_the_middle_of_a_batch(group, "m0.0")
     lines = []
     schedule = [PlannedFault(0, "consumer-kill", Workload(), 0.1, 0.3, {}),
                 PlannedFault(1, "consumer-pause", Workload(), 0.2, 0.3, {})]
@@ -180,3 +198,18 @@ def test_a_member_whose_close_hangs_after_its_stop_is_a_client_hang_and_one_that
     assert [s.proc.returncode for s in g.current] == [-9, -9]
     assert g.hung == ["m0.0"]
     assert "consumer m1.0 exited with code -9 when asked to stop" in g.error
+
+
+def test_mid_batch_means_one_record_of_the_batch_in_hand_processed_and_one_not(tmp_path):
+    from harness.workload import sink as sinks
+
+    sinks.create(tmp_path / "s.sqlite")
+    member, harness = sinks.Sink(tmp_path / "s.sqlite", "m0.0"), sinks.Sink(tmp_path / "s.sqlite", "harness")
+    assert not harness.mid_batch("m0.0")  # no batch yet
+    seen = []
+    for n in range(4, 8):  # the batch holds n 5, 6 and 7; n 4 was the batch before's last
+        if n == 5:
+            member.hold(5, 3)
+        member.processed([(0, n, n, 0, n, 0.0)], "after")
+        seen.append(harness.mid_batch("m0.0"))
+    assert seen == [False, True, True, False]  # after its last record the commit may already be done
