@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from contextlib import contextmanager
 
 
@@ -24,16 +23,29 @@ _deferring = [0]  # depth of deferred() blocks
 _raised = [False]  # the first signal has been raised as Interrupted
 
 
+FIRST = "interrupted: healing the faults, stopping what the run started, writing summary.json"
+SECOND = "still cleaning up (stopping what the run started, writing summary.json); interrupt again to quit at once"
+
+
+def _say(text: str) -> None:
+    # os.write, not sys.stderr: the handler may run while the main thread is inside a write to stderr, and a
+    # buffered stream entered twice raises RuntimeError (reentrant call)
+    try:
+        os.write(2, f"\n{text}\n".encode())
+    except OSError:
+        pass  # stderr closed: nothing to tell
+
+
 def _handler(signum, frame) -> None:
     _received.append(130 if signum == signal.SIGINT else 143)
     if len(_received) == 1:
+        _say(FIRST)  # at once, so whoever pressed Ctrl-C knows it was heard while clean-up runs
         if not _deferring[0]:
             _raised[0] = True
             raise Interrupted(_received[0])
         return
     if len(_received) == 2:
-        sys.stderr.write("\nstill cleaning up (stopping what the run started, writing summary.json); "
-                         "interrupt again to quit at once\n")
+        _say(SECOND)
         return
     os._exit(_received[0])
 

@@ -72,3 +72,13 @@ def test_a_signal_a_library_swallowed_is_raised_by_check():
     with pytest.raises(Interrupted) as e:
         signals.check()
     assert e.value.code == 130
+
+
+def test_each_signal_says_at_once_what_it_did(capfd):
+    signals.install()
+    with pytest.raises(Interrupted):
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            assert capfd.readouterr().err.strip() == signals.FIRST  # heard, while clean-up goes on
+            os.kill(os.getpid(), signal.SIGINT)
+            assert capfd.readouterr().err.strip() == signals.SECOND
