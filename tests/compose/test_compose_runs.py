@@ -7,15 +7,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import pytest
 import yaml
 
-from harness.faults.nemesis import TOLERANCE
 from tests.compose.conftest import leftovers
-from tests.integration.test_interrupts import assert_clean_stop, run_dir_of, start, wait_for
+from tests.integration.test_interrupts import (assert_clean_stop, delivering, run_dir_of, start, wait_for,
+                                              wait_until_delivered)
 from tests.integration.test_quickstart import run_dirs
+from tests.journal import journal_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTHING = {"containers": [], "networks": [], "volumes": []}
@@ -37,20 +38,19 @@ def test_the_shipped_failover_experiment_end_to_end(tmp_path, docker_client):
     faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
     assert {f["kind"] for f in faults} == {"broker-kill", "broker-pause", "lost-acks"}
     assert all(f["outcome"] == "healed" for f in faults), [f for f in faults if f["outcome"] != "healed"]
-    # on the planned timeline: a container kill through the engine may land late; the journal must say so
-    assert all(f["late_s"] < 2.0 for f in faults), [(f["kind"], f["late_s"]) for f in faults]
-    assert all(("deviation" in f) == (f["late_s"] > TOLERANCE or f["held_s"] < f["planned_duration"] - TOLERANCE)
-               for f in faults if f["planned_duration"])
+    # a container kill through the engine may land late: the journal must say so (how late is the machine's)
+    assert journal_problems(faults, summary) == []
     assert leftovers(docker_client) == NOTHING
 
 
+@pytest.mark.nightly  # a Compose cluster up and down twice: minutes
 def test_ctrl_c_mid_run_takes_the_cluster_down_and_keeps_the_record(tmp_path, docker_client):
     doc = yaml.safe_load((ROOT / "experiments" / "broker-failover.yaml").read_text())
     doc["workload"] = {"messages": 300000, "rate": 5000}
-    proc, out = start(tmp_path, doc)
+    proc, out = start(tmp_path, delivering(doc))
     run_dir = run_dir_of(out)
     wait_for(lambda: (run_dir / "idempotence-off").exists(), timeout=300, what="the first variant to start")
-    time.sleep(3)
+    wait_until_delivered(run_dir, "idempotence-off")
     assert leftovers(docker_client)["containers"]  # the cluster is up ...
     proc.send_signal(signal.SIGINT)
     summary = assert_clean_stop(proc, run_dir, 130)
@@ -59,6 +59,7 @@ def test_ctrl_c_mid_run_takes_the_cluster_down_and_keeps_the_record(tmp_path, do
     assert (run_dir / "logs" / "compose.log").exists()
 
 
+@pytest.mark.nightly  # a Compose cluster up and down twice: minutes
 def test_a_killed_runs_leftovers_do_not_block_the_next_run(tmp_path, docker_client):
     """kill -9 of the harness leaves the containers (nothing can clean up); the next run takes them down first."""
     doc = yaml.safe_load((ROOT / "experiments" / "broker-failover.yaml").read_text())

@@ -14,8 +14,10 @@ import pytest
 import yaml
 
 from harness.cluster.toxiproxy import find_toxiproxy_server
+from harness.exits import exit_for_verdict
 from tests.integration.test_interrupts import wait_for
 from tests.integration.test_quickstart import SMALL, accounting, processes_of, run_dirs
+from tests.recount import miscounted
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = {"backend": "local", "broker": "kafka", "brokers": 3}
@@ -68,15 +70,22 @@ def test_unclean_election_loses_what_the_old_leader_acknowledged_alone_and_says_
     doc = shipped("unclean-election", workload={"messages": 56000, "rate": 2000})
     doc["faults"][1]["downtime"] = 10
     r, summary, faults = run(tmp_path, doc)
-    ok(r, summary)
+    assert summary["status"] == "complete" and summary["cluster"].startswith("local · kafka 4.1.0 × 3"), summary
     assert {f["outcome"] for f in faults} == {"healed"}, faults
     assert summary["variants"]["acks-1"]["lost"] > 0  # acknowledged by the leader alone, truncated when it came back
+    # What else Kafka does here varies from run to run (one CI run of acks=all found 683 acknowledged values in
+    # the log at other offsets than the client was told; issue 46 investigates): the test asserts that the
+    # harness names whatever happened, as the oracle recounts it from the run's files, and that the exit code
+    # follows the verdicts.
+    [run_dir] = list(run_dirs(tmp_path / "reports"))
     for name in ("acks-1", "acks-all"):
         v = summary["variants"][name]
-        assert accounting(v) and v["unexpected"] == 0 and v["verdict"] in ("pass", "allowed"), (name, v)
+        assert accounting(v) and miscounted(run_dir, summary, name) == {}, (name, v)
         assert {f["kind"] for f in faults if f["variant"] == name} == {"isolate", "broker-kill"}
+    assert r.returncode == exit_for_verdict(summary["verdict"]), r.stdout[-3000:] + r.stderr[-3000:]
 
 
+@pytest.mark.nightly  # a known-bug reproduction, minutes long
 def test_last_replica_standing_loses_acknowledged_writes_without_eligible_leader_replicas_only(tmp_path):
     # The shipped timeline (its faults end at 50 s) with 55 s of workload instead of 65.
     doc = shipped("known-bugs/last-replica-standing", workload={"messages": 110000, "rate": 2000})
@@ -96,6 +105,7 @@ def test_last_replica_standing_loses_acknowledged_writes_without_eligible_leader
         assert partition["topic"] == summary["variants"][name]["topic"] and partition["cut_records"] > 0
 
 
+@pytest.mark.nightly  # a known-bug reproduction, minutes long
 def test_delayed_transaction_requests_reach_the_broker_after_the_client_gave_up_on_them(tmp_path):
     # The shipped pattern over 15 s instead of 30: EndTxn requests held 4 s past the client's 2 s timeout.
     doc = shipped("known-bugs/delayed-endtxn", workload={"messages": 30000, "rate": 2000, "transaction.size": 100,
@@ -129,6 +139,7 @@ def test_delayed_transaction_requests_reach_the_broker_after_the_client_gave_up_
         assert "state is COMPLETE_COMMIT, but received transaction marker result to send: ABORT" in brokers
 
 
+@pytest.mark.nightly  # a known-bug reproduction, minutes long
 def test_a_stray_transactional_produce_hangs_the_partition_only_without_verification(tmp_path):
     # The shipped pattern over 6 s per variant instead of 10: the stray Produce at 3 s.
     doc = shipped("known-bugs/hanging-transaction", workload={"messages": 12000, "rate": 2000,

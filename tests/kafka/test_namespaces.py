@@ -70,6 +70,7 @@ def test_packet_faults_and_a_one_way_isolation_on_real_kafka_leave_nothing_behin
     assert network_state() == before
 
 
+@pytest.mark.nightly  # two runs, one killed: minutes
 def test_after_kill_9_the_next_start_removes_what_the_run_left(tmp_path):
     before = network_state()
     exp = tmp_path / "long.yaml"

@@ -4,6 +4,8 @@ asserting what each experiment's comments promise. Transactions are larger than 
 transaction costs ~0.2 s whatever its size (the zombie experiment's 400 took 84 s for a nominal 10 s). (Apart from test_experiments.py so that two test workers
 share the real-Kafka runs evenly.)"""
 
+import pytest
+
 from tests.integration.test_quickstart import accounting
 from tests.kafka.test_experiments import ok, run, shipped
 
@@ -35,6 +37,7 @@ def test_transactions_under_faults_read_each_committed_value_once(tmp_path):
                                                                           "broker-pause"}
 
 
+@pytest.mark.nightly  # three consumer groups on Kafka: minutes
 def test_consumer_crashes_reprocess_or_skip_by_commit_strategy(tmp_path):
     # Each kill must land while members are mid-batch. After a kill nobody processes until the group has expelled
     # the dead member (session timeout 6 s) and rebalanced, so kills 4 s apart mostly landed in that stall (a CI run

@@ -20,6 +20,7 @@ from harness.runfolder import RunFolder
 from harness.spec import ExperimentSpec, LocalClusterSpec
 from harness.verdict import parse_rule
 from tests.fakeclock import FakeClock
+from tests.journal import journal_problems
 
 ACTUAL = {"applied_at", "applied_offset", "healed_at", "healed_offset", "late_s", "held_s", "heal_s"}
 
@@ -511,3 +512,21 @@ def test_stray_produce_writes_to_its_partitions_leader_and_journals_the_answers(
     assert line["effect"] == {"1": {"answers": ["NONE"], "offset": 417}} and line["brokers"] == [1]
     assert line["outcome"] == "healed" and abs(line["late_s"]) <= 0.05  # from when the request left
     assert nemesis.errors == []
+
+
+def test_the_journal_check_of_real_runs_holds_for_a_late_fault_and_catches_each_contradiction(tmp_path):
+    # tests/journal.py is what the real-cluster tiers assert instead of timeliness: it must accept what the
+    # nemesis writes for a late fault, and refuse a journal that hides lateness or a short hold.
+    schedule = [PlannedFault(0, "broker-kill", Broker(0), 0.0, 0.2, {}),
+                PlannedFault(1, "broker-pause", Broker(0), 0.4, 0.5, {})]
+    _, nemesis, lines = run_nemesis(schedule, tmp_path, cluster=FakeCluster(start_s=1.0), wait=2.5)
+    lines = [{"variant": "a", **line} for line in lines]
+    summary = {"warnings": nemesis.warnings}
+    assert "deviation" in lines[1] and journal_problems(lines, summary) == []
+    hidden = [lines[0], {k: v for k, v in lines[1].items() if k != "deviation"}]
+    assert "deviation None" in journal_problems(hidden, summary)[0]
+    assert "not among summary.json's warnings" in journal_problems(lines, {"warnings": []})[0]
+    short = [lines[0], {**lines[1], "held_s": 0.3, "healed_offset": lines[1]["applied_offset"] + 0.3}]
+    assert "and not said to be cut short" in journal_problems(short, summary)[0]
+    wrong = [lines[0], {**lines[1], "late_s": 0.0}]
+    assert "is not applied_offset - planned_at" in journal_problems(wrong, summary)[0]
