@@ -8,12 +8,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pyarrow.parquet as pq
 import pytest
 from harness.workload.clientenv import ClientEnvError, ensure, running
-from tests.integration.test_interrupts import assert_clean_stop, run_dir_of, start, wait_for
+from tests.integration.test_interrupts import assert_clean_stop, delivering, run_dir_of, start, wait_until_delivered
 from tests.integration.test_quickstart import run_experiment
 
 OLD = "2.2.0"
@@ -51,12 +50,10 @@ def test_an_old_client_runs_in_its_child_and_is_judged_like_the_harness_own(tmp_
 
 
 def test_a_stopped_run_stops_the_client_child_and_keeps_its_log(tmp_path, old_client):
-    doc = {**EXPERIMENT, "workload": {"messages": 40000, "rate": 5000}}
+    doc = delivering({**EXPERIMENT, "workload": {"messages": 40000, "rate": 5000}})
     proc, out = start(tmp_path, doc)
     run_dir = run_dir_of(out)
-    wait_for(lambda: (run_dir / "old").exists(), what="the old client's variant to start")
-    wait_for(lambda: (run_dir / "logs" / "producer-old.log").exists(), what="its child to start")
-    time.sleep(2)
+    wait_until_delivered(run_dir, "old")  # the child's librdkafka logs to the run folder too
     proc.send_signal(signal.SIGINT)
     summary = assert_clean_stop(proc, run_dir, 130)  # every process of the run gone, the child included
     old = summary["variants"]["old"]

@@ -97,7 +97,7 @@ def test_no_member_survives_ctrl_c_or_kill_9_of_the_harness(tmp_path, sig, code)
     if code is None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
-        wait_for(lambda: processes_of(run_dir) == [], timeout=5, what="no orphan within 5 s of kill -9")
+        wait_for(lambda: processes_of(run_dir) == [], timeout=60, what="no orphan after kill -9")
     else:
         proc.send_signal(sig)
         assert_clean_stop(proc, run_dir, code)

@@ -87,16 +87,19 @@ def roundtrip(sock, payload=b"ping") -> float:
 
 def test_plain_proxy_passes_data(proxy):
     with connect(proxy) as s:
-        assert roundtrip(s, b"x" * 100_000) < 1
+        roundtrip(s, b"x" * 100_000)  # every byte back (the socket's timeout is the deadline)
 
 
 @pytest.mark.parametrize("stream", ["downstream", "upstream"])
 def test_latency_adds_delay_then_goes_away(proxy, stream):
     with connect(proxy) as s:
         proxy.add_toxic(type="latency", stream=stream, name="lat", attributes={"latency": 200})
-        assert roundtrip(s) >= 0.2
+        assert roundtrip(s) >= 0.2  # a lower bound: a loaded machine only adds to it
         proxy.destroy_toxic("lat")
-        assert roundtrip(s) < 0.1
+        # gone: a minute's latency, removed, delays nothing (held, the socket's 5 s timeout would fail this)
+        proxy.add_toxic(type="latency", stream=stream, name="lat", attributes={"latency": 60_000})
+        proxy.destroy_toxic("lat")
+        roundtrip(s)
 
 
 # reset_peer follows toxics/reset_peer.go and link.go: the next chunk on its stream is dropped, `timeout` ms
@@ -108,8 +111,8 @@ def test_reset_peer_added_to_an_open_connection_closes_it_on_the_next_data(proxy
         proxy.add_toxic(type="reset_peer", name="rst", attributes={"timeout": 0})
         assert stays_open(s, 0.3) == b""  # no data, no close
         s.sendall(b"x")  # its echo reaches the toxic (downstream): dropped, then the close
-        got, waited = until_closed(s)
-        assert got == b"" and waited < 1  # an ordinary close (FIN), not a reset
+        got, _ = until_closed(s)
+        assert got == b""  # an ordinary close (FIN), not a reset
     proxy.destroy_toxic("rst")
     with connect(proxy) as s:
         roundtrip(s)
@@ -122,7 +125,7 @@ def test_reset_peer_present_when_the_connection_opens_resets_it_after_its_timeou
         s.sendall(b"x")  # reaches the upstream toxic: dropped, never echoed
         with pytest.raises(ConnectionResetError):
             until_closed(s)
-        assert 0.25 <= time.monotonic() - t < 2
+        assert time.monotonic() - t >= 0.25  # a lower bound: a loaded machine only adds to it
 
 
 def until_closed(sock, timeout=5) -> tuple[bytes, float]:
@@ -156,7 +159,7 @@ def test_timeout_drops_data_then_closes(proxy):
         s.sendall(b"dropped")
         got, waited = until_closed(s)
         assert got == b""
-        assert 0.25 <= waited < 2
+        assert waited >= 0.25
 
 
 class Recording(socketserver.BaseRequestHandler):
@@ -180,7 +183,7 @@ def test_timeout_upstream_keeps_requests_from_the_server_then_closes(api, reques
             p.add_toxic(type="timeout", name="to", stream="upstream", attributes={"timeout": 300})
             s.sendall(b"held")
             got, waited = until_closed(s)
-        assert got == b"" and 0.25 <= waited < 2
+        assert got == b"" and waited >= 0.25
         assert b"".join(server.received) == b"ping"  # the request before the toxic only
     finally:
         p.destroy()
@@ -195,7 +198,7 @@ def test_timeout_clock_restarts_with_each_dropped_chunk(proxy):
             s.sendall(b"dropped")
             assert stays_open(s, 0.15) == b""
         got, waited = until_closed(s)
-        assert got == b"" and 0.1 <= waited < 2  # ~300 ms after the last echo was dropped
+        assert got == b"" and waited >= 0.1  # ~300 ms after the last echo was dropped
 
 
 def test_timeout_clock_restarts_when_the_toxic_is_updated(proxy):
@@ -206,7 +209,7 @@ def test_timeout_clock_restarts_when_the_toxic_is_updated(proxy):
         requests.post(f"http://{APIConsumer.host}:{APIConsumer.port}/proxies/{proxy.name}/toxics/to",
                       json={"attributes": {"timeout": 400}}).raise_for_status()
         got, waited = until_closed(s)
-        assert got == b"" and 0.35 <= waited < 2
+        assert got == b"" and waited >= 0.35
 
 
 def test_timeout_removal_closes_the_connection(proxy):
@@ -215,8 +218,8 @@ def test_timeout_removal_closes_the_connection(proxy):
         s.sendall(b"dropped")
         assert stays_open(s, 0.3) == b""
         proxy.destroy_toxic("to")
-        got, waited = until_closed(s)
-        assert got == b"" and waited < 1  # dropped data is not delivered on removal either
+        got, _ = until_closed(s)
+        assert got == b""  # dropped data is not delivered on removal either
 
 
 def test_timeout_zero_drops_until_removed_then_closes(proxy):
@@ -225,8 +228,8 @@ def test_timeout_zero_drops_until_removed_then_closes(proxy):
         s.sendall(b"dropped")
         assert stays_open(s, 0.5) == b""  # no timer: still open
         proxy.destroy_toxic("to0")
-        got, waited = until_closed(s)
-        assert got == b"" and waited < 1
+        got, _ = until_closed(s)
+        assert got == b""
 
 
 @pytest.mark.parametrize("timeout", [0, 300])
@@ -236,7 +239,7 @@ def test_timeout_applies_to_connections_opened_while_present(proxy, timeout):
         s.sendall(b"dropped")
         if timeout:
             got, waited = until_closed(s)
-            assert got == b"" and 0.2 <= waited < 2
+            assert got == b"" and waited >= 0.2
         else:
             assert stays_open(s, 0.4) == b""
             proxy.destroy_toxic("to")
@@ -249,8 +252,8 @@ def test_timeout_not_applied_by_toxicity_still_closes_on_removal(proxy):
         proxy.add_toxic(type="timeout", name="never", toxicity=0.0, attributes={"timeout": 0})
         roundtrip(s)  # toxicity 0: data flows
         proxy.destroy_toxic("never")
-        got, waited = until_closed(s)
-        assert got == b"" and waited < 1
+        got, _ = until_closed(s)
+        assert got == b""
 
 
 def test_limit_data_closes_after_n_bytes(proxy):
@@ -264,9 +267,10 @@ def test_limit_data_closes_after_n_bytes(proxy):
 
 
 def test_toxicity_zero_never_applies(proxy):
-    proxy.add_toxic(type="latency", name="never", toxicity=0.0, attributes={"latency": 500})
+    # a minute's latency: applied, it would outlast the socket's 5 s timeout and fail the round trip
+    proxy.add_toxic(type="latency", name="never", toxicity=0.0, attributes={"latency": 60_000})
     with connect(proxy) as s:
-        assert roundtrip(s) < 0.2
+        roundtrip(s)
 
 
 @pytest.fixture
@@ -402,7 +406,9 @@ def receive_all(sock, n, timeout=10) -> bytes:
     return got
 
 
-def test_bandwidth_caps_throughput_within_20_percent(proxy):
+def test_bandwidth_caps_throughput(proxy):
+    # Only the cap is asserted (a loaded machine only slows the transfer further); how close to the cap the
+    # proxy gets is a performance figure, which a loaded machine would decide, not the code.
     rate_kb = 200  # KB/s
     payload = b"b" * (rate_kb * 1024)  # one second's worth at the cap
     with connect(proxy) as s:
@@ -412,7 +418,7 @@ def test_bandwidth_caps_throughput_within_20_percent(proxy):
         assert receive_all(s, len(payload)) == payload
         elapsed = time.monotonic() - t
     measured = len(payload) / 1024 / elapsed
-    assert 0.8 * rate_kb <= measured <= 1.2 * rate_kb, f"{measured:.0f} KB/s for a cap of {rate_kb}"
+    assert measured <= 1.2 * rate_kb, f"{measured:.0f} KB/s for a cap of {rate_kb}"
 
 
 def test_slicer_delivers_every_byte_in_pieces(proxy):

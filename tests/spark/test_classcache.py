@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 CHILD = textwrap.dedent("""
     import sys
 
@@ -38,6 +40,7 @@ def spark_with_cache(tmp_path, planted: str) -> tuple[dict, str]:
     return said, r.stderr
 
 
+@pytest.mark.nightly  # a minute: three JVMs
 def test_a_damaged_archive_is_replaced_and_the_next_jvm_uses_the_new_one(tmp_path):
     (tmp_path / "planted").write_bytes(b"\x00" * 4096)
     first, err = spark_with_cache(tmp_path, str(tmp_path / "planted"))

@@ -9,6 +9,7 @@ import sys
 import time
 
 import psutil
+import pytest
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -41,6 +42,7 @@ def peak_rss_of_analyze(run_dir) -> tuple[int, int]:
     return proc.wait(timeout=300), peak
 
 
+@pytest.mark.nightly  # a minute of Spark
 def test_a_stray_value_of_10_to_the_12_costs_no_memory(tmp_path):
     (tmp_path / "clean").mkdir()
     clean = make_analysable_run(tmp_path / "clean", partitions=3, per_partition=100_000)
