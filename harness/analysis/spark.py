@@ -144,12 +144,24 @@ def _dump_classes(gateway, path: Path) -> None:
         system.setOut(stdout)
 
 
+def import_spark() -> None:
+    """Import pyspark and the modules of ours that import it, on the calling thread. Two threads importing
+    pyspark.sql at once (the starter's thread in spark_session, the run's in the final read's module) can meet
+    a partially initialised module: `ImportError: cannot import name 'SQLContext' from partially initialized
+    module 'pyspark.sql'` (shrink's first try, 4 of 10 calls on a busy machine). Once imported, later
+    imports are lookups."""
+    import pyspark.sql  # noqa: F401
+
+    from ..workload import readback  # noqa: F401  (pyspark.sql.datasource)
+
+
 class SparkStarter:
     """Starts Spark on a thread (a JVM takes seconds), so the run overlaps it with the cluster's start."""
 
     def __init__(self, master: str | None = None):
         import concurrent.futures
 
+        import_spark()
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
         self._future = self._pool.submit(spark_session, master)
 

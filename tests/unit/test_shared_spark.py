@@ -32,3 +32,29 @@ def test_runs_share_one_session_until_one_is_discarded(monkeypatch):
     assert second.stopped is True
     shared.stop()  # stopping twice (a finally after a discard) does nothing more
     assert len(FakeStarter.started) == 2
+
+
+def test_pyspark_is_imported_before_the_starter_thread_runs():
+    """The cause of shrink's `ImportError: cannot import name 'SQLContext' from partially initialized module
+    'pyspark.sql'`: the starter's thread and the run's imported pyspark.sql at once. A fresh interpreter (nothing
+    imported yet) checks that, when the starter's thread begins, pyspark.sql and the final read's module are
+    already wholly imported by the thread that made the starter."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, threading\n"
+        "from harness.analysis import spark as m\n"
+        "assert 'pyspark.sql' not in sys.modules\n"
+        "seen = {}\n"
+        "def fake(master):\n"
+        "    seen['modules'] = {n: getattr(sys.modules.get(n), '__spec__', None) is not None and\n"
+        "                       not getattr(getattr(sys.modules.get(n), '__spec__', None), '_initializing', False)\n"
+        "                       for n in ('pyspark.sql', 'harness.workload.readback')}\n"
+        "m.spark_session = fake\n"
+        "s = m.SparkStarter('local[1]')\n"
+        "s._future.result(); s._pool.shutdown()\n"
+        "print(seen['modules'])\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "{'pyspark.sql': True, 'harness.workload.readback': True}", out.stdout
