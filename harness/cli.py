@@ -575,7 +575,9 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
     INFRA="a try's cluster, Spark or harness failed (the tries so far are kept)"))
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--experiment", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="The experiment file the run was made from (default: RUN_DIR/spec.yaml).")
+              help="The experiment file the run was made from (default: RUN_DIR/spec.yaml, unless it names a "
+                   "program, library, file or address: a toxiproxy-server, a KAFKA_HOME, a Compose file, a "
+                   "cluster's address, a client's *.location or plugin; those are taken only from --experiment).")
 @click.option("--variant", default=None, help="The variant to shrink (default: the first that failed).")
 @click.option("--check", "metric", default=None,
               help="The failed check that must keep failing, by metric (default: the variant's first failed check).")
@@ -607,9 +609,15 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
         if summary is None:
             raise UsageError(f"{run_dir}: no summary.json: not a run folder")
         name, check = shrinking.target(summary, variant, metric, str(run_dir))
-        experiment = experiment or folder.spec_path
-        if not experiment.exists():
-            raise UsageError(f"{experiment}: missing; give the experiment file with --experiment")
+        if experiment is None:  # the folder's own spec: data, so nothing it names is run (shrink.folder_hazards)
+            doc = folder.read_spec()
+            if doc is None:
+                raise UsageError(f"{folder.spec_path}: missing; give the experiment file with --experiment")
+            hazards = shrinking.folder_hazards(doc)
+            if hazards:
+                raise UsageError(f"{folder.spec_path}: names {', '.join(hazards)}: shrink runs, loads or connects to "
+                                 "nothing a run folder names; give the experiment file you trust with --experiment")
+            experiment = folder.spec_path
         try:
             spec, recorded = prepare(experiment, summary.get("seed"), folder.faults_path, spark_master)
         except ScheduleError as e:

@@ -15,6 +15,7 @@ fuzzer or a property-based tester (e.g. hypothesis), not an expensive external p
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
@@ -112,3 +113,41 @@ def still_fails(summary: dict | None, variant: str, metric: str) -> bool:
 def replay_rows(rows: list[dict], variant: str, ids: set[int]) -> list[dict]:
     """The recorded faults.jsonl rows of `variant` whose fault id is kept: a file `run --replay` takes."""
     return [r for r in rows if r.get("variant") == variant and r.get("id") in ids]
+
+
+# -- what a run folder's spec.yaml may make shrink run -----------------------------------------------------
+
+# A run folder is data: it arrives as a CI artifact or an attachment. Its spec.yaml may name programs
+# (cluster.proxy: a toxiproxy-server; cluster.kafka_home: a Kafka whose bin/*.sh the harness runs; a Compose
+# file, whose containers may mount the host), libraries or commands a client loads or runs (librdkafka's
+# plugin.library.paths, ssl.engine.location, sasl.kerberos.kinit.cmd), files it reads, and places to connect
+# to (an external cluster, a Toxiproxy API, an OAuth endpoint). Shrink takes none of them from the folder: the
+# user names the experiment again with --experiment.
+FOLDER_CLUSTER_KEYS = ("kafka_home", "compose_file", "bootstrap_servers", "toxiproxy_url")
+PROXY_BY_NAME = ("embedded", "toxiproxy")  # the harness's own, or toxiproxy-server from $TOXIPROXY_SERVER / PATH
+# librdkafka settings whose value is a file, a library, a command or an address (its CONFIGURATION.md).
+PATH_SETTING = re.compile(r"(\.location|\.paths?|\.cmd|\.file|\.keytab|\.url|\.providers|\.stores)$|^plugin\.",
+                          re.I)
+
+
+def folder_hazards(doc: dict) -> list[str]:
+    """The fields of a stored spec.yaml naming something shrink would run, load, read or connect to (empty:
+    none). `doc` is the folder's raw document: each field is looked at only if it has the shape it should."""
+    def section(d, key):
+        x = d.get(key) if isinstance(d, dict) else None
+        return x if isinstance(x, dict) else {}
+
+    found = []
+    cluster = section(doc, "cluster")
+    found += [f"cluster.{k}" for k in FOLDER_CLUSTER_KEYS if cluster.get(k) is not None]
+    if "proxy" in cluster and cluster["proxy"] not in PROXY_BY_NAME:
+        found.append("cluster.proxy")
+    settings = {"cluster.client": section(cluster, "client"), "producer": section(doc, "producer"),
+                "consumer.config": section(section(doc, "consumer"), "config"), "matrix": section(doc, "matrix")}
+    variants = doc.get("variants") if isinstance(doc.get("variants"), list) else []
+    for i, v in enumerate(x for x in variants if isinstance(x, dict)):
+        settings[f"variants.{i}.producer"] = section(v, "producer")
+        settings[f"variants.{i}.consumer.config"] = section(section(v, "consumer"), "config")
+    for where, conf in settings.items():
+        found += [f"{where}.{k}" for k in conf if isinstance(k, str) and PATH_SETTING.search(k)]
+    return found

@@ -18,9 +18,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import yaml
 from docker.errors import DockerException
 
+from .. import yamlfile
 from ..spec import ComposeClusterSpec
 from .base import ProxiedCluster
 from .metadata import reachable_address
@@ -52,7 +52,7 @@ def service_names(spec: ComposeClusterSpec) -> list[str]:
 def project_name(compose_file: Path) -> str:
     """The Compose project: the file's top-level `name` (Compose v2 only), else kafka-chaos; always passed
     with -p, so v1 and v2 name the same containers."""
-    doc = yaml.safe_load(compose_file.read_text()) or {}
+    doc = yamlfile.load(compose_file)  # a mapping: Backend.problems checked it before the run
     return str(doc.get("name") or DEFAULT_PROJECT)
 
 
@@ -107,7 +107,13 @@ class ComposeCluster(ProxiedCluster):
         if not spec.compose_path.is_file():
             return [f"cluster.compose_file: {spec.compose_path} not found (a relative path starts at the experiment "
                     "file's folder; leave it out to use the Compose file shipped with the harness)"]
-        services = yaml.safe_load(spec.compose_path.read_text()).get("services", {})
+        try:
+            doc = yamlfile.load(spec.compose_path)
+        except (OSError, ValueError) as e:  # YamlError, UnicodeDecodeError
+            return [f"cluster.compose_file: {spec.compose_path}: not a readable Compose file ({e})"]
+        services = doc.get("services") if isinstance(doc, dict) else None
+        if not isinstance(services, dict):
+            return [f"cluster.compose_file: {spec.compose_path}: not a Compose file (no services mapping)"]
         missing = [s for s in service_names(spec) if s not in services]
         if missing:
             return [f"cluster.services: {spec.compose_path} has no service {missing[0]!r} "

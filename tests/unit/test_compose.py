@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from harness.cluster.base import peer_proxy_names
@@ -106,3 +107,18 @@ def test_the_image_script_refuses_bad_input_before_touching_anything(tmp_path):
         r = subprocess.run(["bash", str(script)], env={**base, **env}, capture_output=True, text=True, timeout=30)
         assert (r.returncode, r.stdout) == (2, ""), r
         assert named in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("content, says", [("just a string\n", "no services mapping"), ("services: [a, b]\n",
+                                                                                       "no services mapping"),
+                                            ("a: [\n", "not a readable Compose file")])
+def test_a_compose_file_that_is_not_one_is_bad_input(tmp_path, content, says):
+    """A Compose file named by an experiment (or a run folder's spec) that is not a mapping of services: a
+    problem naming the field, never an AttributeError."""
+    from harness.cluster.compose import ComposeCluster
+    from harness.spec import ComposeClusterSpec
+
+    path = tmp_path / "compose.yml"
+    path.write_text(content)
+    [problem] = ComposeCluster.problems(ComposeClusterSpec(backend="compose", broker="kafka", compose_file=str(path)))
+    assert problem.startswith("cluster.compose_file: ") and says in problem

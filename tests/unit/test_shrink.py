@@ -93,3 +93,86 @@ def test_the_replay_file_keeps_the_variants_rows_of_the_kept_faults():
     rows = [{"variant": v, "id": i, "kind": "lost-acks"} for v in ("off", "on") for i in range(3)]
     assert replay_rows(rows, "on", {0, 2}) == [{"variant": "on", "id": 0, "kind": "lost-acks"},
                                                {"variant": "on", "id": 2, "kind": "lost-acks"}]
+
+
+# -- a run folder is data: shrink runs nothing its spec.yaml names ------------------------------------------
+
+import json  # noqa: E402
+
+import yaml  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from harness import cli  # noqa: E402
+from harness.shrink import folder_hazards  # noqa: E402
+from harness.spec import load_spec  # noqa: E402
+from tests.stored_run import make_run  # noqa: E402
+
+
+def plant(tmp_path, marker):
+    """An executable that leaves `marker` behind if anything runs it, and a Kafka distribution made of it."""
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    home = tmp_path / "kafka"
+    (home / "bin").mkdir(parents=True)
+    for tool in ("kafka-storage.sh", "kafka-server-start.sh", "kafka-features.sh", "kafka-topics.sh"):
+        (home / "bin" / tool).symlink_to(script)
+    return script, home
+
+
+PLACES = {  # where a spec.yaml can name something to run, load, read or reach: (edit of the spec, field named)
+    "cluster.proxy": (lambda s, e, h: s["cluster"].update(proxy=str(e)), "cluster.proxy"),
+    "cluster.kafka_home": (lambda s, e, h: s["cluster"].update(broker="kafka", kafka_home=str(h)),
+                           "cluster.kafka_home"),
+    "cluster.compose_file": (lambda s, e, h: s["cluster"].update(backend="compose", broker="kafka", compose_file=str(e)),
+                             "cluster.compose_file"),
+    "cluster.bootstrap_servers": (lambda s, e, h: s["cluster"].update(backend="external", broker="kafka",
+                                                                      bootstrap_servers="10.1.2.3:9092"),
+                                  "cluster.bootstrap_servers"),
+    "kinit.cmd": (lambda s, e, h: s["producer"].update({"sasl.kerberos.kinit.cmd": str(e)}),
+                  "producer.sasl.kerberos.kinit.cmd"),
+    "plugin": (lambda s, e, h: s["cluster"].update(client={"plugin.library.paths": str(e)}),
+               "cluster.client.plugin.library.paths"),
+    "engine": (lambda s, e, h: s["variants"][0]["producer"].update({"ssl.engine.location": str(e)}),
+               "variants.0.producer.ssl.engine.location"),
+    "consumer": (lambda s, e, h: s.update(consumer={"config": {"ssl.ca.location": str(e)}}),
+                 "consumer.config.ssl.ca.location"),
+}
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_shrink_runs_nothing_a_run_folder_names(tmp_path, monkeypatch, place):
+    marker = tmp_path / "ran"
+    script, home = plant(tmp_path, marker)
+    folder, _, _ = make_run(tmp_path / "runs", off_lost=5)  # variant off lost data: a failed run to shrink
+    spec = yaml.safe_load(folder.spec_path.read_text())
+    # a spec that validates: without the refusal, shrink would go on to run a try with what it names
+    spec.update(cluster={"backend": "local", "broker": "tansu"}, workload={"messages": 100, "rate": 100})
+    edit, field = PLACES[place]
+    edit(spec, script, home)
+    folder.spec_path.write_text(yaml.safe_dump(spec))
+    rows = [json.loads(x) for x in folder.faults_path.read_text().splitlines()]
+    folder.faults_path.write_text("".join(json.dumps({**r, "params": {"cut_after_ms": 100}} if r["kind"] == "lost-acks"
+                                                     else r) + "\n" for r in rows))
+    tries = []
+    monkeypatch.setattr(cli, "_run_once", lambda *a, **k: tries.append(a) or pytest.fail("a try was run"))
+    monkeypatch.setenv("KAFKA_HOME", str(home))  # even the user's own KAFKA_HOME is not reached for
+    r = CliRunner().invoke(cli.main, ["shrink", str(folder.path), "--out", str(tmp_path / "tries")])
+    assert r.exit_code == 2, r.output
+    assert field in r.output and "--experiment" in r.output, r.output
+    assert not marker.exists() and tries == []
+    assert not (tmp_path / "tries").exists()  # nothing written either
+
+
+def test_a_folder_of_an_ordinary_run_names_nothing_to_run():
+    """The spec.yaml a run writes (public_dict) of each shipped experiment has nothing shrink would refuse."""
+    from pathlib import Path
+
+    for path in sorted(Path("experiments").glob("*.yaml")):
+        assert folder_hazards(load_spec(path).public_dict()) == [], path
+
+
+def test_hazards_are_found_only_where_the_field_has_its_shape():
+    assert folder_hazards({"cluster": "x", "producer": ["ssl.ca.location"], "variants": "v"}) == []
+    assert folder_hazards({"cluster": {"proxy": "toxiproxy"}, "variants": [{"producer": {"acks": "all"}}]}) == []
+    assert folder_hazards({"matrix": {"ssl.ca.location": ["/a", "/b"]}}) == ["matrix.ssl.ca.location"]
