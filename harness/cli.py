@@ -324,7 +324,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
 
     series = Series(spec, out, count, first_seed, same_seed, until_fail, replay, schedule, experiment)
     summaries_seconds: list[float] = []
-    spark = SharedSpark(spark_master)  # one JVM for the series
+    spark = SharedSpark(spark_master, series.folder.spark_log)  # one JVM for the series
 
     def run_one(index: int, seed: int, schedule):
         t = time.monotonic()
@@ -635,7 +635,7 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
     say(f"shrinking {len(recorded)} fault(s) of {name} (check {check} must keep failing), at most {max_runs} "
         "tries", "bold")
     tries = []
-    spark = SharedSpark(spark_master)  # one JVM for every try
+    spark = SharedSpark(spark_master, written.with_name(f"{written.stem}-spark.log"))  # one JVM for every try
 
     def fails(subset) -> bool:
         tries.append(len(subset))

@@ -111,7 +111,7 @@ class Run:
             self.folder.write_spec({**self.spec.public_dict(), "seed": self.seed})
             procs.tag_run(self.folder.path)  # every process started from here on carries the run's folder
             self._time("starting Spark")
-            spark = self.shared_spark or _spark(self.spark_master)
+            spark = self.shared_spark or _spark(self.spark_master, self.folder.spark_log)
             self._time("cluster up")
             self.cluster = make_cluster(self.spec.cluster, self.folder.path)
             self.cluster.up()
@@ -380,10 +380,10 @@ class Run:
         return s, None
 
 
-def _spark(master: str | None):
+def _spark(master: str | None, log: Path):
     from .analysis.spark import SparkStarter
 
-    return SparkStarter(master)
+    return SparkStarter(master, log)
 
 
 # Facts only the live run knew; kept when a stored run is analysed again.
@@ -409,7 +409,9 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     inputs = check_inputs(folder, names, partial, spec.topic.partitions if spec else None)
     from .analysis.spark import spark_session, stop_session
 
-    session = spark or spark_session(spark_master)
+    if spark is None:
+        folder.logs.mkdir(exist_ok=True)  # a folder of an older release may have none
+    session = spark or spark_session(spark_master, folder.spark_log)
     done = False
     try:
         analysed = analyze_folder(session, folder, names, partial=partial, inputs=inputs,

@@ -8,7 +8,7 @@
                    logs/             broker, proxy, librdkafka and harness logs (broker-N.log, toxiproxy.log,
                                      admin.log, producer-<variant>.log, consumer-<variant>-<member>.log,
                                      a local Kafka's kafka-N.properties and kafka-N/, compose.log,
-                                     harness-error.log)
+                                     spark.log: the Spark JVM's output, harness-error.log)
                    kafka-data/       a local Kafka cluster's log.dirs, node-N/ per broker
                    <variant>/acks.parquet      the delivery log (workload/producer.py)
                    <variant>/transactions.parquet  one row per transaction (transactional variants:
@@ -544,6 +544,11 @@ class SeriesFolder:
         return folder
 
     @property
+    def spark_log(self) -> Path:
+        """The Spark JVM's own output (JDK warnings, log4j errors): never the user's terminal."""
+        return self.path / LOGS / "spark.log"
+
+    @property
     def series_id(self) -> str:
         return self.path.name
 
@@ -704,6 +709,11 @@ class StoredRun:
 
     def __repr__(self) -> str:
         return f"StoredRun({str(self.folder.path)!r}, verdict={self.summary.get('verdict')!r})"
+
+    @property
+    def spark_log(self) -> Path:
+        """The output of the series' Spark JVM (one for every run)."""
+        return self.path / "spark.log"
 
     @property
     def faults(self):

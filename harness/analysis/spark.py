@@ -53,9 +53,11 @@ FINDINGS_DDL = "table_name string, payload binary"
 CHUNK_ROWS = 1 << 18  # rows per payload: a cell stays a few MB
 
 
-def spark_session(master: str | None = None):
+def spark_session(master: str | None = None, log: Path | None = None):
     """A local Spark session (master local[*] unless given), its Python workers started. Stop it with
-    stop_session(), which also keeps the JVM's class cache (classcache.py) when this start wrote it."""
+    stop_session(), which also keeps the JVM's class cache (classcache.py) when this start wrote it.
+    log: the file that takes the JVM's own output (a JDK's `Using incubator modules` warning, log4j's errors,
+    a crash's stack), which would otherwise reach the user's terminal; None leaves it there (a notebook)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -85,13 +87,15 @@ def spark_session(master: str | None = None):
     elif "spark.master" not in SparkSession.builder._options and not os.environ.get("MASTER"):
         builder = builder.master("local[*]")
     try:
+        if launching and log is not None:
+            SparkContext._ensure_initialized(gateway=_launch(builder, log))
         spark = builder.getOrCreate()
     except Exception:
         if cache is None or cache.writing:
             raise
         cache.discard()  # a damaged archive stops the JVM at start: start again without it
         sys.stderr.write(f"Spark did not start with its class cache {cache.path}: deleted it, starting without\n")
-        return spark_session(master)
+        return spark_session(master, log)
     _writer = (spark, cache) if cache is not None and cache.writing else None
     spark.sparkContext.setLogLevel("ERROR")
     from ..workload.readback import KafkaLogSource
@@ -99,6 +103,19 @@ def spark_session(master: str | None = None):
     spark.dataSource.register(KafkaLogSource)
     _warm_up(spark, cores)
     return spark
+
+
+def _launch(builder, log: Path):
+    """The JVM's gateway, as getOrCreate would launch it (spark-submit with the builder's settings), with the
+    JVM's stdout and stderr appended to `log`."""
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf()
+    for key, value in builder._options.items():
+        conf.set(key, value)
+    with open(log, "ab") as out:  # the JVM holds its own copy of the descriptor
+        return launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
 
 
 _writer: tuple | None = None  # (session, ClassCache) when that session's JVM is to write the archive
@@ -158,12 +175,12 @@ def import_spark() -> None:
 class SparkStarter:
     """Starts Spark on a thread (a JVM takes seconds), so the run overlaps it with the cluster's start."""
 
-    def __init__(self, master: str | None = None):
+    def __init__(self, master: str | None = None, log: Path | None = None):
         import concurrent.futures
 
         import_spark()
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
-        self._future = self._pool.submit(spark_session, master)
+        self._future = self._pool.submit(spark_session, master, log)
 
     def get(self):
         return self._future.result()
@@ -183,13 +200,13 @@ class SharedSpark:
     Started at once in the background, like SparkStarter; a run that did not complete discards it (the next
     run starts a fresh one), so a session a failure may have left broken is never reused."""
 
-    def __init__(self, master: str | None = None):
-        self.master = master
-        self._starter: SparkStarter | None = SparkStarter(master)
+    def __init__(self, master: str | None = None, log: Path | None = None):
+        self.master, self.log = master, log
+        self._starter: SparkStarter | None = SparkStarter(master, log)
 
     def get(self):
         if self._starter is None:
-            self._starter = SparkStarter(self.master)
+            self._starter = SparkStarter(self.master, self.log)
         return self._starter.get()
 
     def discard(self, keep_classes: bool = False) -> None:

@@ -62,6 +62,11 @@ def run_experiment(tmp_path, doc, out_name="reports"):
     return result, runs[0], json.loads((runs[0] / "summary.json").read_text())
 
 
+def java_said(stderr: str) -> list[str]:
+    """Lines of the JVM's own on a terminal: a JDK warning (`WARNING: Using incubator modules`), a stack."""
+    return [line for line in stderr.splitlines() if line.startswith(("WARNING: ", "\tat ", "Exception in thread"))]
+
+
 def processes_of(run_dir: Path):
     """Processes started by the run: they inherit KAFKA_CHAOS_RUN=<run dir>."""
     found = []
@@ -99,6 +104,7 @@ def test_idempotence_off_duplicates_on_does_not(faulty_run):
     assert all(f["applied_at"] and f["healed_at"] for f in applied)
     html = (run_dir / "index.html").read_text()
     assert f">{off['duplicates']:,}<" in html and "lost-acks" in html
+    assert java_said(result.stderr) == [] and (run_dir / "logs" / "spark.log").exists()  # the JVM's output: its log
 
 
 def test_the_summary_says_where_the_run_s_time_went(faulty_run):
@@ -135,6 +141,7 @@ def test_analyze_reproduces_the_summary_from_parquet_alone(faulty_run, tmp_path)
     shutil.copy(run_dir / "spec.yaml", bare / "spec.yaml")
     result = kafka_chaos("analyze", str(bare))
     assert result.returncode == 0, result.stdout + result.stderr
+    assert java_said(result.stderr) == [] and (bare / "logs" / "spark.log").exists()
     again = json.loads((bare / "summary.json").read_text())
     for name, v in summary["variants"].items():
         assert {k: again["variants"][name][k] for k in KEYS} == {k: v[k] for k in KEYS}

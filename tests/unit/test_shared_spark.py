@@ -7,7 +7,7 @@ from harness.analysis import spark as module
 class FakeStarter:
     started: list["FakeStarter"] = []
 
-    def __init__(self, master=None):
+    def __init__(self, master=None, log=None):
         self.master, self.stopped = master, None
         FakeStarter.started.append(self)
 
