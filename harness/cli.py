@@ -239,12 +239,12 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     3 Apache Kafka brokers behind Toxiproxy) or external (bootstrap_servers).
     """
     from . import signals
-    from .preflight import prepare
+    from .preflight import check, prepare_clients
 
     try:
         if repeat is None and (same_seed or until_fail):
             raise UsageError(f"{'--same-seed' if same_seed else '--until-fail'} needs --repeat N")
-        spec, schedule = prepare(experiment, seed, replay, spark_master)  # the first run's plan
+        spec, schedule = check(experiment, seed, replay, spark_master)  # the first run's plan
         if repeat is not None:  # each later run's plan is made when it starts (repeat.Series)
             from .repeat import check_seeds
 
@@ -253,6 +253,7 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
         if junit is not None:
             _writable_file(junit, "--junit")
         _writable_dir(out)
+        prepare_clients(spec, experiment)  # last: an install takes minutes, and bad input must not wait for it
     except Exception as e:
         _fail(e)
     signals.install()
@@ -473,13 +474,14 @@ def analyze(run_dir: Path, spark_master: str | None, partial: bool) -> None:
     <variant>/log.parquet; rewrites summary.json, index.html and anomalies/.
     """
     from . import signals
-    from .preflight import stored_spec
+    from .preflight import check_spark_master, stored_spec
     from .run import reanalyze
     from .runfolder import RunFolder
 
     signals.install()  # a Ctrl-C is exit 130 in one line; during rendering it marks the summary interrupted
     folder = RunFolder(run_dir)
     try:
+        check_spark_master(spark_master)
         spec = stored_spec(folder, partial)
         with console.status("analysing with Spark"):
             summary = reanalyze(folder, spec, spark_master, partial)

@@ -13,17 +13,31 @@ from .spec import (SECRET_KEY, ExperimentSpec, SpecError, load_spec, masked_sele
                    setting_text, validation_message)
 from .workload.clientenv import ClientEnvError, ensure
 
-SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+(:\d+)?(,[\w.\-]+(:\d+)?)*|yarn|k8s://\S+)$")
+# A Spark master URL, the whole text in ASCII (re.match with "$" took "local\n", and \d takes "２").
+SPARK_MASTER = re.compile(r"local(\[(\*|[0-9]+)(,[0-9]+)?\])?|spark://[\w.\-]+(:[0-9]+)?(,[\w.\-]+(:[0-9]+)?)*|yarn|"
+                          r"k8s://\S+", re.ASCII)
 
 
-def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_master: str | None):
-    """(spec, schedule) for `kafka-chaos run`, or SpecError / ScheduleError / UsageError."""
+def check_spark_master(master: str | None) -> None:
+    """--spark-master of every command that takes it, before anything starts (a JVM would print a stack)."""
+    if master is not None and not SPARK_MASTER.fullmatch(master):
+        raise UsageError(f"--spark-master {master!r}: not a Spark master URL "
+                         "(local, local[N], local[*], spark://HOST:PORT, yarn, k8s://...)")
+
+
+def check(experiment: Path, seed: int | None, replay: Path | None, spark_master: str | None):
+    """(spec, schedule) for `kafka-chaos run`, or SpecError / ScheduleError / UsageError: every check that
+    installs nothing. The client versions are installed afterwards (prepare_clients), once the caller's own
+    checks (run's --out) passed too: an install takes minutes and bad input must not wait for it."""
     from .cluster import input_problems, unsupported_faults
 
     from .faults.schedule import ScheduleError, load, plan
 
+    check_spark_master(spark_master)
     spec = load_spec(experiment)
-    prepare_clients(spec, experiment)
+    # librdkafka judges every variant's settings here, the harness's own librdkafka also for a variant that runs
+    # another client version (whose own would need the install first); that version's child refuses what its
+    # older librdkafka does not know when it starts.
     check_producer_configs(spec, experiment)
     check_consumer_configs(spec, experiment)
     try:  # planned here, so a schedule the cluster cannot take (overlapping broker faults) is bad input
@@ -35,9 +49,6 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
             problem = spec.kind_problem(fault.kind)
             if problem:
                 raise ScheduleError(f"{replay}: fault {fault.id}: {problem} (in {experiment})")
-    if spark_master is not None and not SPARK_MASTER.match(spark_master):
-        raise UsageError(f"--spark-master {spark_master!r}: not a Spark master URL "
-                         "(local, local[N], local[*], spark://HOST:PORT, yarn, k8s://...)")
     kinds = {f.kind for f in (schedule if replay is not None else spec.faults)}
     cannot = unsupported_faults(spec.cluster, kinds)
     if cannot:
@@ -46,6 +57,14 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
     problems = input_problems(spec.cluster)
     if problems:
         raise SpecError("\n".join(f"{experiment}: {p}" for p in problems))
+    check_features(spec, experiment)
+    return spec, schedule
+
+
+def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_master: str | None):
+    """check(), then the client versions installed: for callers with no checks of their own after it."""
+    spec, schedule = check(experiment, seed, replay, spark_master)
+    prepare_clients(spec, experiment)
     return spec, schedule
 
 
@@ -56,6 +75,52 @@ def prepare_clients(spec: ExperimentSpec, path: Path) -> None:
             ensure(version)
         except ClientEnvError as e:
             raise SpecError(f"{path}: {e}") from None
+
+
+def check_features(spec: ExperimentSpec, path: Path) -> None:
+    """The feature levels the variants set, judged by the Kafka distribution's own tool before the cluster
+    starts (kafka-storage.sh answers offline): a feature it does not have, or a level it does not support,
+    is bad input. What it cannot answer is left to the cluster, with a note naming each feature unchecked."""
+    from .cluster.local import kafka_home, kafka_storage
+
+    wanted = [(f"variants.{i}.features.{name} (variant {v.name})", name, level)
+              for i, v in enumerate(spec.variants) for name, level in v.features.items()]
+    if not wanted:
+        return
+    home = kafka_home(spec.cluster)  # input_problems found a distribution there
+
+    def unchecked(why: str) -> None:
+        spec.notes.append(f"{', '.join(where for where, _, _ in wanted)}: unchecked before the cluster starts "
+                          f"({why})")
+
+    code, out = kafka_storage(home, "version-mapping")
+    # "transaction.version=2"; metadata.version's level is a release ("=27 (4.1-IV1)"), which no variant sets.
+    levels = dict(re.findall(r"^([a-z][a-z0-9._-]*)=([0-9]+)$", out, re.M | re.ASCII)) if code == 0 else {}
+    if not levels:
+        return unchecked(f"{home}/bin/kafka-storage.sh version-mapping did not list the features: "
+                         f"{_last_line(out) or f'exit status {code}'}")
+    for where, name, _ in wanted:
+        if name not in levels:
+            raise SpecError(f"{path}: {where}: not a feature this Kafka ({home}) lets a variant set; allowed: "
+                            f"{', '.join(sorted(levels))}")
+    pairs = sorted({f"{name}={level}" for _, name, level in wanted})
+    code, out = kafka_storage(home, "feature-dependencies", *(a for pair in pairs for a in ("--feature", pair)))
+    if code == 0:
+        return
+    refused = re.search(r"Feature level ([0-9]+) is not supported for feature (\S+)", out)
+    if refused is None:
+        return unchecked(f"{home}/bin/kafka-storage.sh feature-dependencies said: "
+                         f"{_last_line(out) or f'exit status {code}'}")
+    where = next((w for w, n, lv in wanted if (n, lv) == (refused[2], int(refused[1]))), None)
+    if where is None:
+        return unchecked(f"kafka-storage.sh feature-dependencies said: {refused[0]}")
+    raise SpecError(f"{path}: {where}: level {refused[1]} is not one this Kafka ({home}) supports (its default "
+                    f"level is {levels[refused[2]]})")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
 
 
 def stored_spec(folder: RunFolder, partial: bool) -> ExperimentSpec | None:

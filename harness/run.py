@@ -29,7 +29,7 @@ from .faults.nemesis import Nemesis
 from .faults.schedule import PlannedFault, plan
 from .logfile import FileLogger
 from .runfolder import RunFolder
-from .spec import LOSES_MEMORY_LOG, ExperimentSpec
+from .spec import LOSES_MEMORY_LOG, ExperimentSpec, masked
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.clientenv import ensure
 from .workload.consumers import ConsumerGroup
@@ -184,7 +184,7 @@ class Run:
         if self.initial_config:
             cluster.set_broker_config({**self.initial_config,
                                        **{k: property_text(v) for k, v in variant.broker_config.items()}})
-            self.produced[name]["broker_config"] = variant.broker_config
+            self.produced[name]["broker_config"] = masked(variant.broker_config)  # summary.json: no secret
         create_topic(cluster.client, topic, spec.topic.partitions, spec.topic.replication_factor,
                      config=spec.topic.config)
         nemesis = Nemesis(cluster, self.schedule, name, self.folder.append_faults, topic)
@@ -356,7 +356,7 @@ class Run:
                  "ended_at": _now(), "reason": reason, "faults_planned": len(self.schedule),
                  "seconds": dict(self.seconds)}
         if getattr(self.spec.cluster, "broker_config", None):
-            facts["broker_config"] = self.spec.cluster.broker_config
+            facts["broker_config"] = masked(self.spec.cluster.broker_config)
         variants = {}
         for v in self.spec.variants:
             if v.name not in self.produced:

@@ -73,12 +73,14 @@ ClientValue = Union[str, int, float, bool]
 SHIPPED_COMPOSE_FILE = Path(str(importlib.resources.files("harness.compose") / "docker-compose.yml"))  # compose/
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
-# librdkafka settings whose value may be a secret: those librdkafka itself redacts in its logs (its
-# _RK_SENSITIVE flag: sasl.username, sasl.password, sasl.oauthbearer.config, ssl.key.*, ssl_key,
-# ssl.keystore.password, ssl.ca.pem), the OIDC client secret and assertion keys, and any name that
-# says password, passphrase, secret, token, credential, private or jaas (Java's sasl.jaas.config).
+# Settings whose value may be a secret, librdkafka's and Kafka broker properties alike: those librdkafka itself
+# redacts in its logs (its _RK_SENSITIVE flag: sasl.username, sasl.password, sasl.oauthbearer.config, ssl.key.*,
+# ssl_key, ssl.keystore.password, ssl.ca.pem), the OIDC client secret and assertion keys, those a Kafka broker
+# hides in its own log (its PASSWORD type: ssl.keystore.key, ssl.keystore.certificate.chain,
+# ssl.truststore.certificates, password.encoder.secret, delegation.token.secret.key, ...), and any name that
+# says password, passphrase, secret, token, credential, private or jaas (sasl.jaas.config).
 SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|private|jaas|\.pem$|^ssl[._]key|"
-                        r"^sasl\.username$|^sasl\.oauthbearer\.config$", re.I)
+                        r"^ssl\.truststore\.certificates$|^sasl\.username$|^sasl\.oauthbearer\.config$", re.I)
 MASK = "***"
 BACKENDS = ("local", "compose", "external")
 
@@ -122,14 +124,21 @@ def _producer_settings(settings: dict) -> dict:
 ProducerSettings = Annotated[dict[str, Union[str, int, float, bool]], AfterValidator(_producer_settings)]
 
 CLIENT_LIBRARY = "confluent-kafka"
-CLIENT_VERSION = r"^\d{1,3}\.\d{1,3}\.\d{1,3}$"
+# A client version, which reaches pip's command line: the whole text, ASCII digits only (re.match with "$" took
+# "2.2.0\n", and Python's \d takes full-width digits, "２.２.０").
+CLIENT_VERSION = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
+
+
+def is_client_version(version) -> bool:
+    """The one check of a client version (spec, matrix, clientenv's install and its answer)."""
+    return isinstance(version, str) and CLIENT_VERSION.fullmatch(version) is not None
 
 
 def _client_library(value: dict) -> dict:
     for key, version in value.items():
         if key != CLIENT_LIBRARY:
             raise ValueError(f"{key!r}: the client axis knows {CLIENT_LIBRARY} only (its wheel bundles librdkafka)")
-        if not isinstance(version, str) or not re.match(CLIENT_VERSION, version):
+        if not is_client_version(version):
             raise ValueError(f"{key}: {version!r} is not a version; give it quoted, as X.Y.Z (e.g. \"2.2.0\")")
     return value
 
@@ -165,15 +174,40 @@ def _broker_key(key: str) -> str:
     return key
 
 
+# Kafka broker properties the harness's layout owns (cluster/kraft.py: the nodes, their listeners behind the
+# proxies, the controller quorum, where the data lives), or that would contradict it: broker.id must equal
+# node.id, security.inter.broker.protocol names a listener besides inter.broker.listener.name. A name ending in
+# "." stands for every property it begins (listener.name.client.ssl.keystore.location). Kept here, not in
+# cluster/, so that spec.py refuses them without importing the backends (which import spec.py).
+BROKER_OWNED = ("process.roles", "node.id", "broker.id", "controller.quorum.voters",
+                "controller.quorum.bootstrap.servers", "controller.listener.names", "inter.broker.listener.name",
+                "security.inter.broker.protocol", "listeners", "advertised.listeners", "early.start.listeners",
+                "listener.security.protocol.map", "listener.name.", "log.dirs", "log.dir", "metadata.log.dir")
+BROKER_OWNED_WHY = ("set by the harness, which lays out the nodes, their listeners, the controller quorum and "
+                    "where their data lives; any other Kafka broker property may be given")
+
+
+def broker_owned(key: str) -> bool:
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in BROKER_OWNED)
+
+
+def _broker_setting(key: str, info: ValidationInfo) -> str:
+    if broker_owned(key) and not _stored(info):
+        raise ValueError(BROKER_OWNED_WHY)
+    return key
+
+
 def _broker_value(value: ClientValue) -> ClientValue:
+    # The value is not repeated: it may be a secret (ssl.keystore.password); the message names its property.
     if isinstance(value, str) and any(c in value for c in "\\\n\r"):
-        raise ValueError(f"{value!r}: a broker property value cannot hold a backslash or a line break")
+        raise ValueError("a broker property value cannot hold a backslash or a line break")
     return value
 
 
 # Kafka broker properties (server.properties) the local Kafka backend adds to its own (cluster/kraft.py), e.g.
-# {log.flush.interval.messages: 1}; those that lay out listeners and the quorum are the harness's.
-BrokerSettings = dict[Annotated[str, AfterValidator(_broker_key)], Annotated[ClientValue, AfterValidator(_broker_value)]]
+# {log.flush.interval.messages: 1}; those of BROKER_OWNED are the harness's.
+BrokerSettings = dict[Annotated[str, AfterValidator(_broker_key), AfterValidator(_broker_setting)],
+                      Annotated[ClientValue, AfterValidator(_broker_value)]]
 # Cluster-wide feature levels (kafka-features.sh), e.g. {eligible.leader.replicas.version: 0}.
 FeatureLevels = dict[Annotated[str, AfterValidator(_broker_key)], Annotated[int, Field(ge=0, le=32767)]]
 
@@ -1062,8 +1096,9 @@ class ExperimentSpec(Strict):
         return self.fault_window or self.workload.expected_duration
 
     def public_dict(self) -> dict:
-        """The spec as a run folder keeps it: every literal secret hidden (a ${NAME} reference is kept),
-        in cluster.client, producer, each variant's producer and every consumer group's config."""
+        """The spec as a run folder keeps it: every literal secret hidden (a ${NAME} reference is kept) in
+        every section that takes settings: cluster.client, cluster.broker_config, producer, each variant's
+        producer and broker_config, and every consumer group's config."""
         doc = self.model_dump(mode="json", exclude_none=True)
         if not any(self.transactional(v) for v in self.variants):  # settings that mean nothing here
             for key in ("transaction_size", "abort_ratio"):
@@ -1075,7 +1110,6 @@ class ExperimentSpec(Strict):
         for fault in doc["faults"]:  # a broker stop's duration is its downtime, which the file gives
             if "downtime" in fault:
                 fault.pop("duration", None)
-        doc["cluster"]["client"] = masked(doc["cluster"]["client"])
         # A selector by a secret's value is kept as the variants it selected, by name: its allow list is
         # already in theirs (_cross_checks), its rules go under their names.
         doc["allow"] = {k: v for k, v in doc["allow"].items() if not secret_selector(k)}
@@ -1084,12 +1118,12 @@ class ExperimentSpec(Strict):
             for name in (self.selected(key) if secret_selector(key) else [key]):
                 expectations[name] = {**expectations.get(name, {}), **rules}
         doc["expectations"] = expectations
-        doc["producer"] = masked(doc["producer"])
-        for variant in doc["variants"]:
-            variant["producer"] = masked(variant["producer"])
-        for section in [doc.get("consumer")] + [v.get("consumer") for v in doc["variants"]]:
-            if section and "config" in section:  # the members' librdkafka settings
-                section["config"] = masked(section["config"])
+        groups = [g for g in [doc.get("consumer"), *(v.get("consumer") for v in doc["variants"])] if g]
+        for section, key in [(doc["cluster"], "client"), (doc["cluster"], "broker_config"), (doc, "producer"),
+                             *((v, k) for v in doc["variants"] for k in ("producer", "broker_config")),
+                             *((g, "config") for g in groups)]:  # config: the members' librdkafka settings
+            if key in section:
+                section[key] = masked(section[key])
         return doc
 
     def producer_config(self, variant: VariantSpec) -> dict:
@@ -1136,8 +1170,8 @@ UNION_MEMBERS = {"str": SETTING_HINT, "int": SETTING_HINT, "float": SETTING_HINT
 
 
 def masked(settings: dict) -> dict:
-    """librdkafka settings with the value of every secret one (SECRET_KEY) replaced by MASK, unless it only
-    names an environment variable (${NAME}, resolved when the run starts and never written)."""
+    """librdkafka or Kafka broker settings with the value of every secret one (SECRET_KEY) replaced by MASK,
+    unless it only names an environment variable (${NAME}, resolved when the run starts and never written)."""
     return {k: MASK if isinstance(k, str) and SECRET_KEY.search(k) and not ENV_REF.fullmatch(str(v)) else v
             for k, v in settings.items()}
 

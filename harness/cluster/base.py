@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from ..exits import InfraError
 from ..logfile import FileLogger
 from ..runfolder import RunFolder
-from ..spec import LINK_FAULTS, BaseClusterSpec
+from ..spec import LINK_FAULTS, BaseClusterSpec, masked
 from .apiversions import kafka_answers
 from .metadata import (broker_index, client_addresses, every_broker_registered, leader_index, split_address,
                        unreachable_proxies)
@@ -292,7 +292,7 @@ class ProxiedCluster:
                 for future in self._admin.incremental_alter_configs([resource]).values():
                     future.result(timeout=30)
         except KafkaException as e:
-            raise InfraError(f"Kafka refused the broker settings {config}: {e.args[0].str()} (a variant's "
+            raise InfraError(f"Kafka refused the broker settings {masked(config)}: {e.args[0].str()} (a variant's "
                              "broker_config takes settings Kafka changes while running; put others in "
                              "cluster.broker_config)") from e
 

@@ -18,8 +18,11 @@ The same layout as compose/docker-compose.yml.
 from __future__ import annotations
 
 import base64
+import re
 import uuid
 from dataclasses import dataclass
+
+from ..spec import BROKER_OWNED_WHY, SECRET_KEY, broker_owned
 
 
 @dataclass(frozen=True)
@@ -52,18 +55,6 @@ def replication_listener(follower: int) -> str:
     return f"INTERNAL_{node_id(follower)}"
 
 
-# What lays out the nodes, their listeners, the quorum and where the data lives: the harness's, not the user's
-# (cluster.broker_config may set any other property, e.g. log.flush.interval.messages).
-LAYOUT_KEYS = ("process.roles", "node.id", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-               "controller.listener.names", "inter.broker.listener.name", "listeners", "advertised.listeners",
-               "listener.security.protocol.map", "log.dirs", "log.dir", "metadata.log.dir")
-
-
-def layout_problems(config: dict) -> list[str]:
-    return [f"cluster.broker_config.{key}: set by the harness (it lays out the nodes behind their proxies); "
-            "it cannot be changed" for key in config if key in LAYOUT_KEYS]
-
-
 def property_text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -74,11 +65,13 @@ def node_properties(index: int, ports: list[NodePorts], advertised_client: str, 
     """server.properties of node `index` in a cluster of len(ports) nodes.
 
     routes[("replication" | "controller", src, dst)]: where node src reaches node dst (default: directly).
-    extra: the user's properties (cluster.broker_config), over the defaults below; never a LAYOUT_KEYS one.
+    extra: the user's properties (cluster.broker_config), over the defaults below; never a spec.BROKER_OWNED one
+    (the experiment file's validation refuses them).
     host: the address the node listens on (its namespace's, with network namespaces)."""
     extra = extra or {}
-    if layout_problems(extra):
-        raise ValueError(layout_problems(extra)[0])
+    owned = [key for key in extra if broker_owned(key)]
+    if owned:
+        raise ValueError(f"{owned[0]}: {BROKER_OWNED_WHY}")
     routes = routes or {}
     n = len(ports)
     me = ports[index]
@@ -129,6 +122,27 @@ def feature_levels(describe: str) -> dict[str, int]:
         if "Feature" in fields and level.isdigit():
             out[fields["Feature"]] = int(level)
     return out
+
+
+# The config provider through which a node reads its secret settings from its environment (Kafka's own
+# EnvVarConfigProvider, Kafka 3.5 and later), so that the properties file, kept in the run folder, holds none.
+SECRET_PROVIDER = "kafkachaos"
+PROVIDER_REF = re.compile(r"\$\{[A-Za-z0-9_.-]+:[^}]*\}")  # ${file:/etc/kafka/secrets:ks}: where a secret is
+
+
+def secrets_from_environment(props: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(props with the value of every secret-named property (spec.SECRET_KEY) replaced by a reference,
+    ${kafkachaos:KAFKA_CHAOS_SECRET_<n>}, that the node resolves from its environment; that environment).
+    A provider the user configured (config.providers) is kept beside this one, and a value that is a reference
+    to it is left as it is (Kafka resolves a reference once: moved into the environment it would stay text)."""
+    names = [key for key in props if SECRET_KEY.search(key) and not PROVIDER_REF.fullmatch(props[key])]
+    if not names:
+        return props, {}
+    env = {f"KAFKA_CHAOS_SECRET_{i}": props[key] for i, key in enumerate(names)}
+    out = {**props, **{key: f"${{{SECRET_PROVIDER}:KAFKA_CHAOS_SECRET_{i}}}" for i, key in enumerate(names)}}
+    out["config.providers"] = ",".join(filter(None, [props.get("config.providers"), SECRET_PROVIDER]))
+    out[f"config.providers.{SECRET_PROVIDER}.class"] = "org.apache.kafka.common.config.provider.EnvVarConfigProvider"
+    return out, env
 
 
 def render_properties(props: dict[str, str]) -> str:

@@ -18,7 +18,6 @@ pyarrow, the harness) comes from the harness's environment.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -30,9 +29,9 @@ from .. import procs
 from ..analysis.classcache import cache_folder
 from ..exits import UsageError, one_line
 from ..formats import json_object
+from ..spec import is_client_version
 
 PACKAGE = "confluent-kafka"
-VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
 MARKER = "ready.json"
 # What the child Python answers: confluent-kafka's version, then librdkafka's, one per line (a (text, int)
 # tuple before 2.12, the text since).
@@ -77,7 +76,7 @@ def ensure(version: str, folder: Path | None = None, pip: list[str] | None = Non
     """The environment of confluent-kafka `version`, installed first when the cache lacks it (or holds a
     damaged copy). ClientEnvError naming the version when it is not a version, cannot be installed, or
     installs as something else."""
-    if not isinstance(version, str) or not VERSION.match(version):
+    if not is_client_version(version):
         raise ClientEnvError(f"client.{PACKAGE}: {version!r} is not a version (X.Y.Z, e.g. 2.2.0)")
     root = folder or clients_folder()
     target = root / f"{PACKAGE}-{version}"
@@ -145,7 +144,7 @@ def _probe_output(path: Path) -> str:
 
 def _probe(path: Path) -> ClientEnv | None:
     lines = _probe_output(path).splitlines()
-    if len(lines) != 2 or not VERSION.match(lines[0]):
+    if len(lines) != 2 or not is_client_version(lines[0]):
         return None
     return ClientEnv(lines[0], lines[1].strip(), path)
 

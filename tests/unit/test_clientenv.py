@@ -84,7 +84,9 @@ def test_an_install_that_reports_another_version_is_refused(tmp_path, pip):
     assert list((tmp_path / "cache").iterdir()) == []
 
 
-@pytest.mark.parametrize("version", ["2.2", "latest", "2.2.0; rm -rf /", "../2.2.0", "", 2.2])
+# "2.2.0\n" and full-width digits passed a re.match with "$" and \d, and reached pip's command line.
+@pytest.mark.parametrize("version", ["2.2", "latest", "2.2.0; rm -rf /", "../2.2.0", "", 2.2, "2.2.0\n",
+                                     "\uff12.\uff12.\uff10"])
 def test_what_is_not_a_version_is_refused_before_any_install(tmp_path, pip, version):
     with pytest.raises(ClientEnvError, match=r"client\.confluent-kafka: .* is not a version \(X\.Y\.Z"):
         ensure(version, tmp_path / "cache", pip[0])

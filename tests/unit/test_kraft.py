@@ -1,10 +1,11 @@
 """KRaft configs for KAFKA_HOME nodes, checked as the Compose file's wiring is (no Kafka needed)."""
 
 import base64
+import re
 
 import pytest
 
-from harness.cluster.kraft import NodePorts, cluster_id, node_properties, render_properties
+from harness.cluster.kraft import NodePorts, cluster_id, node_properties, render_properties, secrets_from_environment
 
 PORTS = [NodePorts(10001, 10021, (10101, 10102, 10103)), NodePorts(10002, 10022, (10201, 10202, 10203)),
          NodePorts(10003, 10023, (10301, 10302, 10303))]
@@ -108,17 +109,32 @@ def test_a_random_cluster_id_never_starts_with_a_dash(monkeypatch):
 
 
 def test_the_users_broker_properties_come_last_and_the_layout_stays_the_harnesss():
-    from harness.cluster.kraft import layout_problems
-
     props = node_properties(0, PORTS, PROXIES[0], "/data/node-0", ROUTES,
                             {"min.insync.replicas": 1, "log.flush.interval.messages": 1, "x.enable": False})
     assert props["min.insync.replicas"] == "1" and props["log.flush.interval.messages"] == "1"
     assert props["x.enable"] == "false"  # as Kafka spells it
-    assert layout_problems({"advertised.listeners": "x", "log.retention.ms": 1}) == [
-        "cluster.broker_config.advertised.listeners: set by the harness (it lays out the nodes behind their "
-        "proxies); it cannot be changed"]
-    with pytest.raises(ValueError, match="log.dirs"):
-        node_properties(0, PORTS, PROXIES[0], "/data/node-0", ROUTES, {"log.dirs": "/elsewhere"})
+    # The experiment file's validation refuses them (spec.BROKER_OWNED); the configs never take one either.
+    for key in ("log.dirs", "broker.id", "listener.name.client.ssl.keystore.location"):
+        with pytest.raises(ValueError, match=f"^{re.escape(key)}: set by the harness"):
+            node_properties(0, PORTS, PROXIES[0], "/data/node-0", ROUTES, {key: "x"})
+
+
+def test_a_nodes_secret_settings_reach_it_through_its_environment_never_its_properties_file():
+    props = node_properties(0, PORTS, PROXIES[0], "/data/node-0", ROUTES,
+                            {"ssl.keystore.password": "hunter2-ks", "sasl.jaas.config": "x required password=hunter2-j;",
+                             "config.providers": "file", "ssl.truststore.password": "${file:/etc/ts:pw}",
+                             "log.flush.interval.messages": 1})
+    hidden, env = secrets_from_environment(props)
+    text = render_properties(hidden)
+    assert "hunter2" not in text
+    refs = {key: hidden[key] for key in ("ssl.keystore.password", "sasl.jaas.config")}
+    assert {key: env[ref.removeprefix("${kafkachaos:").removesuffix("}")] for key, ref in refs.items()} == {
+        "ssl.keystore.password": "hunter2-ks", "sasl.jaas.config": "x required password=hunter2-j;"}
+    assert hidden["config.providers"] == "file,kafkachaos"  # the user's provider is kept
+    assert hidden["config.providers.kafkachaos.class"] == "org.apache.kafka.common.config.provider.EnvVarConfigProvider"
+    assert hidden["ssl.truststore.password"] == "${file:/etc/ts:pw}"  # a reference to the user's provider stays
+    assert hidden["log.flush.interval.messages"] == "1"
+    assert secrets_from_environment(nodes()[0]) == (nodes()[0], {})  # nothing secret: the properties as they are
 
 
 # kafka-features.sh describe, as Kafka 4.1.0 printed it (a local 3-node cluster, after a downgrade of ELR)
