@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -132,6 +133,30 @@ def stop_session(spark, keep_classes: bool = True) -> None:
         cache, _writer = _writer[1], None
         if keep_classes:
             cache.write(lambda path: _dump_classes(SparkContext._gateway, path))
+    _end_jvm()
+
+
+def _end_jvm(wait: float = 30.0) -> None:
+    """End the JVM this process launched, and wait for it: pyspark leaves it running until the Python process
+    exits (it ends on its stdin's end of file, a moment later), so it would outlive the harness, and with its
+    output on a log file nothing waits for it. The next session launches a new one."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None:  # none, or one this process did not launch (spark-submit's)
+        return
+    try:
+        gateway.shutdown()
+    except Exception:  # py4j: the JVM is gone already
+        pass
+    proc.stdin.close()
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    SparkContext._gateway = SparkContext._jvm = None
 
 
 def _dump_classes(gateway, path: Path) -> None:

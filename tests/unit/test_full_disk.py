@@ -37,7 +37,7 @@ pytestmark = pytest.mark.usefixtures("signal_handlers_restored")
 
 def test_full_disk_keeps_a_minimal_summary_and_exits_3(tmp_path, monkeypatch):
     sent = {"sent": 10, "acked": 10, "rejected": 0, "unknown": 0}
-    monkeypatch.setattr(run_mod, "_spark", lambda master: _Spark())
+    monkeypatch.setattr(run_mod, "_spark", lambda master, log: _Spark())
     monkeypatch.setattr(run_mod, "make_cluster", lambda spec, path: _Cluster())
     monkeypatch.setattr(run_mod.Run, "_run_variant",
                         lambda self, session, v: self.produced.setdefault(v.name, {"topic": "t", **sent}))

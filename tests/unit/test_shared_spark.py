@@ -47,7 +47,7 @@ def test_pyspark_is_imported_before_the_starter_thread_runs():
         "from harness.analysis import spark as m\n"
         "assert 'pyspark.sql' not in sys.modules\n"
         "seen = {}\n"
-        "def fake(master):\n"
+        "def fake(master, log=None):\n"
         "    seen['modules'] = {n: getattr(sys.modules.get(n), '__spec__', None) is not None and\n"
         "                       not getattr(getattr(sys.modules.get(n), '__spec__', None), '_initializing', False)\n"
         "                       for n in ('pyspark.sql', 'harness.workload.readback')}\n"
