@@ -386,6 +386,12 @@ def _spark(master: str | None, log: Path):
     return SparkStarter(master, log)
 
 
+def _mask_broker_config(facts: dict) -> None:
+    """A kept broker_config with its secrets masked: a summary written before they were keeps them no more."""
+    if isinstance(facts.get("broker_config"), dict):
+        facts["broker_config"] = masked(facts["broker_config"])
+
+
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason",
                   "seconds")
@@ -425,6 +431,7 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     allow = {v.name: v.allow for v in spec.variants} if spec else {}
     for name, metrics in analysed.items():
         kept = {k: x for k, x in old.get("variants", {}).get(name, {}).items() if k in KEPT_VARIANT_FACTS}
+        _mask_broker_config(kept)
         why = metrics.pop("incomplete", "")
         variants[name] = summary_mod.variant_entry({**kept, **metrics}, spec.rules(name) if spec else {},
                                                    allow.get(name, []), why)
@@ -432,6 +439,7 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     if status not in (INTERRUPTED, ERROR):
         status = INCOMPLETE if any(v.get("incomplete") for v in variants.values()) else COMPLETE
     facts = {k: old[k] for k in KEPT_RUN_FACTS if k in old}
+    _mask_broker_config(facts)
     s = summary_mod.build(old.get("run_id", folder.run_id), spec.name if spec else old.get("experiment", folder.run_id),
                           status, variants, facts)
     folder.write_summary(s)

@@ -72,14 +72,14 @@ class Strict(BaseModel):
 ClientValue = Union[str, int, float, bool]
 SHIPPED_COMPOSE_FILE = Path(str(importlib.resources.files("harness.compose") / "docker-compose.yml"))  # compose/
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-TOXIPROXY_URL = re.compile(r"^(http://)?[A-Za-z0-9.\-\[\]:]+:\d+/?$")
+TOXIPROXY_URL = re.compile(r"(http://)?[A-Za-z0-9.\-\[\]:]+:[0-9]+/?")
 # Settings whose value may be a secret, librdkafka's and Kafka broker properties alike: those librdkafka itself
 # redacts in its logs (its _RK_SENSITIVE flag: sasl.username, sasl.password, sasl.oauthbearer.config, ssl.key.*,
 # ssl_key, ssl.keystore.password, ssl.ca.pem), the OIDC client secret and assertion keys, those a Kafka broker
 # hides in its own log (its PASSWORD type: ssl.keystore.key, ssl.keystore.certificate.chain,
 # ssl.truststore.certificates, password.encoder.secret, delegation.token.secret.key, ...), and any name that
 # says password, passphrase, secret, token, credential, private or jaas (sasl.jaas.config).
-SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|private|jaas|\.pem$|^ssl[._]key|"
+SECRET_KEY = re.compile(r"password|passphrase|secret|token|credential|private|jaas|\.pem$|^ssl[._]key([._]|$)|"
                         r"^ssl\.truststore\.certificates$|^sasl\.username$|^sasl\.oauthbearer\.config$", re.I)
 MASK = "***"
 BACKENDS = ("local", "compose", "external")
@@ -220,7 +220,7 @@ def _names_per_broker(items: list[str] | None, info: ValidationInfo) -> list[str
 
 
 def _toxiproxy_url(url: str | None) -> str | None:
-    if url is not None and not TOXIPROXY_URL.match(url):
+    if url is not None and not TOXIPROXY_URL.fullmatch(url):  # match() with $ takes a trailing line break
         raise ValueError(f"{url!r} is not http://HOST:PORT")
     return url
 
