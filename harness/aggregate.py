@@ -144,12 +144,15 @@ def ranking(variants: dict, aggregated: bool = False) -> list[dict]:
     variants: a summary's (one run) or an aggregate's (aggregated=True: means over runs)."""
     rows = []
     for name, v in variants.items():
-        if aggregated:
-            rate = v["anomaly_rate"]
-            row = {"variant": name, "anomalies": rate["mean"], "anomaly_rate": rate["rate_per_100k"],
-                   "duplicates": v["metrics"]["duplicates"]["mean"],
-                   "fatal": round(sum(v["metrics"][k]["mean"] for k in RANKED[1:]), 3),
-                   "anomaly_rate_ci95": rate["ci95"], "acked_per_s": (v.get("acked_per_s") or {}).get("mean"),
+        if aggregated:  # an aggregate.json of an older release may lack a statistic: counted as 0
+            rate, stats = v.get("anomaly_rate") or {}, v.get("metrics") or {}
+
+            def mean(key: str) -> float:
+                return (stats.get(key) or {}).get("mean") or 0
+
+            row = {"variant": name, "anomalies": rate.get("mean") or 0, "anomaly_rate": rate.get("rate_per_100k") or 0,
+                   "duplicates": mean("duplicates"), "fatal": round(sum(mean(k) for k in RANKED[1:]), 3),
+                   "anomaly_rate_ci95": rate.get("ci95"), "acked_per_s": (v.get("acked_per_s") or {}).get("mean"),
                    "latency_p99_ms": (v.get("latency_p99_ms") or {}).get("mean")}
         elif v.get("incomplete"):
             continue

@@ -2,7 +2,8 @@
 
 Exit codes (exits.py): 0 every check held, 1 an expectation or a fatal anomaly failed, 2 bad input
 (nothing started), 3 infrastructure failed or damaged data, 130/143 interrupted (SIGINT/SIGTERM).
-A traceback is shown only with --debug; user text is never read as console markup.
+A traceback is shown only with --debug; user text is never read as console markup, and text from a run folder
+(or any data) reaches the terminal through visible(): no control character or escape sequence of its own.
 """
 
 from __future__ import annotations
@@ -30,9 +31,29 @@ console = Console(soft_wrap=True, highlight=False)  # never break paths or messa
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
+# Every control character (C0, DEL, C1) and bidirectional override, written out as Python writes it in a string.
+_CONTROL = {**{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7f, 0xa0))}, 0x09: "\\t", 0x0a: "\\n",
+            0x0d: "\\r", **{c: f"\\u{c:04x}" for c in (0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f),
+                                                        *range(0x2066, 0x206a))}}
+
+
+def visible(text) -> str:
+    """Text as the terminal may show it: every control character (C0, DEL, C1) and bidirectional override
+    written out the way Python writes it in a string (\\x1b, \\n, \\u202e), so that a name, a reason or a value
+    from a run folder cannot move the cursor, clear the screen, set the window title or reorder a line. The
+    one way folder text reaches the terminal (with Text, never markup: a '[' is a '[')."""
+    return str(text).translate(_CONTROL)
+
+
+def shown(text, style: str = "") -> Text:
+    """visible(text) as a rich Text: a table cell or title that is neither markup nor a control sequence."""
+    return Text(visible(text), style=style)
+
+
 def say(text: str, style: str | None = None, err: bool = False) -> None:
-    """Print user-facing text as it is (a '[' in a path or name is not markup)."""
-    (err_console if err else console).print(Text(text, style=style or ""))
+    """Print user-facing text as it is (a '[' in a path or name is not markup; a control character is shown
+    written out, never sent: visible())."""
+    (err_console if err else console).print(shown(text, style or ""))
 
 
 def _exit(code: Exit) -> None:
@@ -47,7 +68,7 @@ def _fail(e: BaseException) -> None:
     if code in (Exit.SIGINT, Exit.SIGTERM):
         say(f"interrupted{': ' + message if message != 'interrupted' else ''}", "yellow", err=True)
     else:
-        err_console.print(Text.assemble(("error: ", "bold red"), message))
+        err_console.print(Text.assemble(("error: ", "bold red"), visible(message)))
     _exit(code)
 
 
@@ -84,15 +105,16 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
     from .verdict import held_text, status_of, variant_verdict
 
     variants = summary.get("variants", {})
-    table = Table(title=Text(f"{summary.get('experiment')} · {summary.get('status')} · verdict "
-                             f"{summary.get('verdict')}"), title_justify="left")
+    table = Table(title=shown(f"{summary.get('experiment')} · {summary.get('status')} · verdict "
+                              f"{summary.get('verdict')}"), title_justify="left")
     table.add_column("")
     for name in variants:
-        table.add_column(Text(name), justify="right")
+        table.add_column(shown(name), justify="right")
     consumers = any(x.get("consumer") for x in variants.values())  # consumer metrics only where a group ran
     absent = not_measured(variants)  # no transactions, no consumer group: said once below the table
     for m in sorted((m for m in METRICS if m not in absent), key=lambda m: m.accounting):
-        cells = [f"{x[m.key]:,}" if isinstance(x.get(m.key), int) and applies(m, x) else "-" for x in variants.values()]
+        cells = [shown(f"{x[m.key]:,}" if isinstance(x.get(m.key), int) and applies(m, x) else "-")
+                 for x in variants.values()]
         table.add_row(m.label + (" *" if m.fatal else ""), *cells, style="dim" if m.accounting else None)
     from .report.render import latency_text, lso_stall_text, window_text
 
@@ -104,25 +126,25 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
         cells = [latency_text(x.get(f.key)) if f.key == "latency_ms" else window_text(x.get(f.key))
                  if f.key.startswith("dedup_window") else lso_stall_text(x) if f.key == "lso_stall_s"
                  else str(x.get(f.key, "-")) for x in variants.values()]
-        table.add_row(f.label, *cells)
+        table.add_row(f.label, *map(shown, cells))
     console.print(table)
     if absent:
         say(not_measured_text(variants), "dim")
     for name, x in variants.items():
         if x.get("incomplete"):
-            console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), f"  {name}: {x['incomplete']}"))
+            console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), visible(f"  {name}: {x['incomplete']}")))
         marks = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow"),
                  UNKNOWN: ("UNKNOWN", "bold magenta")}
-        if x.get("expectations"):  # the variant's verdict, then what held in one line, then each other check
-            console.print(Text.assemble("  ", marks[variant_verdict(x["expectations"])],
-                                        f"  {name}: {held_text(x['expectations'], x)}"))
-        for c in x.get("expectations", []):
-            status = status_of(c)
-            if status == PASS:
+        checks = [{**c, "status": status_of(c)} for c in x.get("expectations", [])]
+        if checks:  # the variant's verdict, then what held in one line, then each other check
+            console.print(Text.assemble("  ", marks[variant_verdict(checks)],
+                                        visible(f"  {name}: {held_text(checks, x)}")))
+        for c in checks:
+            if c["status"] == PASS:
                 continue
-            mark = marks[status]
+            mark = marks[c["status"]]
             actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
-            console.print(Text.assemble("  ", mark, f"  {name}: {c['metric']} {c['rule']} (actual {actual})"))
+            console.print(Text.assemble("  ", mark, visible(f"  {name}: {c['metric']} {c['rule']} (actual {actual})")))
     if summary.get("reason"):
         say(summary["reason"], "yellow")
     if run_dir is not None:
@@ -185,7 +207,8 @@ class OneLineErrors(click.Group):
             sys.exit(e.exit_code)
         except click.ClickException as e:
             where = e.ctx.command_path if isinstance(e, click.UsageError) and e.ctx else "kafka-chaos"
-            err_console.print(Text.assemble(("error: ", "bold red"), f"{e.format_message()} (see {where} --help)"))
+            err_console.print(Text.assemble(("error: ", "bold red"),
+                                            visible(f"{e.format_message()} (see {where} --help)")))
             sys.exit(e.exit_code)
         except click.Abort:
             say("interrupted", "yellow", err=True)
@@ -393,11 +416,11 @@ def print_aggregate(doc: dict) -> None:
     variants = doc.get("variants", {})
     ran = len(doc.get("runs", []))
     verdicts = ", ".join(f"{k} {v}" for v, k in doc.get("verdicts", {}).items())
-    table = Table(title=Text(f"{doc.get('experiment')} · {ran} of {doc.get('requested')} runs ({verdicts}) · "
-                             "mean per run [95% interval]"), title_justify="left")
+    table = Table(title=shown(f"{doc.get('experiment')} · {ran} of {doc.get('requested')} runs ({verdicts}) · "
+                              "mean per run [95% interval]"), title_justify="left")
     table.add_column("")
     for name in variants:
-        table.add_column(Text(name), justify="right")
+        table.add_column(shown(name), justify="right")
     metrics = next(iter(variants.values()), {}).get("metrics", {})
     keys = [k for k in metrics if k in ("duplicates", "jump_back_runs", "max_jump_back", "lost") or
             k not in ("received", "unique", "missing") and any(v["metrics"][k]["max"] for v in variants.values())]
@@ -417,7 +440,7 @@ def print_aggregate(doc: dict) -> None:
                                                     for v in variants.values()])
     failures = sorted({e for v in variants.values() for e in v.get("client_failures", {})})
     for error in failures:  # a known bug that fails the client for good shows here
-        table.add_row(f"client failed for good: {error}",
+        table.add_row(shown(f"client failed for good: {error}"),
                       *[f"{f['runs_with']}/{v['runs']}{ci(f['runs_with_ci95'], share=True)} ({f['times']}x)"
                         if (f := v.get("client_failures", {}).get(error)) else f"0/{v['runs']}"
                         for v in variants.values()])
@@ -555,7 +578,7 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
     say("runs compared: " + " · ".join(f"{i + 1} = {r['folder']}" for i, r in enumerate(view["runs"])))
     rows = compare_rows(view)
     for name in view["variants"]:  # one table per variant: its runs side by side fit a narrow terminal
-        table = Table(title=Text(name), title_justify="left")
+        table = Table(title=shown(name), title_justify="left")
         table.add_column("")
         for i in range(len(view["runs"])):
             table.add_column(f"run {i + 1}", justify="right")
@@ -564,7 +587,7 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
             style = "bold yellow" if row["differs"][name] else None
             cells = [row["cells"][(name, i)] for i in range(len(view["runs"]))]
             table.add_row(row["metric"].label if row.get("metric") else row["label"],
-                          *(Text("-" if x is None else f"{x:,}" if isinstance(x, int) else str(x), style=style)
+                          *(shown("-" if x is None else f"{x:,}" if isinstance(x, int) else x, style=style or "")
                             for x in cells), "differs" if row["differs"][name] else "")
         console.print(table)
     say(f"page: {written}")

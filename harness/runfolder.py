@@ -26,6 +26,14 @@
     <out>/<series-id>/aggregate.json  a series of repeated runs (--repeat), summarised (aggregate.py)
                       index.html      its report (the runs themselves are ordinary run folders in <out>)
 
+A folder is data that arrives from elsewhere (a CI artifact, an attachment), never a program: every command
+(analyze, report, compare, shrink) and open_run read its files through one reader here (read_spec,
+read_summary, read_faults, read_read, SeriesFolder.read_aggregate), which opens a file only inside the
+folder (no link leading out), only when it is a plain file within its bound (SPEC_BYTES, SUMMARY_BYTES,
+FAULTS_BYTES and FAULT_LINES, AGGREGATE_BYTES, READ_BYTES), reads no more than that, and checks every field
+it hands on against the shape the harness writes: a damaged file is RunFolderError (exit 3) naming the file
+and the field, "<file>: <field path>: <what is wrong> (<what is allowed>)".
+
 It is also the Python API for exploring runs in a notebook, as pandas DataFrames:
 
     from harness import open_run
@@ -38,18 +46,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
+import stat
 import tempfile
 import uuid
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
 
 from . import yamlfile
+from .analysis.metrics import METRICS
 from .exits import Exit, HarnessError, one_line
 from .formats import REQUIRED, json_object
+from .spec import MAX_FAULTS, MAX_SECONDS, MAX_VARIANTS
+from .verdict import ALLOWED, FAIL, PASS, UNKNOWN
 
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
@@ -68,25 +82,6 @@ class RunFolderError(HarnessError):
         super().__init__(message)
         self.damaged = damaged  # True: a file is there but unreadable (exit 3); False: absent (exit 2)
         self.exit = Exit.INFRA if damaged else Exit.USAGE
-
-
-def _fault_row_problem(row: dict) -> str:
-    """What is wrong with a faults.jsonl row for the analysis and the report ("" when nothing)."""
-    if not isinstance(row.get("id"), int) or isinstance(row.get("id"), bool):
-        return "id: not a whole number"
-    for key in ("variant", "kind"):
-        if key in row and not isinstance(row[key], str):
-            return f"{key}: not a string"
-    for key in ("planned_at", "planned_duration"):
-        if key in row and (not isinstance(row[key], (int, float)) or isinstance(row[key], bool)):
-            return f"{key}: not a number"
-    for key in ("applied_at", "healed_at"):
-        if row.get(key) is not None:
-            try:
-                datetime.fromisoformat(row[key])
-            except (TypeError, ValueError):
-                return f"{key}: {json.dumps(row[key])[:60]} is not a time (ISO 8601)"
-    return ""
 
 
 def _read_problem(doc: dict, partitions: int | None) -> str:
@@ -138,6 +133,338 @@ def resolve_inside(root: Path, path: Path) -> Path:
     if real != base and not real.is_relative_to(base):
         raise RunFolderError(f"{path}: leads out of the folder {root} (to {real}): refused, not opened", damaged=True)
     return path
+
+
+# -- what each file of a folder may hold -------------------------------------------------------------------
+# A run folder is data that arrives from elsewhere (a CI artifact, an attachment): each of its files is read
+# within a size bound, and every field a reader takes from it is checked to have the shape the harness writes,
+# so that a damaged or hostile file is one message naming the file and the field (RunFolderError, exit 3),
+# never a traceback, a hang or a page of gigabytes.
+#
+# The bounds, from what the harness writes (the README's bounds: at most 20 variants, 10,000 faults a variant):
+SPEC_BYTES = yamlfile.MAX_BYTES  # spec.yaml is an experiment file: 1 MiB
+# summary.json: per variant about 3 KB of metrics and checks and a fault period (~250 bytes as written, indented)
+# per fault, 2.5 MB at 10,000 faults; 20 variants 50 MB; and a warning (~150 bytes) per late fault, 30 MB more.
+SUMMARY_BYTES = 128 << 20
+# faults.jsonl: a line per fault and variant, about 400 bytes (an error or a deviation adds a few hundred):
+# 200,000 lines at most, 128 MiB at 640 bytes a line; a line beyond 64 KiB is no line the harness wrote.
+FAULT_LINES = MAX_VARIANTS * MAX_FAULTS
+FAULTS_BYTES = 128 << 20
+FAULT_LINE_BYTES = 64 << 10
+# aggregate.json: an entry per run (about 250 bytes; --repeat runs at most 10,000) and per variant its
+# statistics (~15 KB): about 3 MB at most.
+AGGREGATE_BYTES = 16 << 20
+AGGREGATE_RUNS = 10_000
+READ_BYTES = 1 << 20  # read.json: two offsets per partition, 1,000 partitions at most: about 40 KB
+TEXT_CHARS = 64 << 10  # any text of a summary (a reason, a warning, a name): the harness's are a line each
+MAX_INT64 = 2**63 - 1
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+class _Bad(ValueError):
+    """A field that is not what readers take: where (its path), what is wrong, what is allowed."""
+
+    def __init__(self, where: str, what: str, allowed: str):
+        super().__init__(f"{where}: {what} ({allowed})" if where else f"{what} ({allowed})")
+        self.where, self.what, self.allowed = where, what, allowed
+
+
+def _said(x) -> str:
+    """A value as a message shows it: JSON in ASCII (a control character shows as \\u001b), at most 60 characters."""
+    text = json.dumps(x, ensure_ascii=True, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def _at(where: str, key) -> str:
+    """The field path of `key` in `where`: variants.off.expectations.0.metric (a key of other characters quoted)."""
+    part = str(key) if _PLAIN_KEY.match(str(key)) else json.dumps(str(key), ensure_ascii=True)
+    return f"{where}.{part}" if where else part
+
+
+class _Check:
+    """One field's shape: noun ("a whole number") and allowed (what is, for the message); __call__(x, where)
+    raises _Bad."""
+
+    noun, allowed = "", ""
+
+    def bad(self, where: str, what: str) -> _Bad:
+        return _Bad(where, what, self.allowed)
+
+    def kind_error(self, x, where: str) -> _Bad:
+        return self.bad(where, f"{_said(x)} is not {self.noun}")
+
+
+class _Whole(_Check):
+    def __init__(self, lo: int = 0, hi: int = MAX_INT64, allowed: str = ""):
+        self.lo, self.hi = lo, hi
+        self.noun = "a whole number"
+        self.allowed = allowed or (f"a whole number from {lo:,}" if hi == MAX_INT64 else f"{lo:,} to {hi:,}")
+
+    def __call__(self, x, where):
+        if not isinstance(x, int) or isinstance(x, bool):
+            raise self.kind_error(x, where)
+        if not self.lo <= x <= self.hi:
+            raise self.bad(where, f"{_said(x)} is out of range")
+
+
+class _Number(_Check):
+    def __init__(self, lo: float = -math.inf, hi: float = math.inf, allowed: str = ""):
+        self.lo, self.hi = lo, hi
+        self.noun = "a number"
+        self.allowed = allowed or ("a finite number" if lo == -math.inf else f"a finite number from {lo:g}"
+                                   if hi == math.inf else f"a finite number, {lo:g} to {hi:,g}")
+
+    def __call__(self, x, where):
+        if not isinstance(x, (int, float)) or isinstance(x, bool):
+            raise self.kind_error(x, where)
+        if not (math.isfinite(x) and self.lo <= x <= self.hi):
+            raise self.bad(where, f"{_said(x)} is out of range")
+
+
+class _Text(_Check):
+    noun, allowed = "a string", f"a string of at most {TEXT_CHARS:,} characters"
+
+    def __call__(self, x, where):
+        if not isinstance(x, str):
+            raise self.kind_error(x, where)
+        if len(x) > TEXT_CHARS:
+            raise self.bad(where, f"{len(x):,} characters")
+
+
+class _Flag(_Check):
+    noun, allowed = "true or false", "true or false"
+
+    def __call__(self, x, where):
+        if not isinstance(x, bool):
+            raise self.kind_error(x, where)
+
+
+class _Time(_Check):
+    noun, allowed = "a time", "an ISO 8601 time, or null"
+
+    def __call__(self, x, where):
+        try:
+            datetime.fromisoformat(x)
+        except (TypeError, ValueError):
+            raise self.kind_error(x, where) from None
+
+
+class _Words(_Check):
+    def __init__(self, *words: str):
+        self.words = words
+        self.noun, self.allowed = "a word it takes", " or ".join(words)
+
+    def __call__(self, x, where):
+        if not isinstance(x, str) or x not in self.words:
+            raise self.kind_error(x, where)
+
+
+class _Null(_Check):
+    """`check`, or null (what a reader takes as absent)."""
+
+    def __init__(self, check: _Check):
+        self.check, self.noun, self.allowed = check, check.noun, f"{check.allowed}, or null"
+
+    def __call__(self, x, where):
+        if x is not None:
+            try:
+                self.check(x, where)
+            except _Bad as e:  # said of this field: null would do too; said of a field inside it: as it is
+                raise (_Bad(where, e.what, self.allowed) if e.where == where else e) from None
+
+
+class _List(_Check):
+    def __init__(self, item: _Check, limit: int, length: int | None = None, allowed: str = ""):
+        self.item, self.limit, self.length = item, limit, length
+        self.noun = "a list"
+        self.allowed = allowed or (f"a list of {length} {item.noun}s" if length is not None else
+                                   f"a list of at most {limit:,} entries, each {item.noun}")
+
+    def __call__(self, x, where):
+        if not isinstance(x, list):
+            raise self.kind_error(x, where)
+        if len(x) > self.limit or (self.length is not None and len(x) != self.length):
+            raise self.bad(where, f"{len(x):,} entries")
+        for i, value in enumerate(x):
+            self.item(value, _at(where, i))
+
+
+class _Object(_Check):
+    """A JSON object: the named fields each checked when present (`required` ones must be), any other key's
+    value checked by `values` when given, else left as it is (a field of a newer release, which no reader takes)."""
+
+    def __init__(self, fields: dict | None = None, values: _Check | None = None, limit: int | None = None,
+                 required: tuple = (), allowed: str = ""):
+        self.fields, self.values, self.limit, self.required = fields or {}, values, limit, required
+        self.noun = "an object"
+        self.allowed = allowed or "an object" + (f" of at most {limit:,} entries" if limit else "") + (
+            f" with {', '.join(required)}" if required else "")
+
+    def __call__(self, x, where):
+        if not isinstance(x, dict):
+            raise self.kind_error(x, where)
+        if self.limit is not None and len(x) > self.limit:
+            raise self.bad(where, f"{len(x):,} entries")
+        for key in self.required:
+            if key not in x:
+                raise _Bad(_at(where, key), "missing", f"{where or 'the file'} must be {self.allowed}")
+        for key, value in x.items():
+            check = self.fields.get(key, self.values)
+            if check is not None:
+                check(value, _at(where, key))
+
+
+class _Quantiles(_Check):
+    """{} or null (nothing measured), else every one of `keys` a number from 0 (a figure the report prints)."""
+
+    def __init__(self, keys: tuple[str, ...], extra: dict | None = None):
+        self.keys = keys
+        self.object = _Object({**{k: _Number(0) for k in keys}, **(extra or {})}, required=keys)
+        self.noun = "an object"
+        self.allowed = f"null, {{}}, or an object with {', '.join(keys)}, each a finite number from 0"
+
+    def __call__(self, x, where):
+        if x is None or x == {}:
+            return
+        try:
+            self.object(x, where)
+        except _Bad as e:
+            raise _Bad(e.where, e.what, self.allowed) from None
+
+
+class _Target(_Check):
+    """A fault's target as faults.jsonl writes it: "all", "workload", {"broker" | "leader-of" | "follower-of": n}
+    (and "broker-N", "leader-of-N" of older releases)."""
+
+    noun = "a target"
+    allowed = ('"all", "workload", {"broker": N}, {"leader-of": N} or {"follower-of": N}, N a whole number from 0 '
+               'to 999')
+    LEGACY = re.compile(r"^(broker|leader-of)-\d{1,3}$")
+
+    def __call__(self, x, where):
+        if x in ("all", "workload") or (isinstance(x, str) and self.LEGACY.match(x)):
+            return
+        if isinstance(x, dict) and len(x) == 1:
+            (key, n), = x.items()
+            if key in ("broker", "leader-of", "follower-of") and isinstance(n, int) and not isinstance(n, bool) \
+                    and 0 <= n < 1000:
+                return
+        raise self.kind_error(x, where)
+
+
+COUNT = _Whole()
+TEXT = _Text()
+FLAG = _Flag()
+FIGURE = _Number(0)
+NUMBER = _Number()
+LATENCY = _Quantiles(("p50", "p95", "p99", "max"))
+WINDOW = _Quantiles(("p50", "p99", "p100"), {"count": COUNT})
+CHECK = _Object({"metric": TEXT, "rule": TEXT, "actual": _Null(NUMBER), "status": _Words(PASS, FAIL, ALLOWED, UNKNOWN),
+                 "passed": FLAG}, required=("metric", "rule"))
+SUMMARY_VARIANT = _Object({
+    **{m.key: COUNT for m in METRICS},  # every count the tables, the ranking and the aggregate take
+    "expectations": _List(CHECK, 1000, allowed="a list of checks, each an object with metric and rule"),
+    "allowed": _List(TEXT, 1000, allowed="a list of metric names"),
+    "verdict": TEXT, "incomplete": _Null(TEXT), "client": _Null(TEXT), "client_fatal": _Null(TEXT),
+    "producer_error": _Null(TEXT), "topic": _Null(TEXT),
+    "produce_seconds": _Null(FIGURE), "latency_ms": LATENCY, "unavailable_s": _Null(FIGURE),
+    "unavailable_from_ms": _Null(NUMBER), "lso_stall_s": _Null(FIGURE), "lso_stalled": FLAG,
+    "dedup_window_ms": WINDOW, "dedup_window_records": WINDOW,
+    "instances_replaced": _Object(values=COUNT, limit=1000),
+    "consumer": _Null(_Object()),
+    "fault_periods": _List(_Object({"id": COUNT, "kind": TEXT, "latency_ms": LATENCY, "unavailable_s": _Null(FIGURE)}),
+                           MAX_FAULTS),
+}, allowed="an object: the variant's metrics and checks")
+SUMMARY_FIELDS = _Object({
+    "run_id": TEXT, "experiment": TEXT, "status": TEXT, "verdict": TEXT,
+    "seed": _Whole(-(2**63), MAX_INT64, "a 64-bit integer, or absent"),
+    "cluster": _Null(TEXT), "started_at": _Null(TEXT), "ended_at": _Null(TEXT), "reason": _Null(TEXT),
+    "warnings": _List(TEXT, FAULT_LINES + 1000), "faults_planned": COUNT,
+    "variants": _Object(values=SUMMARY_VARIANT, limit=MAX_VARIANTS, allowed=f"an object of at most {MAX_VARIANTS} "
+                        "variants, each an object"),
+})
+SECONDS = _Number(0, MAX_SECONDS)  # any time of an experiment file (the README's bounds)
+FAULT_ROW = _Object({
+    "id": COUNT, "variant": TEXT, "kind": TEXT, "target": _Target(), "planned_at": SECONDS, "planned_duration": SECONDS,
+    "params": _Object(), "outcome": TEXT, "applied_at": _Null(_Time()), "healed_at": _Null(_Time()),
+    "applied_offset": _Null(NUMBER), "healed_offset": _Null(NUMBER), "late_s": _Null(NUMBER), "held_s": _Null(NUMBER),
+    "heal_s": _Null(NUMBER), "brokers": _List(_Whole(0, 999), 1000), "error": _Null(TEXT), "deviation": _Null(TEXT),
+}, required=("id",))
+INTERVAL = _Null(_List(NUMBER, 2, length=2))
+STATS = _Object({"runs_with": COUNT, "runs_with_ci95": INTERVAL, "mean": NUMBER, "mean_ci95": INTERVAL, "min": NUMBER,
+                 "max": NUMBER, "rate_per_100k": NUMBER, "ci95": INTERVAL})
+SPREAD = _Null(_Object({"mean": NUMBER, "min": NUMBER, "max": NUMBER}, required=("mean", "min", "max")))
+AGGREGATE_FIELDS = _Object({
+    "series_id": TEXT, "experiment": _Null(TEXT), "verdict": TEXT, "status": TEXT, "complete": FLAG,
+    "requested": COUNT, "same_seed": FLAG, "until_fail": FLAG, "started_at": _Null(TEXT), "ended_at": _Null(TEXT),
+    "replayed_from": TEXT, "refused": TEXT, "failed_run": TEXT, "failed_faults": TEXT,
+    "seeds": _List(_Whole(-(2**63), MAX_INT64), AGGREGATE_RUNS),
+    # run_id is checked where it is used (SeriesFolder.run_folder: a folder name beside the series)
+    "runs": _List(_Object({"seed": _Null(_Whole(-(2**63), MAX_INT64)), "status": _Null(TEXT), "verdict": _Null(TEXT)}),
+                  AGGREGATE_RUNS),
+    "verdicts": _Object(values=COUNT, limit=100),
+    "variants": _Object(values=_Object({
+        "runs": COUNT, "acked": COUNT, "failed_runs": COUNT, "metrics": _Object(values=STATS, limit=1000),
+        "duplicates_per_jump_back_run": _Null(NUMBER), "anomaly_rate": STATS, "acked_per_s": SPREAD,
+        "unavailable_s": SPREAD, "latency_p99_ms": SPREAD, "lso_stall_s": SPREAD, "lso_stalled_runs": COUNT,
+        "client_failures": _Object(values=_Object({"runs_with": COUNT, "runs_with_ci95": INTERVAL, "times": COUNT}),
+                                   limit=1000),
+    }), limit=MAX_VARIANTS, allowed=f"an object of at most {MAX_VARIANTS} variants, each an object"),
+})
+# spec.yaml: ExperimentSpec validates all of it for analyze; the report and variants() take these fields directly.
+SPEC_VARIANT = _Object({"name": TEXT, "producer": _Object()})
+SPEC_FIELDS = _Object({"producer": _Object(),
+                       "variants": _List(SPEC_VARIANT, MAX_VARIANTS, allowed=f"a list of at most {MAX_VARIANTS} "
+                                         "variants, each an object")})
+
+
+def _checked(check: _Check, doc, path: Path) -> None:
+    """RunFolderError (damaged) naming the file and the first field that `check` refuses."""
+    try:
+        check(doc, "")
+    except _Bad as e:
+        raise RunFolderError(f"{path}: {e}", damaged=True) from None
+
+
+def _parsed(path: Path, data: bytes, limit: int, what: str) -> dict:
+    """A JSON file of the folder as an object (json_object: no NaN, no key twice); RunFolderError naming it."""
+    try:
+        return json_object(data.decode("utf-8"), limit=limit)
+    except ValueError as e:  # UnicodeDecodeError too
+        if str(e) == "not a JSON object":
+            raise RunFolderError(f"{path}: not a {what} (a JSON object)", damaged=True) from None
+        raise RunFolderError(f"{path}: unreadable ({one_line(e)})", damaged=True) from None
+
+
+def _read_bounded(path: Path, limit: int, why: str) -> bytes | None:
+    """RunFolder.read_bytes for a path already proven inside its folder."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO opens, and is refused
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise RunFolderError(f"{path}: unreadable ({e.strerror or e})", damaged=True) from None
+    with os.fdopen(fd, "rb") as f:
+        mode, size = (found := os.fstat(fd)).st_mode, found.st_size
+        if not stat.S_ISREG(mode):
+            what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise RunFolderError(f"{path}: {what}, not a file (a run folder's files are plain files)", damaged=True)
+        if size > limit:
+            raise RunFolderError(f"{path}: {size:,} bytes (at most {_size(limit)}: {why})", damaged=True)
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise RunFolderError(f"{path}: unreadable ({e.strerror or e})", damaged=True) from None
+    if len(data) > limit:
+        raise RunFolderError(f"{path}: grew beyond {_size(limit)} while read (at most {_size(limit)}: {why})",
+                             damaged=True)
+    return data
 
 
 def _new_path(out: Path, name: str) -> Path:
@@ -192,6 +519,11 @@ class RunFolder:
         return self.path / KAFKA_DATA
 
     @property
+    def spark_log(self) -> Path:
+        """The Spark JVM's own output (JDK warnings, log4j errors): never the user's terminal."""
+        return self.path / LOGS / "spark.log"
+
+    @property
     def admin_log(self) -> Path:
         """librdkafka's log lines of the harness's admin client (topics, metadata, leaders)."""
         return self.path / LOGS / "admin.log"
@@ -230,11 +562,13 @@ class RunFolder:
 
     @property
     def faults_path(self) -> Path:
-        return self.path / FAULTS
+        """faults.jsonl, proven to stay in the folder (what replays and shrink open is the folder's own file)."""
+        return self.inside(self.path / FAULTS)
 
     @property
     def spec_path(self) -> Path:
-        return self.path / SPEC
+        """spec.yaml, proven to stay in the folder."""
+        return self.inside(self.path / SPEC)
 
     def inside(self, path: Path) -> Path:
         """`path` once it is proven to stay in this folder: no symbolic link on its way leads out of it or
@@ -272,20 +606,32 @@ class RunFolder:
         """A dataset's data files (parquet_files), each proven to stay in the folder."""
         return [str(self.inside(Path(f))) for f in parquet_files(path)]
 
+    def read_bytes(self, path: Path, limit: int, why: str) -> bytes | None:
+        """The bytes of one of the folder's files, None when it is absent. Opened only once inside() proved that
+        no link on its way leads out, only when it is a plain file (a FIFO would block, a device never end) of at
+        most `limit` bytes (`why`: where the bound comes from), and read at most limit + 1 bytes: a file that
+        grows meanwhile is refused, never followed. RunFolderError (damaged) naming the file otherwise."""
+        return _read_bounded(self.inside(path), limit, why)
+
     # -- spec, summary, faults, report ---------------------------------------------------
     def write_spec(self, doc: dict) -> None:
         _write_atomic(self.path / SPEC, yaml.safe_dump(doc, sort_keys=False))
 
     def read_spec(self) -> dict | None:
+        """spec.yaml as a mapping (None when absent), read like an experiment file (yamlfile: 1 MiB, no key
+        twice, no alias bomb); the fields read without ExperimentSpec (variants, their names and producer
+        settings) checked. RunFolderError (damaged) naming the file and the field otherwise."""
         path = self.spec_path
-        if not path.exists():
+        data = self.read_bytes(path, SPEC_BYTES, "an experiment file")
+        if data is None:
             return None
         try:
-            doc = yamlfile.load(path)
-        except (OSError, ValueError) as e:  # YamlError, UnicodeDecodeError
+            doc = yamlfile.loads(data.decode("utf-8"))
+        except ValueError as e:  # YamlError, UnicodeDecodeError
             raise RunFolderError(f"{path}: unreadable ({one_line(e)})", damaged=True) from None
         if not isinstance(doc, dict):
             raise RunFolderError(f"{path}: not an experiment (a YAML mapping)", damaged=True)
+        _checked(SPEC_FIELDS, doc, path)
         return doc
 
     def write_summary(self, summary: dict) -> None:
@@ -293,17 +639,19 @@ class RunFolder:
         _write_atomic(self.path / SUMMARY, json.dumps(summary, indent=2) + "\n")
 
     def read_summary(self) -> dict | None:
+        """summary.json (None when absent): at most SUMMARY_BYTES, each variant a folder name, and every field a
+        reader takes (the tables, the report, compare, the aggregate, shrink) of the shape the harness writes.
+        RunFolderError (damaged) naming the file and the field otherwise."""
         path = self.path / SUMMARY
-        if not path.exists():
+        data = self.read_bytes(path, SUMMARY_BYTES, f"{MAX_VARIANTS} variants of {MAX_FAULTS:,} faults")
+        if data is None:
             return None
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise RunFolderError(f"{path}: unreadable ({one_line(e)})", damaged=True) from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict) or \
-                not all(isinstance(v, dict) for v in doc.get("variants", {}).values()):
-            raise RunFolderError(f"{path}: not a kafka-chaos summary (an object with an object per variant)",
-                                 damaged=True)
+        doc = _parsed(path, data, SUMMARY_BYTES, "kafka-chaos summary")
+        variants = doc.get("variants", {})
+        if isinstance(variants, dict):  # each a folder of this run: a name, never a path (before its fields)
+            for name in variants:
+                entry_name(name, "variant", path)
+        _checked(SUMMARY_FIELDS, doc, path)
         return doc
 
     def append_faults(self, records: list[dict]) -> None:
@@ -311,24 +659,39 @@ class RunFolder:
             f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in records)
 
     def read_faults(self) -> list[dict]:
-        if not self.faults_path.exists():
+        """faults.jsonl's rows ([] when absent), by variant and planned time: at most FAULT_LINES lines (counted
+        before any is parsed) and FAULTS_BYTES, a line at most FAULT_LINE_BYTES, each row's fields of the shape
+        the harness writes (times finite and within a day), at most MAX_FAULTS rows a variant and MAX_VARIANTS
+        variants. RunFolderError (damaged) naming the file, the line and the field otherwise."""
+        path = self.faults_path
+        data = self.read_bytes(path, FAULTS_BYTES, f"{FAULT_LINES:,} lines")
+        if data is None:
             return []
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        if lines > FAULT_LINES:
+            raise RunFolderError(f"{path}: {lines:,} lines (at most {FAULT_LINES:,}: a line per fault and variant, "
+                                 f"{MAX_FAULTS:,} faults a variant, {MAX_VARIANTS} variants)", damaged=True)
         rows = []
-        try:
-            lines = self.faults_path.read_text().splitlines()
-        except (OSError, UnicodeDecodeError) as e:
-            raise RunFolderError(f"{self.faults_path}: unreadable ({one_line(e)})", damaged=True) from None
-        for n, line in enumerate(lines, 1):
-            if line.strip():
-                try:
-                    row = json_object(line)
-                except ValueError as e:
-                    raise RunFolderError(f"{self.faults_path}:{n}: not a JSON object line ({one_line(e)})",
-                                         damaged=True) from None
-                problem = _fault_row_problem(row)
-                if problem:
-                    raise RunFolderError(f"{self.faults_path}:{n}: {problem}", damaged=True)
-                rows.append(row)
+        for n, raw in enumerate(data.split(b"\n"), 1):
+            if len(raw) > FAULT_LINE_BYTES:
+                raise RunFolderError(f"{path}:{n}: {len(raw):,} bytes (a line is at most {_size(FAULT_LINE_BYTES)}; "
+                                     "the harness writes about 400 bytes a fault)", damaged=True)
+            if not raw.strip():
+                continue
+            try:
+                row = json_object(raw.decode("utf-8"), limit=None)
+            except ValueError as e:  # UnicodeDecodeError too
+                raise RunFolderError(f"{path}:{n}: not a JSON object line ({one_line(e)})", damaged=True) from None
+            _checked(FAULT_ROW, row, Path(f"{path}:{n}"))
+            rows.append(row)
+        per_variant = Counter(str(r.get("variant", "")) for r in rows)
+        if len(per_variant) > MAX_VARIANTS:
+            raise RunFolderError(f"{path}: variant: {len(per_variant):,} variants (at most {MAX_VARIANTS})",
+                                 damaged=True)
+        variant, most = max(per_variant.items(), key=lambda kv: kv[1], default=("", 0))
+        if most > MAX_FAULTS:
+            raise RunFolderError(f"{path}: variant: {_said(variant)} has {most:,} faults (at most {MAX_FAULTS:,} a "
+                                 "variant)", damaged=True)
         return sorted(rows, key=lambda r: (str(r.get("variant", "")), _number(r.get("planned_at")),
                                            _number(r.get("id"))))
 
@@ -399,12 +762,10 @@ class RunFolder:
         """What the final read proved (final_read's record), or None when the folder has none (a run of an
         older release: its read is not known to have reached the end). RunFolderError when it is damaged."""
         path = self.read_path(variant)
-        if not path.exists():
+        data = self.read_bytes(path, READ_BYTES, "two offsets for each of 1,000 partitions")
+        if data is None:
             return None
-        try:
-            doc = json_object(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise RunFolderError(f"{path}: unreadable ({one_line(e)})", damaged=True) from None
+        doc = _parsed(path, data, READ_BYTES, "final read's record")
         problem = _read_problem(doc, partitions)
         if problem:
             raise RunFolderError(f"{path}: {problem}", damaged=True)
@@ -544,13 +905,13 @@ class SeriesFolder:
         return folder
 
     @property
-    def spark_log(self) -> Path:
-        """The Spark JVM's own output (JDK warnings, log4j errors): never the user's terminal."""
-        return self.path / LOGS / "spark.log"
-
-    @property
     def series_id(self) -> str:
         return self.path.name
+
+    @property
+    def spark_log(self) -> Path:
+        """The output of the series' Spark JVM (one for every run)."""
+        return self.path / "spark.log"
 
     @property
     def aggregate_path(self) -> Path:
@@ -564,15 +925,14 @@ class SeriesFolder:
         _write_atomic(self.aggregate_path, json.dumps(doc, indent=2) + "\n")
 
     def read_aggregate(self) -> dict:
-        try:
-            doc = json.loads(self.aggregate_path.read_text())
-        except FileNotFoundError:
-            raise RunFolderError(f"{self.aggregate_path} is missing") from None
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise RunFolderError(f"{self.aggregate_path}: unreadable ({one_line(e)})", damaged=True) from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("variants", {}), dict) or \
-                not isinstance(doc.get("runs", []), list):
-            raise RunFolderError(f"{self.aggregate_path}: not a kafka-chaos aggregate", damaged=True)
+        """aggregate.json: at most AGGREGATE_BYTES, every field the report takes of the shape the harness
+        writes (RunFolderError naming the file and the field otherwise; exit 2 when it is absent)."""
+        path = resolve_inside(self.path, self.aggregate_path)
+        data = _read_bounded(path, AGGREGATE_BYTES, f"{AGGREGATE_RUNS:,} runs")
+        if data is None:
+            raise RunFolderError(f"{path} is missing")
+        doc = _parsed(path, data, AGGREGATE_BYTES, "kafka-chaos aggregate")
+        _checked(AGGREGATE_FIELDS, doc, path)
         return doc
 
     def write_report(self, html: str) -> Path:
@@ -631,9 +991,10 @@ INDEX_MARKS = ('<meta name="generator" content="kafka-chaos">', "<title>kafka-ch
 def _refuse_foreign(path: Path) -> None:
     """RunFolderError (exit 2) unless `path` is absent or a page the harness wrote (never written over)."""
     if path.exists() or path.is_symlink():
-        try:
-            with open(path, "rb") as f:
-                head = f.read(4096).decode("utf-8", "replace")
+        try:  # O_NONBLOCK: a FIFO there opens at once (and is not a page of ours), never waits for a writer
+            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
+                plain = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+                head = f.read(4096).decode("utf-8", "replace") if plain else ""
         except OSError as e:
             raise RunFolderError(f"{path}: cannot be read ({one_line(e)}); not overwritten") from None
         if path.is_symlink() or not any(mark in head for mark in INDEX_MARKS):
@@ -709,11 +1070,6 @@ class StoredRun:
 
     def __repr__(self) -> str:
         return f"StoredRun({str(self.folder.path)!r}, verdict={self.summary.get('verdict')!r})"
-
-    @property
-    def spark_log(self) -> Path:
-        """The output of the series' Spark JVM (one for every run)."""
-        return self.path / "spark.log"
 
     @property
     def faults(self):

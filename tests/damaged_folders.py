@@ -159,6 +159,21 @@ def fault_field(**values):
     return damage
 
 
+def summary_field(where: tuple, value):
+    """Set one field of summary.json (where: the keys leading to it)."""
+    def damage(f: RunFolder):
+        path = f.path / "summary.json"
+        doc = json.loads(path.read_text())
+        at = doc
+        for key in where[:-1]:
+            at = at[key]
+        at[where[-1]] = value
+        path.write_text(json.dumps(doc))
+    return damage
+
+
+MANY_KEYS = "{" + ", ".join(f'"k{i}": 0' for i in range(150_000)) + "}"  # 2 MB: a line the harness never writes
+
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join(['*' + p] * 10)}]\n" for p, n in zip("abcde", "bcdef"))
 FOREIGN = pa.table({"name": ["a", "b"], "size": [1, 2]})
@@ -193,7 +208,13 @@ CASES = [
     Case("summary-truncated", truncate("summary.json"), DAMAGED, "unreadable", "summary.json"),
     Case("summary-a-list", write("summary.json", "[1, 2]"), DAMAGED, "not a kafka-chaos summary", "summary.json"),
     Case("summary-variant-a-string", write("summary.json", '{"variants": {"off": "x"}}'), DAMAGED,
-         "not a kafka-chaos summary", "summary.json"),
+         'variants.off: "x" is not an object', "summary.json"),
+    Case("summary-expectations-a-string", summary_field(("variants", "on", "expectations"), "x"), DAMAGED,
+         'summary.json: variants.on.expectations: "x" is not a list (a list of checks', "summary.json"),
+    Case("summary-seed-not-a-seed", summary_field(("seed",), "not-a-seed"), DAMAGED,
+         'summary.json: seed: "not-a-seed" is not a whole number (a 64-bit integer, or absent)', "summary.json"),
+    Case("spec-beyond-its-bound", lambda f: os.truncate(f.path / "spec.yaml", (1 << 20) + 1), DAMAGED,
+         "1,048,577 bytes (at most 1 MiB: an experiment file)", "spec.yaml"),
     Case("read-not-json", write("off/read.json", "{nope"), DAMAGED, "unreadable", "off/read.json"),
     Case("read-complete-a-word", write("off/read.json", '{"complete": "yes", "start": [0], "end": [1]}'), DAMAGED,
          "complete: not true or false", "off/read.json"),
@@ -203,12 +224,21 @@ CASES = [
          "start and end must list every partition (3)", "off/read.json"),
     Case("faults-not-json", faults_line(2, "{nope"), DAMAGED, ":2: not a JSON object line", "faults.jsonl"),
     Case("faults-a-list-line", faults_line(1, "[1, 2]"), DAMAGED, ":1: not a JSON object line", "faults.jsonl"),
-    Case("faults-id-a-word", fault_field(id="x"), DAMAGED, ":1: id: not a whole number", "faults.jsonl"),
+    Case("faults-id-a-word", fault_field(id="x"), DAMAGED, ':1: id: "x" is not a whole number', "faults.jsonl"),
     Case("faults-time-garbage", fault_field(applied_at="yesterday"), DAMAGED, ":1: applied_at", "faults.jsonl"),
     Case("faults-nan-duration", faults_line(1, '{"id": 0, "variant": "off", "planned_duration": NaN}'), DAMAGED,
          "NaN is not a number JSON allows", "faults.jsonl"),
     Case("faults-repeated-key", faults_line(1, '{"id": 0, "id": 1}'), DAMAGED, "key 'id' given twice",
          "faults.jsonl"),
+    Case("faults-duration-of-1e308", fault_field(planned_duration=1e308), DAMAGED,
+         ":1: planned_duration: 1e+308 is out of range (a finite number, 0 to 86,400)", "faults.jsonl"),
+    Case("faults-negative-start", fault_field(planned_at=-5), DAMAGED,
+         ":1: planned_at: -5 is out of range (a finite number, 0 to 86,400)", "faults.jsonl"),
+    Case("faults-target-a-number", fault_field(target=5), DAMAGED, ":1: target: 5 is not a target", "faults.jsonl"),
+    Case("faults-a-million-lines", write("faults.jsonl", '{"id": 0}\n' * 10**6), DAMAGED,
+         "faults.jsonl: 1,000,000 lines (at most 200,000: a line per fault and variant", "faults.jsonl"),
+    Case("faults-line-of-150000-keys", faults_line(1, MANY_KEYS), DAMAGED,
+         "faults.jsonl:1: 1,988,890 bytes (a line is at most 64 KiB", "faults.jsonl"),
     # -- the delivery log damaged: exit 3, before Spark
     Case("acks-zero-bytes", write(ACKS, b""), DAMAGED, "not a readable Parquet file", ACKS),
     Case("acks-truncated", truncate(ACKS), DAMAGED, "not a readable Parquet file", ACKS),
@@ -286,6 +316,8 @@ CASES = [
          "a symbolic link leading out", "off/log.parquet/part-00009.parquet"),
     Case("summary-linked-outside", link("summary.json", lambda f: outside(f) + "/keep.txt"), DAMAGED,
          "a symbolic link leading out", "summary.json"),
+    Case("spec-linked-outside", link("spec.yaml", lambda f: outside(f) + "/keep.txt"), DAMAGED,
+         "leads out of the folder", "spec.yaml"),
 
     # -- found by the analysis itself (Spark tier)
     Case("acks-duplicate-row", acks(lambda rows: rows + [rows[7]]), DAMAGED,
