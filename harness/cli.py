@@ -634,6 +634,7 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
         if summary is None:
             raise UsageError(f"{run_dir}: no summary.json: not a run folder")
         name, check = shrinking.target(summary, variant, metric, str(run_dir))
+        rows = folder.read_faults()  # through the folder's reader (bounded, typed, inside it) before the schedule's
         if experiment is None:  # the folder's own spec: data, so nothing it names is run (shrink.folder_hazards)
             doc = folder.read_spec()
             if doc is None:
@@ -681,7 +682,7 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
         _fail(e)
     finally:
         spark.stop()
-    rows = shrinking.replay_rows(folder.read_faults(), name, {f.id for f in found.faults})
+    rows = shrinking.replay_rows(rows, name, {f.id for f in found.faults})
     written.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     kept = ", ".join(f"{f.kind} at {f.at:g} s" for f in sorted(found.faults, key=lambda f: f.at))
     how = "no single fault can be left out" if found.minimal else f"the budget of {max_runs} tries ended the search"

@@ -25,6 +25,7 @@ from ..spec import masked
 from ..verdict import run_verdict, status_of
 
 LISTING_CAP = 200  # jump-back runs and anomaly rows shown in the page; all of them are in the Parquet
+FAULT_CAP = 1_000  # rows of the page's fault table; all of them are in faults.jsonl (up to 200,000)
 CLOUD_CAP = 4_000  # sends drawn per variant in the latency cloud; beyond it they are thinned, and the page says so
 # Tables listed row by row in the page: those named after a metric (lost, unseen, ...), but the two the
 # jump-back listing already shows.
@@ -63,6 +64,17 @@ def target_text(target) -> str:
     if isinstance(target, dict):
         return ", ".join(f"{k} {v}" for k, v in target.items())
     return str(target)
+
+
+def fault_rows(faults: list[dict], cap: int = FAULT_CAP) -> list[dict]:
+    """The rows of the page's fault table, in their order: all when at most `cap`; else those that went wrong
+    (a deviation, an error, not healed) first, up to half the cap, then the earliest others."""
+    if len(faults) <= cap:
+        return faults
+    wrong = [i for i, f in enumerate(faults) if f.get("deviation") or f.get("error") or f.get("outcome") != "healed"]
+    keep = set(wrong[: cap // 2])
+    keep.update([i for i in range(len(faults)) if i not in keep][: cap - len(keep)])
+    return [faults[i] for i in sorted(keep)]
 
 
 def _fault_periods(faults: list[dict], variant: str) -> list[dict]:
@@ -178,7 +190,8 @@ def load(folder: RunFolder) -> dict:
         var["expectations"] = [{**c, "status": status_of(c)} for c in var.get("expectations", [])]
         var.setdefault("allowed", [])
     return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary),
-            "setting_keys": keys, "settings": settings, "faults": faults, "variants": variants,
+            "setting_keys": keys, "settings": settings, "faults": fault_rows(faults), "faults_total": len(faults),
+            "variants": variants,
             "tables": list(TABLES) + [t for t in CONSUMER_TABLES if any(v["consumer"] for v in variants.values())],
             "ranking": ranking(summary.get("variants", {}))}
 

@@ -266,3 +266,17 @@ def test_a_fifo_where_the_runs_index_goes_is_not_waited_on_nor_overwritten(run):
     os.mkfifo(index)
     result = invoke("report", "--index", run.path.parent)
     assert result.exit_code == 2 and f"{index}: not a page kafka-chaos wrote; not overwritten" in result.output
+
+
+def test_shrink_reads_the_faults_through_the_folder_s_reader(run, tmp_path, monkeypatch):
+    """shrink's schedule is loaded from faults.jsonl: a FIFO there is refused by the reader before the schedule's
+    own loader could wait on it."""
+    monkeypatch.setattr(cli, "_run_once", lambda *a, **k: pytest.fail("shrink ran a try"))
+    failed = json.loads((run.path / "summary.json").read_text())
+    failed["variants"]["on"]["verdict"] = "fail"
+    failed["variants"]["on"]["expectations"][0]["status"] = "fail"
+    (run.path / "summary.json").write_text(json.dumps(failed))
+    run.faults_path.unlink()
+    os.mkfifo(run.path / "faults.jsonl")
+    result = invoke("shrink", run.path, "--out", tmp_path / "shrunk")
+    assert result.exit_code == 3 and f"{run.path / 'faults.jsonl'}: a FIFO, not a file" in result.output

@@ -414,3 +414,19 @@ def test_on_a_laptop_screen_the_finding_is_on_the_first_screen_and_no_table_scro
         assert found["tables"] >= 1, (name, found)  # the page was measured, not an error page
     found = measured(pages["report"], tmp_path / "profile")
     assert 0 < found["finding"] <= 768 and 0 < found["picture"] <= 768 and 0 < found["verdict"] <= 768, found
+
+
+def test_a_page_lists_at_most_the_fault_cap_those_that_went_wrong_first(tmp_path):
+    """A run of 2 × 10,000 faults (the bound) made a page of 100+ MB listing each; the page shows FAULT_CAP rows,
+    says how many of how many, and keeps the late one near the end among them."""
+    from harness.report.load import FAULT_CAP
+
+    folder, _, _ = make_run(tmp_path)
+    rows = [{"variant": v, "id": k, "kind": "lost-acks", "target": "all", "planned_at": k * 0.01,
+             "planned_duration": 0.005, "params": {}, "outcome": "healed", "applied_at": iso(T0 + k * 0.01),
+             "healed_at": iso(T0 + k * 0.01 + 0.005)} for v in ("off", "on") for k in range(1_500)]
+    rows[-1] = {**rows[-1], "deviation": "applied 0.9 s late", "id": 1_499}
+    folder.faults_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    html = write_report(folder).read_text()
+    assert html.count('class="fault-row"') == FAULT_CAP < len(rows)
+    assert f"{FAULT_CAP} of {len(rows)} faults shown" in html and "applied 0.9 s late" in html
