@@ -176,3 +176,22 @@ def test_hazards_are_found_only_where_the_field_has_its_shape():
     assert folder_hazards({"cluster": "x", "producer": ["ssl.ca.location"], "variants": "v"}) == []
     assert folder_hazards({"cluster": {"proxy": "toxiproxy"}, "variants": [{"producer": {"acks": "all"}}]}) == []
     assert folder_hazards({"matrix": {"ssl.ca.location": ["/a", "/b"]}}) == ["matrix.ssl.ca.location"]
+
+
+@pytest.mark.parametrize("version", ["2.2.0\n", "２.２.０"])
+def test_a_folder_s_client_version_is_checked_before_anything_is_installed(tmp_path, monkeypatch, version):
+    """A run folder's spec.yaml naming a version with a trailing line break or full-width digits reached pip
+    through shrink; it is refused as in an experiment file, and nothing is installed or run."""
+    import harness.preflight
+
+    folder, _, _ = make_run(tmp_path / "runs", off_lost=5)
+    spec = yaml.safe_load(folder.spec_path.read_text())
+    spec.update(cluster={"backend": "local", "broker": "tansu"}, workload={"messages": 100, "rate": 100})
+    spec["variants"][0]["client"] = {"confluent-kafka": version}
+    folder.spec_path.write_text(yaml.safe_dump(spec))
+    installed = []
+    monkeypatch.setattr(harness.preflight, "ensure", lambda v: installed.append(v))
+    monkeypatch.setattr(cli, "_run_once", lambda *a, **k: pytest.fail("a try was run"))
+    r = CliRunner().invoke(cli.main, ["shrink", str(folder.path), "--out", str(tmp_path / "tries")])
+    assert r.exit_code == 2 and "is not a version" in r.output, r.output
+    assert installed == []
