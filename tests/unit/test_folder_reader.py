@@ -19,6 +19,7 @@ from harness.cli import main, print_summary
 from harness.formats import json_object
 from harness.report.render import render_compare
 from harness.runfolder import RunFolder
+from tests.one_line import invoke
 from tests.stored_run import make_analysable_run
 
 SECRET = "OUTSIDE-THE-FOLDER-7f3a"
@@ -44,13 +45,6 @@ def trap(tmp_path, run):
     (out / "spec.yaml").write_text(spec)
     (out / "faults.jsonl").write_text(run.faults_path.read_text().replace("lost-acks", SECRET))
     return out
-
-
-def invoke(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    assert "Traceback" not in result.output and "unexpectedly" not in result.output, result.output
-    assert len(result.output.strip().splitlines()) == 1, result.output
-    return result
 
 
 def pages(folder) -> str:

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from harness import open_run
 from harness.cli import main
 from harness.runfolder import RunFolder, RunFolderError
+from tests.one_line import invoke
 from tests.stored_run import LOG_SCHEMA, acks_table, make_analysable_run
 
 TRAP = 777777
@@ -44,13 +45,6 @@ def trap(tmp_path):
     pq.write_table(pa.table({"partition": [TRAP]}), out / "anomalies" / "partitions.parquet")
     (out / "summary.json").write_text(json.dumps({"run_id": str(TRAP), "variants": {}}))
     return out
-
-
-def invoke(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    assert "Traceback" not in result.output and "unexpectedly" not in result.output, result.output
-    assert len(result.output.strip().splitlines()) == 1, result.output
-    return result
 
 
 def summary_with_key(run: RunFolder, key: str) -> None:
