@@ -62,7 +62,7 @@ def spark_session(master: str | None = None, log: Path | None = None):
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    global _writer
+    global _writer, _launcher
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
     log4j = Path(__file__).with_name("log4j2.properties")
@@ -98,6 +98,8 @@ def spark_session(master: str | None = None, log: Path | None = None):
         sys.stderr.write(f"Spark did not start with its class cache {cache.path}: deleted it, starting without\n")
         return spark_session(master, log)
     _writer = (spark, cache) if cache is not None and cache.writing else None
+    if launching:
+        _launcher = spark
     spark.sparkContext.setLogLevel("ERROR")
     from ..workload.readback import KafkaLogSource
 
@@ -120,12 +122,13 @@ def _launch(builder, log: Path):
 
 
 _writer: tuple | None = None  # (session, ClassCache) when that session's JVM is to write the archive
+_launcher = None  # the session whose start launched the running JVM: its stop ends the JVM
 
 
 def stop_session(spark, keep_classes: bool = True) -> None:
     """Stop the session. If its JVM was started to write the class cache and `keep_classes` (the work
     completed: not on an interrupt), it writes it now (~10 s, once per machine)."""
-    global _writer
+    global _writer, _launcher
     from pyspark import SparkContext
 
     spark.stop()
@@ -133,7 +136,9 @@ def stop_session(spark, keep_classes: bool = True) -> None:
         cache, _writer = _writer[1], None
         if keep_classes:
             cache.write(lambda path: _dump_classes(SparkContext._gateway, path))
-    _end_jvm()
+    if _launcher is spark:  # not a session that found a JVM running (a test's shared one, spark-submit's)
+        _launcher = None
+        _end_jvm()
 
 
 def _end_jvm(wait: float = 30.0) -> None:
@@ -144,7 +149,7 @@ def _end_jvm(wait: float = 30.0) -> None:
 
     gateway = SparkContext._gateway
     proc = getattr(gateway, "proc", None)
-    if proc is None:  # none, or one this process did not launch (spark-submit's)
+    if proc is None:  # spark-submit's
         return
     try:
         gateway.shutdown()
