@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import stat
@@ -58,12 +57,11 @@ from pathlib import Path
 
 import yaml
 
-from . import yamlfile
-from .analysis.metrics import METRICS
+from . import folder_schema, yamlfile
 from .exits import Exit, HarnessError, one_line
+from .folder_schema import AGGREGATE_RUNS, FAULT_LINES, said
 from .formats import REQUIRED, json_object
-from .spec import MAX_FAULTS, MAX_SECONDS, MAX_VARIANTS
-from .verdict import ALLOWED, FAIL, PASS, UNKNOWN
+from .spec import MAX_FAULTS, MAX_VARIANTS
 
 SPEC, SUMMARY, FAULTS, REPORT, LOGS = "spec.yaml", "summary.json", "faults.jsonl", "index.html", "logs"
 ERROR_LOG = "harness-error.log"  # under logs/: the traceback of a harness failure
@@ -137,9 +135,9 @@ def resolve_inside(root: Path, path: Path) -> Path:
 
 # -- what each file of a folder may hold -------------------------------------------------------------------
 # A run folder is data that arrives from elsewhere (a CI artifact, an attachment): each of its files is read
-# within a size bound, and every field a reader takes from it is checked to have the shape the harness writes,
-# so that a damaged or hostile file is one message naming the file and the field (RunFolderError, exit 3),
-# never a traceback, a hang or a page of gigabytes.
+# within a size bound, and every field a reader takes from it is checked to have the shape the harness writes
+# (folder_schema.py), so that a damaged or hostile file is one message naming the file and the field
+# (RunFolderError, exit 3), never a traceback, a hang or a page of gigabytes.
 #
 # The bounds, from what the harness writes (the README's bounds: at most 20 variants, 10,000 faults a variant):
 SPEC_BYTES = yamlfile.MAX_BYTES  # spec.yaml is an experiment file: 1 MiB
@@ -147,289 +145,25 @@ SPEC_BYTES = yamlfile.MAX_BYTES  # spec.yaml is an experiment file: 1 MiB
 # per fault, 2.5 MB at 10,000 faults; 20 variants 50 MB; and a warning (~150 bytes) per late fault, 30 MB more.
 SUMMARY_BYTES = 128 << 20
 # faults.jsonl: a line per fault and variant, about 400 bytes (an error or a deviation adds a few hundred):
-# 200,000 lines at most, 128 MiB at 640 bytes a line; a line beyond 64 KiB is no line the harness wrote.
-FAULT_LINES = MAX_VARIANTS * MAX_FAULTS
+# 200,000 lines at most (FAULT_LINES, from folder_schema), 128 MiB at 640 bytes a line; a line beyond 64 KiB is
+# no line the harness wrote.
 FAULTS_BYTES = 128 << 20
 FAULT_LINE_BYTES = 64 << 10
 # aggregate.json: an entry per run (about 250 bytes; --repeat runs at most 10,000) and per variant its
-# statistics (~15 KB): about 3 MB at most.
+# statistics (~15 KB): about 3 MB at most (AGGREGATE_RUNS, from folder_schema).
 AGGREGATE_BYTES = 16 << 20
-AGGREGATE_RUNS = 10_000
 READ_BYTES = 1 << 20  # read.json: two offsets per partition, 1,000 partitions at most: about 40 KB
-TEXT_CHARS = 64 << 10  # any text of a summary (a reason, a warning, a name): the harness's are a line each
-MAX_INT64 = 2**63 - 1
 
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
-class _Bad(ValueError):
-    """A field that is not what readers take: where (its path), what is wrong, what is allowed."""
-
-    def __init__(self, where: str, what: str, allowed: str):
-        super().__init__(f"{where}: {what} ({allowed})" if where else f"{what} ({allowed})")
-        self.where, self.what, self.allowed = where, what, allowed
-
-
-def _said(x) -> str:
-    """A value as a message shows it: JSON in ASCII (a control character shows as \\u001b), at most 60 characters."""
-    text = json.dumps(x, ensure_ascii=True, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-
-
-def _at(where: str, key) -> str:
-    """The field path of `key` in `where`: variants.off.expectations.0.metric (a key of other characters quoted)."""
-    part = str(key) if _PLAIN_KEY.match(str(key)) else json.dumps(str(key), ensure_ascii=True)
-    return f"{where}.{part}" if where else part
-
-
-class _Check:
-    """One field's shape: noun ("a whole number") and allowed (what is, for the message); __call__(x, where)
-    raises _Bad."""
-
-    noun, allowed = "", ""
-
-    def bad(self, where: str, what: str) -> _Bad:
-        return _Bad(where, what, self.allowed)
-
-    def kind_error(self, x, where: str) -> _Bad:
-        return self.bad(where, f"{_said(x)} is not {self.noun}")
-
-
-class _Whole(_Check):
-    def __init__(self, lo: int = 0, hi: int = MAX_INT64, allowed: str = ""):
-        self.lo, self.hi = lo, hi
-        self.noun = "a whole number"
-        self.allowed = allowed or (f"a whole number from {lo:,}" if hi == MAX_INT64 else f"{lo:,} to {hi:,}")
-
-    def __call__(self, x, where):
-        if not isinstance(x, int) or isinstance(x, bool):
-            raise self.kind_error(x, where)
-        if not self.lo <= x <= self.hi:
-            raise self.bad(where, f"{_said(x)} is out of range")
-
-
-class _Number(_Check):
-    def __init__(self, lo: float = -math.inf, hi: float = math.inf, allowed: str = ""):
-        self.lo, self.hi = lo, hi
-        self.noun = "a number"
-        self.allowed = allowed or ("a finite number" if lo == -math.inf else f"a finite number from {lo:g}"
-                                   if hi == math.inf else f"a finite number, {lo:g} to {hi:,g}")
-
-    def __call__(self, x, where):
-        if not isinstance(x, (int, float)) or isinstance(x, bool):
-            raise self.kind_error(x, where)
-        if not (math.isfinite(x) and self.lo <= x <= self.hi):
-            raise self.bad(where, f"{_said(x)} is out of range")
-
-
-class _Text(_Check):
-    noun, allowed = "a string", f"a string of at most {TEXT_CHARS:,} characters"
-
-    def __call__(self, x, where):
-        if not isinstance(x, str):
-            raise self.kind_error(x, where)
-        if len(x) > TEXT_CHARS:
-            raise self.bad(where, f"{len(x):,} characters")
-
-
-class _Flag(_Check):
-    noun, allowed = "true or false", "true or false"
-
-    def __call__(self, x, where):
-        if not isinstance(x, bool):
-            raise self.kind_error(x, where)
-
-
-class _Time(_Check):
-    noun, allowed = "a time", "an ISO 8601 time, or null"
-
-    def __call__(self, x, where):
-        try:
-            datetime.fromisoformat(x)
-        except (TypeError, ValueError):
-            raise self.kind_error(x, where) from None
-
-
-class _Words(_Check):
-    def __init__(self, *words: str):
-        self.words = words
-        self.noun, self.allowed = "a word it takes", " or ".join(words)
-
-    def __call__(self, x, where):
-        if not isinstance(x, str) or x not in self.words:
-            raise self.kind_error(x, where)
-
-
-class _Null(_Check):
-    """`check`, or null (what a reader takes as absent)."""
-
-    def __init__(self, check: _Check):
-        self.check, self.noun, self.allowed = check, check.noun, f"{check.allowed}, or null"
-
-    def __call__(self, x, where):
-        if x is not None:
-            try:
-                self.check(x, where)
-            except _Bad as e:  # said of this field: null would do too; said of a field inside it: as it is
-                raise (_Bad(where, e.what, self.allowed) if e.where == where else e) from None
-
-
-class _List(_Check):
-    def __init__(self, item: _Check, limit: int, length: int | None = None, allowed: str = ""):
-        self.item, self.limit, self.length = item, limit, length
-        self.noun = "a list"
-        self.allowed = allowed or (f"a list of {length} {item.noun}s" if length is not None else
-                                   f"a list of at most {limit:,} entries, each {item.noun}")
-
-    def __call__(self, x, where):
-        if not isinstance(x, list):
-            raise self.kind_error(x, where)
-        if len(x) > self.limit or (self.length is not None and len(x) != self.length):
-            raise self.bad(where, f"{len(x):,} entries")
-        for i, value in enumerate(x):
-            self.item(value, _at(where, i))
-
-
-class _Object(_Check):
-    """A JSON object: the named fields each checked when present (`required` ones must be), any other key's
-    value checked by `values` when given, else left as it is (a field of a newer release, which no reader takes)."""
-
-    def __init__(self, fields: dict | None = None, values: _Check | None = None, limit: int | None = None,
-                 required: tuple = (), allowed: str = ""):
-        self.fields, self.values, self.limit, self.required = fields or {}, values, limit, required
-        self.noun = "an object"
-        self.allowed = allowed or "an object" + (f" of at most {limit:,} entries" if limit else "") + (
-            f" with {', '.join(required)}" if required else "")
-
-    def __call__(self, x, where):
-        if not isinstance(x, dict):
-            raise self.kind_error(x, where)
-        if self.limit is not None and len(x) > self.limit:
-            raise self.bad(where, f"{len(x):,} entries")
-        for key in self.required:
-            if key not in x:
-                raise _Bad(_at(where, key), "missing", f"{where or 'the file'} must be {self.allowed}")
-        for key, value in x.items():
-            check = self.fields.get(key, self.values)
-            if check is not None:
-                check(value, _at(where, key))
-
-
-class _Quantiles(_Check):
-    """{} or null (nothing measured), else every one of `keys` a number from 0 (a figure the report prints)."""
-
-    def __init__(self, keys: tuple[str, ...], extra: dict | None = None):
-        self.keys = keys
-        self.object = _Object({**{k: _Number(0) for k in keys}, **(extra or {})}, required=keys)
-        self.noun = "an object"
-        self.allowed = f"null, {{}}, or an object with {', '.join(keys)}, each a finite number from 0"
-
-    def __call__(self, x, where):
-        if x is None or x == {}:
-            return
-        try:
-            self.object(x, where)
-        except _Bad as e:
-            raise _Bad(e.where, e.what, self.allowed) from None
-
-
-class _Target(_Check):
-    """A fault's target as faults.jsonl writes it: "all", "workload", {"broker" | "leader-of" | "follower-of": n}
-    (and "broker-N", "leader-of-N" of older releases)."""
-
-    noun = "a target"
-    allowed = ('"all", "workload", {"broker": N}, {"leader-of": N} or {"follower-of": N}, N a whole number from 0 '
-               'to 999')
-    LEGACY = re.compile(r"^(broker|leader-of)-\d{1,3}$")
-
-    def __call__(self, x, where):
-        if x in ("all", "workload") or (isinstance(x, str) and self.LEGACY.match(x)):
-            return
-        if isinstance(x, dict) and len(x) == 1:
-            (key, n), = x.items()
-            if key in ("broker", "leader-of", "follower-of") and isinstance(n, int) and not isinstance(n, bool) \
-                    and 0 <= n < 1000:
-                return
-        raise self.kind_error(x, where)
-
-
-COUNT = _Whole()
-TEXT = _Text()
-FLAG = _Flag()
-FIGURE = _Number(0)
-NUMBER = _Number()
-LATENCY = _Quantiles(("p50", "p95", "p99", "max"))
-WINDOW = _Quantiles(("p50", "p99", "p100"), {"count": COUNT})
-CHECK = _Object({"metric": TEXT, "rule": TEXT, "actual": _Null(NUMBER), "status": _Words(PASS, FAIL, ALLOWED, UNKNOWN),
-                 "passed": FLAG}, required=("metric", "rule"))
-SUMMARY_VARIANT = _Object({
-    **{m.key: COUNT for m in METRICS},  # every count the tables, the ranking and the aggregate take
-    "expectations": _List(CHECK, 1000, allowed="a list of checks, each an object with metric and rule"),
-    "allowed": _List(TEXT, 1000, allowed="a list of metric names"),
-    "verdict": TEXT, "incomplete": _Null(TEXT), "client": _Null(TEXT), "client_fatal": _Null(TEXT),
-    "producer_error": _Null(TEXT), "topic": _Null(TEXT),
-    "produce_seconds": _Null(FIGURE), "latency_ms": LATENCY, "unavailable_s": _Null(FIGURE),
-    "unavailable_from_ms": _Null(NUMBER), "lso_stall_s": _Null(FIGURE), "lso_stalled": FLAG,
-    "dedup_window_ms": WINDOW, "dedup_window_records": WINDOW,
-    "instances_replaced": _Object(values=COUNT, limit=1000),
-    "consumer": _Null(_Object()),
-    "fault_periods": _List(_Object({"id": COUNT, "kind": TEXT, "latency_ms": LATENCY, "unavailable_s": _Null(FIGURE)}),
-                           MAX_FAULTS),
-}, allowed="an object: the variant's metrics and checks")
-SUMMARY_FIELDS = _Object({
-    "run_id": TEXT, "experiment": TEXT, "status": TEXT, "verdict": TEXT,
-    "seed": _Whole(-(2**63), MAX_INT64, "a 64-bit integer, or absent"),
-    "cluster": _Null(TEXT), "started_at": _Null(TEXT), "ended_at": _Null(TEXT), "reason": _Null(TEXT),
-    "warnings": _List(TEXT, FAULT_LINES + 1000), "faults_planned": COUNT,
-    "variants": _Object(values=SUMMARY_VARIANT, limit=MAX_VARIANTS, allowed=f"an object of at most {MAX_VARIANTS} "
-                        "variants, each an object"),
-})
-SECONDS = _Number(0, MAX_SECONDS)  # any time of an experiment file (the README's bounds)
-FAULT_ROW = _Object({
-    "id": COUNT, "variant": TEXT, "kind": TEXT, "target": _Target(), "planned_at": SECONDS, "planned_duration": SECONDS,
-    "params": _Object(), "outcome": TEXT, "applied_at": _Null(_Time()), "healed_at": _Null(_Time()),
-    "applied_offset": _Null(NUMBER), "healed_offset": _Null(NUMBER), "late_s": _Null(NUMBER), "held_s": _Null(NUMBER),
-    "heal_s": _Null(NUMBER), "brokers": _List(_Whole(0, 999), 1000), "error": _Null(TEXT), "deviation": _Null(TEXT),
-}, required=("id",))
-INTERVAL = _Null(_List(NUMBER, 2, length=2))
-STATS = _Object({"runs_with": COUNT, "runs_with_ci95": INTERVAL, "mean": NUMBER, "mean_ci95": INTERVAL, "min": NUMBER,
-                 "max": NUMBER, "rate_per_100k": NUMBER, "ci95": INTERVAL})
-SPREAD = _Null(_Object({"mean": NUMBER, "min": NUMBER, "max": NUMBER}, required=("mean", "min", "max")))
-AGGREGATE_FIELDS = _Object({
-    "series_id": TEXT, "experiment": _Null(TEXT), "verdict": TEXT, "status": TEXT, "complete": FLAG,
-    "requested": COUNT, "same_seed": FLAG, "until_fail": FLAG, "started_at": _Null(TEXT), "ended_at": _Null(TEXT),
-    "replayed_from": TEXT, "refused": TEXT, "failed_run": TEXT, "failed_faults": TEXT,
-    "seeds": _List(_Whole(-(2**63), MAX_INT64), AGGREGATE_RUNS),
-    # run_id is checked where it is used (SeriesFolder.run_folder: a folder name beside the series)
-    "runs": _List(_Object({"seed": _Null(_Whole(-(2**63), MAX_INT64)), "status": _Null(TEXT), "verdict": _Null(TEXT)}),
-                  AGGREGATE_RUNS),
-    "verdicts": _Object(values=COUNT, limit=100),
-    "variants": _Object(values=_Object({
-        "runs": COUNT, "acked": COUNT, "failed_runs": COUNT, "metrics": _Object(values=STATS, limit=1000),
-        "duplicates_per_jump_back_run": _Null(NUMBER), "anomaly_rate": STATS, "acked_per_s": SPREAD,
-        "unavailable_s": SPREAD, "latency_p99_ms": SPREAD, "lso_stall_s": SPREAD, "lso_stalled_runs": COUNT,
-        "client_failures": _Object(values=_Object({"runs_with": COUNT, "runs_with_ci95": INTERVAL, "times": COUNT}),
-                                   limit=1000),
-    }), limit=MAX_VARIANTS, allowed=f"an object of at most {MAX_VARIANTS} variants, each an object"),
-})
-# spec.yaml: ExperimentSpec validates all of it for analyze; the report and variants() take these fields directly.
-SPEC_VARIANT = _Object({"name": TEXT, "producer": _Object()})
-SPEC_FIELDS = _Object({"producer": _Object(),
-                       "variants": _List(SPEC_VARIANT, MAX_VARIANTS, allowed=f"a list of at most {MAX_VARIANTS} "
-                                         "variants, each an object")})
-
-
-def _checked(check: _Check, doc, path: Path) -> None:
-    """RunFolderError (damaged) naming the file and the first field that `check` refuses."""
-    try:
-        check(doc, "")
-    except _Bad as e:
-        raise RunFolderError(f"{path}: {e}", damaged=True) from None
+def _checked(shape, doc, path: Path) -> None:
+    """RunFolderError (damaged) naming the file and the first field that `shape` (folder_schema) refuses."""
+    why = folder_schema.problem(shape, doc)
+    if why:
+        raise RunFolderError(f"{path}: {why}", damaged=True)
 
 
 def _parsed(path: Path, data: bytes, limit: int, what: str) -> dict:
@@ -631,7 +365,7 @@ class RunFolder:
             raise RunFolderError(f"{path}: unreadable ({one_line(e)})", damaged=True) from None
         if not isinstance(doc, dict):
             raise RunFolderError(f"{path}: not an experiment (a YAML mapping)", damaged=True)
-        _checked(SPEC_FIELDS, doc, path)
+        _checked(folder_schema.SPEC_FIELDS, doc, path)
         return doc
 
     def write_summary(self, summary: dict) -> None:
@@ -651,7 +385,7 @@ class RunFolder:
         if isinstance(variants, dict):  # each a folder of this run: a name, never a path (before its fields)
             for name in variants:
                 entry_name(name, "variant", path)
-        _checked(SUMMARY_FIELDS, doc, path)
+        _checked(folder_schema.SUMMARY, doc, path)
         return doc
 
     def append_faults(self, records: list[dict]) -> None:
@@ -682,7 +416,7 @@ class RunFolder:
                 row = json_object(raw.decode("utf-8"), limit=None)
             except ValueError as e:  # UnicodeDecodeError too
                 raise RunFolderError(f"{path}:{n}: not a JSON object line ({one_line(e)})", damaged=True) from None
-            _checked(FAULT_ROW, row, Path(f"{path}:{n}"))
+            _checked(folder_schema.FAULT_ROW, row, Path(f"{path}:{n}"))
             rows.append(row)
         per_variant = Counter(str(r.get("variant", "")) for r in rows)
         if len(per_variant) > MAX_VARIANTS:
@@ -690,7 +424,7 @@ class RunFolder:
                                  damaged=True)
         variant, most = max(per_variant.items(), key=lambda kv: kv[1], default=("", 0))
         if most > MAX_FAULTS:
-            raise RunFolderError(f"{path}: variant: {_said(variant)} has {most:,} faults (at most {MAX_FAULTS:,} a "
+            raise RunFolderError(f"{path}: variant: {said(variant)} has {most:,} faults (at most {MAX_FAULTS:,} a "
                                  "variant)", damaged=True)
         return sorted(rows, key=lambda r: (str(r.get("variant", "")), _number(r.get("planned_at")),
                                            _number(r.get("id"))))
@@ -932,7 +666,7 @@ class SeriesFolder:
         if data is None:
             raise RunFolderError(f"{path} is missing")
         doc = _parsed(path, data, AGGREGATE_BYTES, "kafka-chaos aggregate")
-        _checked(AGGREGATE_FIELDS, doc, path)
+        _checked(folder_schema.AGGREGATE_FIELDS, doc, path)
         return doc
 
     def write_report(self, html: str) -> Path:

@@ -19,7 +19,7 @@ LAYERS = [
                                    "harness.junit", "harness.spec", "harness.faults.schedule",
                                    "harness.analysis.anomalies", "harness.analysis.consumption",
                                    "harness.shrink"]),
-    ("run folder", ["harness.runfolder"]),
+    ("run folder", ["harness.runfolder", "harness.folder_schema"]),
     ("services", ["harness.cluster", "harness.proxy"]),
     ("workloads and faults", ["harness.workload", "harness.faults.nemesis"]),
     ("analysis engine", ["harness.analysis.spark", "harness.analysis.folder"]),
