@@ -10,7 +10,8 @@ the node reads; the value of a secret-named property of cluster.broker_config (s
 ssl.keystore.password, sasl.jaas.config, ...) is not in it: the file names an environment variable of the
 node's process instead, which Kafka's EnvVarConfigProvider resolves (kraft.secrets_from_environment), so no
 file holds the secret, in the run folder or elsewhere. Kafka's own log prints its configuration with the
-values of its password-typed properties hidden.
+values of its password-typed properties hidden; when a property is secret-named, that dump is left out
+(kafka-quiet-config.properties), since a secret-named property of another type would be printed in clear.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ from .netns import problems as netns_problems
 from .kraft import NodePorts, cluster_id, feature_levels, node_properties, render_properties, secrets_from_environment
 from .segments import cut_unflushed
 from .toxiproxy import ToxiproxyServer, proxy_problem, toxiproxy_server_for
+
+
+# Kafka's log4j configuration is composed with this one when a broker property is secret-named (its comments).
+QUIET_CONFIG = Path(__file__).with_name("kafka-quiet-config.properties")
 
 
 class LocalCluster(ProxiedCluster):
@@ -207,13 +212,14 @@ class LocalKafkaCluster(LocalCluster):
         routes = self._peer_routes(ports) if self.network is None else self._namespace_routes(ports)
         cid = cluster_id()
         env = {**os.environ, "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx512m")}
-        configs = []
+        configs, secret_named = [], False
         for i, listen in enumerate(listens):
             config = self.files.broker_config(i)
             props, secrets = secrets_from_environment(node_properties(
                 i, ports, listen, str(self.files.broker_data(i)), routes, self.spec.broker_config, host=self._host(i)))
             config.write_text(render_properties(props))
             env.update(secrets)  # the same properties on every node: the same variables
+            secret_named = secret_named or bool(secrets)
             configs.append(config)
         # Formatted side by side: each format is a JVM start (2 s on a quiet machine, several on a loaded one).
         with ThreadPoolExecutor(len(configs)) as pool:
@@ -226,6 +232,9 @@ class LocalKafkaCluster(LocalCluster):
         nodes = []
         for i, config in enumerate(configs):
             node_env = {**env, "LOG_DIR": str(self.files.broker_log4j(i))}  # Kafka's own log4j files
+            if secret_named and "KAFKA_LOG4J_OPTS" not in os.environ:  # no configuration dump (QUIET_CONFIG)
+                kafkas = home / "config" / "log4j2.yaml"
+                node_env["KAFKA_LOG4J_OPTS"] = f"-Dlog4j2.configurationFile={kafkas},{QUIET_CONFIG}"
             inside = self.network.exec_prefix(i) if self.network is not None else []
             nodes.append(BrokerProcess(i, [*inside, str(home / "bin" / "kafka-server-start.sh"), str(config)],
                                        ports[i].client, self.files.broker_log(i), env=node_env,

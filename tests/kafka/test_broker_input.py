@@ -50,15 +50,19 @@ def test_a_broker_secret_reaches_no_file_of_the_run_folder_and_not_the_terminal(
     # hold one that Kafka would take: it changes SSL and SASL secrets while running only per listener, and the
     # listeners are the harness's; tests/unit/test_secrets.py covers its refusal and summary.)
     exp = experiment(tmp_path, cluster={"backend": "local", "broker": "kafka", "brokers": 1, "broker_config": {
-        "ssl.keystore.password": "hunter2-cluster-keystore", "ssl.key.password": "hunter2-cluster-key"}})
+        "ssl.keystore.password": "hunter2-cluster-keystore", "ssl.key.password": "hunter2-cluster-key",
+        # secret-named by the harness, not password-typed for Kafka, which would print it in its configuration dump
+        "delegation.token.expiry.time.ms": 86_400_123}})
     out = tmp_path / "reports"
     r = subprocess.run([sys.executable, "-m", "harness", "run", str(exp), "--out", str(out)], cwd=ROOT,
                        capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "hunter2" not in r.stdout + r.stderr
+    assert "hunter2" not in r.stdout + r.stderr and "86400123" not in r.stdout + r.stderr
     [run_dir] = list(run_dirs(out))
     assert (run_dir / "logs" / "kafka-0" / "server.log").exists()  # Kafka's own logs are among the files searched
-    found = [str(p) for p in out.rglob("*") if p.is_file() and b"hunter2" in p.read_bytes()]
+    found = [str(p) for p in out.rglob("*") if p.is_file() and (b"hunter2" in p.read_bytes() or
+                                                               b"86400123" in p.read_bytes())]
     assert found == []
+    assert "Kafka Server started" in (run_dir / "logs" / "kafka-0" / "server.log").read_text()  # the rest is logged
     props = (run_dir / "logs" / "kafka-0.properties").read_text()  # the very file the broker read
     assert "ssl.keystore.password=${kafkachaos:KAFKA_CHAOS_SECRET_" in props
