@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from docker.errors import DockerException
+from docker.errors import APIError, DockerException
 
 from .. import yamlfile
 from ..spec import ComposeClusterSpec
@@ -62,6 +62,9 @@ def health(container) -> str:
     return (state.get("Health") or {}).get("Status") or container.status
 
 
+FREEZE_TRIES, FREEZE_PAUSE = 10, 0.2  # docker pause tries, and the seconds between them
+
+
 class ContainerBroker:
     """A broker container; faults act on it through the Docker SDK."""
 
@@ -79,7 +82,16 @@ class ContainerBroker:
         self.container.kill()
 
     def pause(self) -> None:
-        self.container.pause()
+        """docker pause, tried again when runc could not freeze the container in time ("unable to freeze": a
+        process mid-fork, as in a broker just started; runc thaws it again). The nemesis journals the delay."""
+        for attempt in range(FREEZE_TRIES):
+            try:
+                self.container.pause()
+                return
+            except APIError as e:
+                if "unable to freeze" not in str(e) or attempt == FREEZE_TRIES - 1:
+                    raise
+                time.sleep(FREEZE_PAUSE)
 
     def resume(self) -> None:
         self.container.reload()

@@ -122,3 +122,34 @@ def test_a_compose_file_that_is_not_one_is_bad_input(tmp_path, content, says):
     path.write_text(content)
     [problem] = ComposeCluster.problems(ComposeClusterSpec(backend="compose", broker="kafka", compose_file=str(path)))
     assert problem.startswith("cluster.compose_file: ") and says in problem
+
+
+def test_a_pause_runc_could_not_freeze_is_tried_again(monkeypatch):
+    """A broker container just restarted: runc gave up freezing it ("OCI runtime pause failed: unable to freeze")
+    in a CI run; the pause is tried again (the nemesis journals the lateness). Any other refusal is raised."""
+    from docker.errors import APIError
+
+    from harness.cluster import compose
+
+    class Container:
+        name, calls = "kafka-3", 0
+
+        def __init__(self, failures, why="OCI runtime pause failed: unable to freeze: unknown"):
+            self.failures, self.why = failures, why
+
+        def pause(self):
+            self.calls += 1
+            if self.calls <= self.failures:
+                raise APIError(f"500 Server Error: Cannot pause container: {self.why}")
+
+    waits = []
+    monkeypatch.setattr(compose.time, "sleep", waits.append)
+    c = Container(failures=2)
+    compose.ContainerBroker(2, c).pause()
+    assert c.calls == 3 and waits == [compose.FREEZE_PAUSE] * 2
+    with pytest.raises(APIError, match="unable to freeze"):
+        compose.ContainerBroker(2, Container(failures=compose.FREEZE_TRIES)).pause()
+    other = Container(failures=1, why="container is not running")
+    with pytest.raises(APIError, match="not running"):
+        compose.ContainerBroker(2, other).pause()
+    assert other.calls == 1
