@@ -624,7 +624,7 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
     from . import signals
     from . import shrink as shrinking
     from .analysis.spark import SharedSpark
-    from .faults.schedule import ScheduleError
+    from .schedule import ScheduleError
     from .preflight import prepare
     from .runfolder import RunFolder
 

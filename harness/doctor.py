@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .faults.registry import KINDS
 from .procs import ProbeTimeout, probe
 
 PROBE_TIMEOUT = 5.0  # seconds a probed program has to answer
@@ -151,8 +152,9 @@ def _namespaces() -> Check:
     missing = problems()
     if missing:
         return Check("network namespaces", False, missing[0], fix)
-    queue = ("packet queue: yes (packet-reorder, packet-delay)" if queue_available()
-             else "packet queue: no, iptables or its NFQUEUE target is missing (packet-reorder and packet-delay "
+    queued = [name for name, kind in KINDS.items() if "packet_queue" in kind.needs]
+    queue = (f"packet queue: yes ({', '.join(queued)})" if queue_available()
+             else f"packet queue: no, iptables or its NFQUEUE target is missing ({' and '.join(queued)} "
                   "are refused)")
     return Check("network namespaces", True, f"root, ip, nft; {queue}", fix)
 

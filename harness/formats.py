@@ -4,8 +4,8 @@ guard every JSON line read back goes through (faults.jsonl, read.json, a replaye
 
 Writers (workload/producer.py, workload/transactional.py, workload/readback.py) write these schemas;
 readers (analysis/spark.py, analysis/folder.py, runfolder.StoredRun) take their columns from here.
-Where each file lives is runfolder.py's business. A faults.jsonl line is the plan (faults/schedule.py,
-PlannedFault.to_json) and then what the nemesis journaled (faults/nemesis.py: a FaultOutcome, times).
+Where each file lives is runfolder.py's business. A faults.jsonl line is the plan (schedule.py,
+PlannedFault.to_json) and then what the nemesis journaled (nemesis.py: a FaultOutcome, times).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class TxnCause(enum.StrEnum):
 
 
 class FaultOutcome(enum.StrEnum):
-    """What became of one planned fault, as faults.jsonl's `outcome` says (faults/nemesis.py writes it)."""
+    """What became of one planned fault, as faults.jsonl's `outcome` says (nemesis.py writes it)."""
 
     APPLIED = "applied"  # applied, not (yet) healed
     HEALED = "healed"

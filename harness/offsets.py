@@ -1,5 +1,5 @@
 """The offsets a topic's partitions' leaders list (ListOffsets): for the final read (workload/readback.py) and
-for a fault that waits for a transaction's marker (faults/stray.py). Kept out of harness.cluster, whose package
+for a fault that waits for a transaction's marker (faults/kinds/stray_produce.py). Kept out of harness.cluster, whose package
 imports the spec: the final read's Spark workers import this too."""
 
 from __future__ import annotations

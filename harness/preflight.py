@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from .exits import UsageError
+from .faults.registry import KINDS
 from .runfolder import RunFolder, RunFolderError
 from .spec import (SECRET_KEY, ExperimentSpec, SpecError, load_spec, masked_selector, matrix_value, matrix_variants,
                    setting_text, validation_message)
@@ -31,7 +32,7 @@ def check(experiment: Path, seed: int | None, replay: Path | None, spark_master:
     checks (run's --out) passed too: an install takes minutes and bad input must not wait for it."""
     from .cluster import input_problems, unsupported_faults
 
-    from .faults.schedule import ScheduleError, load, plan
+    from .schedule import ScheduleError, load, plan
 
     check_spark_master(spark_master)
     spec = load_spec(experiment)
@@ -44,9 +45,9 @@ def check(experiment: Path, seed: int | None, replay: Path | None, spark_master:
         schedule = load(replay, spec) if replay is not None else plan(spec, spec.seed if seed is None else seed)
     except ScheduleError as e:
         raise ScheduleError(str(e) if replay is not None else f"{experiment}: {e}") from None
-    if replay is not None:  # what the experiment file's faults are held to (spec.kind_problem)
+    if replay is not None:  # what the experiment file's faults are held to (their kind's problem)
         for fault in schedule:
-            problem = spec.kind_problem(fault.kind)
+            problem = KINDS[fault.kind].problem(spec)
             if problem:
                 raise ScheduleError(f"{replay}: fault {fault.id}: {problem} (in {experiment})")
     kinds = {f.kind for f in (schedule if replay is not None else spec.faults)}

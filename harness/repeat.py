@@ -23,7 +23,7 @@ from typing import Callable
 from . import signals, verdict
 from .aggregate import aggregate
 from .exits import Exit, UsageError, exit_for_verdict
-from .faults.schedule import PlannedFault, ScheduleError, plan
+from .schedule import PlannedFault, ScheduleError, plan
 from .runfolder import RunFolder, SeriesFolder
 from .spec import ExperimentSpec
 from .status import COMPLETE, INCOMPLETE, INTERRUPTED

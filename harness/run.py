@@ -25,11 +25,12 @@ from .cluster.kraft import property_text
 from .cluster.topic import create_topic
 from .cluster.watchdog import Watchdog
 from .exits import InfraError, exit_for_exception
-from .faults.nemesis import Nemesis
-from .faults.schedule import PlannedFault, plan
+from .faults.registry import KINDS
+from .nemesis import Nemesis
+from .schedule import PlannedFault, plan
 from .logfile import FileLogger
 from .runfolder import RunFolder
-from .spec import LOSES_MEMORY_LOG, ExperimentSpec, masked
+from .spec import ExperimentSpec, masked
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.clientenv import ensure
 from .workload.consumers import ConsumerGroup
@@ -58,10 +59,10 @@ def _now() -> str:
 def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str]:
     """What the user must know to read the numbers right, said before the run starts."""
     out = []
-    kinds = {f.kind for f in schedule}
-    if spec.cluster.broker == "tansu" and kinds & set(LOSES_MEMORY_LOG):
+    losing = sorted({f.kind for f in schedule if KINDS[f.kind].loses_memory_log})
+    if spec.cluster.broker == "tansu" and losing:
         out.append(
-            f"{', '.join(sorted(kinds & set(LOSES_MEMORY_LOG)))} on Tansu: its memory storage lives in the broker "
+            f"{', '.join(losing)} on Tansu: its memory storage lives in the broker "
             "process, so a killed or restarted broker comes back empty. Every record written before is counted "
             "as lost (that is the truth about this broker), and an idempotent producer then gets "
             "UnknownProducerId and times out until it is recreated. Use Apache Kafka to test failover.")

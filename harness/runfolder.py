@@ -262,10 +262,9 @@ class RunFolder:
         """librdkafka's log lines of the harness's admin client (topics, metadata, leaders)."""
         return self.path / LOGS / "admin.log"
 
-    @property
-    def stray_log(self) -> Path:
-        """librdkafka's log lines of the stray-produce fault's own producer (faults/stray.py)."""
-        return self.path / LOGS / "stray-produce.log"
+    def fault_log(self, kind: str) -> Path:
+        """The log of a fault kind's own client (a kind that runs one: faults/kinds/)."""
+        return self.path / LOGS / f"{kind}.log"
 
     @property
     def network_log(self) -> Path:

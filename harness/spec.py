@@ -14,12 +14,15 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Literal, Union, get_args
+from typing import Annotated, Literal, Union
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainSerializer,
+from pydantic import (AfterValidator, BeforeValidator, Discriminator, Field, PlainSerializer,
                       PrivateAttr, Tag, ValidationError, ValidationInfo, field_validator, model_validator)
 
 from . import yamlfile
+from .faults.kind import BrokerTarget, FollowerTarget
+from .faults.registry import KINDS, Fault
+from .schema import MAX_SECONDS, Seconds, Strict, stored
 from .analysis.metrics import BY_KEY, FATAL, KEYS
 from .exits import UsageError
 from .verdict import Rule, parse_rule
@@ -38,36 +41,7 @@ class SpecError(UsageError):
 MAX_VARIANTS = 20
 MAX_PARTITIONS = 1000
 MAX_MESSAGES = 1_000_000_000  # per variant
-MAX_SECONDS = 86_400.0  # any time in the file: at, every, start, duration, downtime, fault_window, the workload
 MAX_FAULTS = 10_000  # planned faults per variant
-MAX_FAULTS_PER_SECOND = 50  # faults that start within any one second (each runs on its own thread)
-MAX_MS = 3_600_000  # any *_ms setting of a fault
-Seconds = Annotated[float, Field(le=MAX_SECONDS)]
-Millis = Annotated[int, Field(le=MAX_MS)]
-
-
-def _numeric(annotation) -> bool:
-    """A field that takes a number and never a true/false (int, float, Annotated or Optional ones)."""
-    if annotation in (int, float):
-        return True
-    args = get_args(annotation)
-    return bool(args) and bool not in args and any(_numeric(a) for a in args if a is not type(None))
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_true_for_a_number(cls, data):
-        """pydantic reads true as 1 for a number field (members: true would be one member): refused."""
-        if isinstance(data, dict):
-            for name, field in cls.model_fields.items():
-                for key in {name, field.alias} - {None}:
-                    if isinstance(data.get(key), bool) and _numeric(field.annotation):
-                        raise ValueError(f"{key}: {str(data[key]).lower()} is not a number")
-        return data
-
 
 ClientValue = Union[str, int, float, bool]
 SHIPPED_COMPOSE_FILE = Path(str(importlib.resources.files("harness.compose") / "docker-compose.yml"))  # compose/
@@ -148,14 +122,8 @@ def _client_library(value: dict) -> dict:
 ClientLibrary = Annotated[dict[str, object], AfterValidator(_client_library)]
 
 
-def _stored(info: ValidationInfo) -> bool:
-    """Validating a run folder's spec.yaml: what this machine has (its environment) does not matter,
-    and what the live run checked before it started (faults that would never fire) is history."""
-    return bool(info.context and info.context.get("stored"))
-
-
 def _client_value(value: ClientValue, info: ValidationInfo) -> ClientValue:
-    if _stored(info):
+    if stored(info):
         return value
     for var in ENV_REF.findall(str(value)):
         if var not in os.environ:
@@ -192,7 +160,7 @@ def broker_owned(key: str) -> bool:
 
 
 def _broker_setting(key: str, info: ValidationInfo) -> str:
-    if broker_owned(key) and not _stored(info):
+    if broker_owned(key) and not stored(info):
         raise ValueError(BROKER_OWNED_WHY)
     return key
 
@@ -401,312 +369,6 @@ class WorkloadSpec(Strict):
     @property
     def expected_duration(self) -> float | None:
         return self.messages / self.rate if self.rate else None
-
-
-class BrokerTarget(Strict):
-    broker: Annotated[int, Field(ge=0)]
-
-
-class LeaderTarget(Strict):
-    """The broker that leads this partition of the variant's topic when the fault starts."""
-
-    leader_of: Annotated[int, Field(ge=0, alias="leader-of")]
-
-
-class FollowerTarget(Strict):
-    """An in-sync replica of this partition that is not its leader, when the fault starts."""
-
-    follower_of: Annotated[int, Field(ge=0, alias="follower-of")]
-
-
-Target = Union[Literal["all", "random"], BrokerTarget, LeaderTarget, FollowerTarget]
-WORKLOAD_TARGET = "workload"  # the target of the faults that act on the producer, not on a broker
-
-
-class FaultBase(Strict):
-    at: Annotated[Seconds, Field(ge=0)] | None = Field(None, description="seconds after the variant's workload starts")
-    every: Annotated[Seconds, Field(ge=1 / MAX_FAULTS_PER_SECOND)] | None = Field(
-        None, description="repeat period in seconds")
-    jitter: Annotated[Seconds, Field(ge=0)] = 0.0
-    start: Annotated[Seconds, Field(ge=0)] = Field(0.5, description="with every: first fault not before this")
-    duration: Annotated[Seconds, Field(gt=0)] = 0.3
-    target: Target = "all"
-
-    @model_validator(mode="after")
-    def _timing(self):
-        if (self.at is None) == (self.every is None):
-            raise ValueError("give exactly one of 'at' (one fault) or 'every' (repeated faults)")
-        if self.every is not None and self.jitter >= self.every:
-            raise ValueError("jitter must be smaller than every")
-        return self
-
-
-class LostAcks(FaultBase):
-    """Responses are dropped and the connection cut: requests reach the broker, acks never return."""
-
-    kind: Literal["lost-acks"]
-    cut_after_ms: Annotated[Millis, Field(ge=1)] = 100
-
-
-class LostRequests(FaultBase):
-    """Requests are held on their way to the broker and the connection cut: nothing sent in the window is
-    written, yet the client cannot know (a "possibly persisted" error, as librdkafka calls it)."""
-
-    kind: Literal["lost-requests"]
-    cut_after_ms: Annotated[Millis, Field(ge=1)] = 100
-
-
-class ResetConnections(FaultBase):
-    """Every client connection to the target is reset (TCP RST), and new ones while the fault lasts."""
-
-    kind: Literal["reset-connections"]
-    duration: Annotated[Seconds, Field(gt=0)] = 0.05
-
-
-class Latency(FaultBase):
-    """Broker responses delayed by latency_ms +/- jitter_ms."""
-
-    kind: Literal["latency"]
-    latency_ms: Annotated[Millis, Field(ge=1)] = 100
-    jitter_ms: Annotated[Millis, Field(ge=0)] = 0
-
-
-class Bandwidth(FaultBase):
-    """Broker responses (or, with `stream: requests`, the client's requests) throttled to rate_kbps
-    kilobytes per second. Throttled requests reach the broker spread out, one read at a time, instead of
-    back to back."""
-
-    kind: Literal["bandwidth"]
-    rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 100
-    stream: Literal["responses", "requests"] = "responses"
-
-
-class SlowClose(FaultBase):
-    """Closing connections linger delay_ms before they close."""
-
-    kind: Literal["slow-close"]
-    delay_ms: Annotated[Millis, Field(ge=1)] = 1000
-
-
-class Partition(FaultBase):
-    """The broker's proxy is down: connections dropped, new ones refused (a network partition)."""
-
-    kind: Literal["partition"]
-
-
-class Isolate(FaultBase):
-    """The broker is cut off from its peers and the controller quorum (replication and controller
-    traffic) while clients still reach it through its proxy; healed by reconnecting. `direction` in or
-    out (one way: what its peers send it, or what it sends them, is dropped) needs network namespaces."""
-
-    kind: Literal["isolate"]
-    direction: Literal["both", "in", "out"] = "both"
-
-
-class _LinkFault(FaultBase):
-    """A fault on the packets of the target broker's network link, each way (cluster.network: namespaces)."""
-
-
-class PacketLoss(_LinkFault):
-    """`percent` of the packets on the broker's link are dropped, each way."""
-
-    kind: Literal["packet-loss"]
-    percent: Annotated[float, Field(gt=0, le=100)] = 5.0
-
-
-class PacketDuplicate(_LinkFault):
-    """`percent` of the packets on the broker's link are sent twice, each way."""
-
-    kind: Literal["packet-duplicate"]
-    percent: Annotated[float, Field(gt=0, le=100)] = 5.0
-
-
-class PacketReorder(_LinkFault):
-    """`percent` of the packets on the broker's link go at once while the others wait `delay_ms`, so they
-    overtake them, each way (netem's `reorder`, made with a netfilter queue: cluster/packet_queue.py)."""
-
-    kind: Literal["packet-reorder"]
-    percent: Annotated[float, Field(gt=0, le=100)] = 25.0
-    delay_ms: Annotated[Millis, Field(ge=1)] = 10
-
-
-class PacketDelay(_LinkFault):
-    """Every packet on the broker's link waits `delay_ms` +/- `jitter_ms`, each way (a netfilter queue:
-    cluster/packet_queue.py; packets drawn apart by the jitter may swap places)."""
-
-    kind: Literal["packet-delay"]
-    delay_ms: Annotated[Millis, Field(ge=1)] = 50
-    jitter_ms: Annotated[Millis, Field(ge=0)] = 0
-
-
-class BrokerPause(FaultBase):
-    """The broker process is frozen (SIGSTOP, or docker pause) for the duration."""
-
-    kind: Literal["broker-pause"]
-
-
-class _Downtime(FaultBase):
-    downtime: Annotated[Seconds, Field(gt=0)] = 2.0
-
-    @model_validator(mode="after")
-    def _downtime_is_duration(self, info: ValidationInfo):
-        # Run folders of earlier releases wrote the duration beside the downtime (the same number).
-        if "duration" in self.model_fields_set and not (_stored(info) and self.duration == self.downtime):
-            raise ValueError(f"{self.kind} takes 'downtime' (seconds until the broker starts again), not 'duration'")
-        self.duration = self.downtime
-        return self
-
-
-class BrokerKill(_Downtime):
-    """SIGKILL the broker, start it again after downtime seconds."""
-
-    kind: Literal["broker-kill"]
-
-
-class LoseUnflushed(_Downtime):
-    """SIGKILL the broker and, while it is down, cut from its log what only its page cache held (as a power
-    loss would): each partition's active segment back to its last flushed position, or by the last
-    `drop_batches` record batches; start it again after downtime seconds (cluster/segments.py)."""
-
-    kind: Literal["lose-unflushed"]
-    drop_batches: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="cut this many record batches from each partition's tail instead of back to its "
-                          "recovery point (the last flushed offset)")
-
-
-class BrokerRestart(_Downtime):
-    """Stop the broker gracefully (SIGTERM), start it again after downtime seconds."""
-
-    kind: Literal["broker-restart"]
-    downtime: Annotated[Seconds, Field(gt=0)] = 0.5
-
-
-# The Kafka requests a delay-requests fault may name, with their API keys (Kafka's protocol guide).
-KAFKA_REQUESTS = {
-    "Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9,
-    "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12, "LeaveGroup": 13, "SyncGroup": 14,
-    "InitProducerId": 22, "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "EndTxn": 26, "TxnOffsetCommit": 28,
-    "ConsumerGroupHeartbeat": 68,
-}
-
-
-def _request_names(names: list[str]) -> list[str]:
-    for name in names:
-        if name not in KAFKA_REQUESTS:
-            raise ValueError(f"{name!r} is not a request this fault knows; give any of {', '.join(KAFKA_REQUESTS)}")
-    if len(set(names)) != len(names):
-        raise ValueError("a request is named twice")
-    return names
-
-
-class DelayRequests(FaultBase):
-    """A Kafka request of the named types that the client sends while the fault is on is held `hold_ms` from
-    its arrival, with what follows it on its connection (TCP never reorders a connection), then all of it is
-    delivered in order, even after the client gave up and closed the connection; its requests on a new
-    connection overtake them. With `drop` the request and what follows it on its connection are never
-    delivered. With `gap_ms` each is also delivered at least gap_ms after the previous one of its connection:
-    requests sent back to back reach the broker spread out. The embedded proxy reads the request framing
-    (proxy/kafka_frames.py)."""
-
-    kind: Literal["delay-requests"]
-    requests: Annotated[list[str], Field(min_length=1), AfterValidator(_request_names)] = Field(
-        description="request types, e.g. [Produce] or [EndTxn, AddPartitionsToTxn]")
-    hold_ms: Annotated[Millis, Field(ge=1)] = 5000
-    drop: bool = False
-    gap_ms: Annotated[Millis, Field(ge=0)] = 0
-
-
-class StrayProduce(FaultBase):
-    """A transactional Produce request that arrives after its producer's transaction was aborted: a producer of
-    the harness's own (not the workload's) writes `records` values to `partition` in a transaction and aborts
-    it, then its next batch is sent to the partition's leader with no AddPartitionsToTxn before it, as a late
-    request or a buggy client's would be (faults/stray.py). Without partition verification the leader opens a
-    transaction there that never ends (a hanging transaction)."""
-
-    kind: Literal["stray-produce"]
-    partition: Annotated[int, Field(ge=0)] = Field(description="the partition of the variant's topic written")
-    records: Annotated[int, Field(ge=1, le=1000)] = 5
-
-    @model_validator(mode="after")
-    def _leader(self):
-        if self.target != "all" and self.target != LeaderTarget(leader_of=self.partition):
-            raise ValueError(f"target: a stray Produce goes to the leader of its partition; leave target out "
-                             f"(it is {{leader-of: {self.partition}}})")
-        self.target = LeaderTarget(leader_of=self.partition)
-        return self
-
-
-class _WorkloadFault(FaultBase):
-    target: Literal["workload"] = WORKLOAD_TARGET
-
-
-class ProducerRestart(_WorkloadFault):
-    """The producer is closed without flushing (in flight and queued sends purged) and a new instance is
-    created; the application sends again what was not acknowledged (its open transaction, if any)."""
-
-    kind: Literal["producer-restart"]
-    duration: Annotated[Seconds, Field(gt=0)] = 0.05
-
-
-class ProducerPause(_WorkloadFault):
-    """The producer instance is frozen mid-transaction (its thread stops calling it) and a second instance
-    with the same settings (and transactional.id) takes over; after `duration` the first resumes as a zombie:
-    it sends the rest of its transaction and commits (a plain producer flushes)."""
-
-    kind: Literal["producer-pause"]
-    duration: Annotated[Seconds, Field(gt=0)] = 2.0
-
-
-class ConsumerKill(_WorkloadFault):
-    """SIGKILL of one member of the consumer group (the members in turn); its replacement (a new process, a
-    new member of the group, in the same slot) starts when the fault heals, after `duration` seconds."""
-
-    kind: Literal["consumer-kill"]
-    duration: Annotated[Seconds, Field(gt=0)] = 1.0
-
-
-class ConsumerPause(_WorkloadFault):
-    """SIGSTOP of one member (the members in turn) for `duration`, then SIGCONT. Longer than the group's
-    session timeout, the group rebalances without it and it resumes as a zombie of an older generation."""
-
-    kind: Literal["consumer-pause"]
-    duration: Annotated[Seconds, Field(gt=0)] = 10.0
-
-
-class RebalanceStorm(_WorkloadFault):
-    """For `duration` seconds, every `interval` seconds a member joins the group (a new process) or the
-    last one that joined leaves it (a graceful close), alternately; those still in when it heals leave."""
-
-    kind: Literal["rebalance-storm"]
-    duration: Annotated[Seconds, Field(gt=0)] = 10.0
-    interval: Annotated[Seconds, Field(ge=1 / MAX_FAULTS_PER_SECOND)] = 2.0  # the floor of every fault's `every`
-
-    @model_validator(mode="after")
-    def _acts(self, info: ValidationInfo):
-        # The first member joins an interval after the start; one due as the storm heals is stopped unmade.
-        if self.interval >= self.duration and not _stored(info):
-            raise ValueError(f"interval: {self.interval:g} s is not shorter than the storm's duration, "
-                             f"{self.duration:g} s: no member would ever join or leave")
-        return self
-
-
-Fault = Annotated[
-    Union[LostAcks, LostRequests, ResetConnections, Latency, Bandwidth, SlowClose, Partition, Isolate, BrokerPause, BrokerKill,
-          LoseUnflushed, BrokerRestart, DelayRequests, StrayProduce, PacketLoss, PacketDuplicate, PacketReorder, PacketDelay,
-          ProducerRestart, ProducerPause, ConsumerKill, ConsumerPause, RebalanceStorm],
-    Field(discriminator="kind"),
-]
-CLIENT_PROXY_FAULTS = ("lost-acks", "lost-requests", "reset-connections", "latency", "bandwidth", "slow-close", "partition",
-                       "delay-requests")
-PEER_FAULTS = ("isolate",)  # act on the traffic between brokers (needs proxies there too)
-LINK_FAULTS = ("packet-loss", "packet-duplicate", "packet-reorder", "packet-delay")  # a broker's link (namespaces)
-CLIENT_FAULTS = ("stray-produce",)  # a client of the harness's own writes to the cluster (not the workload's)
-BROKER_FAULTS = ("broker-pause", "broker-kill", "broker-restart", "lose-unflushed")  # act on the broker process or container
-PRODUCER_FAULTS = ("producer-restart", "producer-pause")  # act on the producer (target: workload)
-CONSUMER_FAULTS = ("consumer-kill", "consumer-pause", "rebalance-storm")  # act on the consumer group (target: workload)
-WORKLOAD_FAULTS = PRODUCER_FAULTS + CONSUMER_FAULTS
-FAULT_KINDS = CLIENT_PROXY_FAULTS + PEER_FAULTS + LINK_FAULTS + BROKER_FAULTS + CLIENT_FAULTS + WORKLOAD_FAULTS
-LOSES_MEMORY_LOG = ("broker-kill", "broker-restart")
 
 
 STRATEGIES = ("commit-after", "commit-before", "auto-commit", "transactional", "idempotent-sink")
@@ -1003,7 +665,7 @@ class ExperimentSpec(Strict):
         # hold trivially (a stored spec.yaml of an earlier release is not judged on the second).
         kinds = [("consumer", lambda v: self.consumer_spec(v) is not None, "measured on a consumer group's sink",
                   "has none (add a consumer section)")]
-        if not _stored(info):
+        if not stored(info):
             kinds.append(("transactional", self.transactional, "about the producer's transactions",
                           "sends none (its producer sets no transactional.id)"))
         for flag, has, what, lacks in kinds:
@@ -1035,35 +697,16 @@ class ExperimentSpec(Strict):
             raise ValueError(f"variants: {featured[0]} sets features, which only backend local with broker kafka "
                              "can change (with kafka-features.sh from its Kafka distribution)")
         for i, fault in enumerate(self.faults):
-            problem = self.kind_problem(fault.kind)
-            if problem:
-                raise ValueError(f"faults.{i}: {problem}")
-            if getattr(fault, "direction", "both") != "both" and getattr(self.cluster, "network", None) != "namespaces":
-                raise ValueError(f"faults.{i}.direction: {fault.direction}: a one-way isolation drops packets, which "
-                                 "needs cluster.network: namespaces (backend local, broker kafka); proxies cut "
-                                 "connections both ways")
+            problem = KINDS[fault.kind].problem(self, fault)
+            head, _, rest = problem.partition(": ")
+            if problem:  # a problem of one setting names it: faults.0.direction
+                raise ValueError(f"faults.{i}.{head}: {rest}" if head in type(fault).model_fields
+                                 else f"faults.{i}: {problem}")
         if any(f.every is not None for f in self.faults) and self.planning_window is None:
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
-        if not _stored(info):
+        if not stored(info):
             self._faults_fire()
         return self
-
-    def kind_problem(self, kind: str) -> str:
-        """Why no variant of this experiment can take a fault of `kind` ("" when they all can): the same check
-        for the experiment's faults and a replayed schedule's (preflight)."""
-        groups = [self.consumer_spec(v) for v in self.variants]
-        if kind in CONSUMER_FAULTS and not all(groups):
-            return (f"{kind} acts on the consumer group, and variant {self.variants[groups.index(None)].name} has "
-                    "none: add a consumer section")
-        if kind in PRODUCER_FAULTS and any(g is not None and g.when == "after" for g in groups):
-            return f"{kind} acts on the producer, which runs before the fault timeline when consumer.when is after"
-        for v in self.variants:
-            version = self.client_version(v)
-            if kind in PRODUCER_FAULTS and version is not None:
-                return (f"{kind} acts on the producer; variant {v.name} runs confluent-kafka {version} in a child "
-                        "process, which runs the plain producer (and its consumer group's members) under broker and "
-                        "network faults only, so far")
-        return ""
 
     def _faults_fire(self) -> None:
         """Every fault entry is applied at least once, and the plan stays within MAX_FAULTS (checked
@@ -1183,7 +826,7 @@ def _where(loc: tuple) -> tuple[str, str | None]:
     # (faults.0.lost-acks.at): the file says cluster.brokers and faults.0.at.
     if parts[:1] == ["cluster"] and parts[1:2] and parts[1] in BACKENDS:
         del parts[1]
-    if parts[:1] == ["faults"] and parts[2:3] and parts[2] in FAULT_KINDS:
+    if parts[:1] == ["faults"] and parts[2:3] and parts[2] in KINDS:
         del parts[2]
     for i in range(len(parts) - 1, max(len(parts) - 3, 0), -1):  # the member is last, or before its field
         if parts[i] in UNION_MEMBERS:

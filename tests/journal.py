@@ -6,7 +6,7 @@ held its planned duration from then (or says it was cut short), and that every f
 the nemesis's tolerance is marked so, in the journal and in summary.json's warnings, and no other is.
 """
 
-from harness.faults.nemesis import TOLERANCE
+from harness.nemesis import TOLERANCE
 
 ROUNDING = 0.0021  # each journal time is rounded to the millisecond
 

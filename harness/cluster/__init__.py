@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from ..faults.registry import cannot_inject
 from ..spec import BaseClusterSpec as ClusterSpec  # any backend's section
 
 
@@ -62,8 +63,7 @@ def _backend(spec: ClusterSpec):
 def unsupported_faults(spec: ClusterSpec, kinds: set[str]) -> list[str]:
     """Fault kinds this backend cannot inject, each with the reason, e.g. "isolate (...)" (before anything
     starts: exit 2)."""
-    why = _backend(spec).cannot_inject(spec)
-    return [f"{kind} ({why[kind]})" for kind in sorted(kinds & set(why))]
+    return cannot_inject(_backend(spec).means(spec), kinds)
 
 
 def input_problems(spec: ClusterSpec) -> list[str]:

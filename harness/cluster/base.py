@@ -25,7 +25,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from ..exits import InfraError
 from ..logfile import FileLogger
 from ..runfolder import RunFolder
-from ..spec import LINK_FAULTS, BaseClusterSpec, masked
+from ..faults.kind import Means
+from ..spec import BaseClusterSpec, masked
 from .apiversions import kafka_answers
 from .metadata import (broker_index, client_addresses, every_broker_registered, leader_index, split_address,
                        unreachable_proxies)
@@ -93,18 +94,18 @@ class ProxiedCluster:
 
     # -- what a backend provides ----------------------------------------------
     @classmethod
-    def cannot_inject(cls, spec: BaseClusterSpec) -> dict[str, str]:
-        """Fault kinds this backend cannot inject, each with the reason (the CLI exits 2 on them)."""
-        why = {"lose-unflushed": "only backend local with broker kafka: it cuts a stopped broker's log files",
-               "stray-produce": "only backend local with broker kafka: its request is sent in plaintext to a "
-                                "broker the harness started",
-               "delay-requests": "only the embedded proxy (backend local, proxy: embedded) reads Kafka's request "
-                                 "framing; Toxiproxy has no such toxic"}
-        why.update({kind: "only backend local with broker kafka and network: namespaces acts on packets"
-                    for kind in LINK_FAULTS})
-        if spec.brokers < 2:
-            why["isolate"] = "isolate cuts a broker off from its peers, and this cluster has one broker"
-        return why
+    def means(cls, spec: BaseClusterSpec) -> Means:
+        """What the harness can do to this backend's cluster, and why not (a fault kind that needs what it
+        cannot do is refused before anything starts: exit 2)."""
+        return Means(
+            log_folders="only backend local with broker kafka: it cuts a stopped broker's log files",
+            plaintext_broker="only backend local with broker kafka: its request is sent in plaintext to a broker "
+                             "the harness started",
+            request_framing="only the embedded proxy (backend local, proxy: embedded) reads Kafka's request "
+                            "framing; Toxiproxy has no such toxic",
+            packets="only backend local with broker kafka and network: namespaces acts on packets",
+            peer_traffic="it cuts a broker off from its peers, and this cluster has one broker" if spec.brokers < 2
+            else None)
 
     @classmethod
     def problems(cls, spec: BaseClusterSpec) -> list[str]:
@@ -337,10 +338,10 @@ class ProxiedCluster:
     def rejoin_broker(self, broker: int) -> None:
         self.reconnect(self.peer_proxies(broker))
 
-    def link_fault(self, broker: int, name: str, kind: str, params: dict) -> None:
-        raise InfraError(f"backend {self.spec.backend} cannot act on packets")  # cannot_inject refuses it before
+    def link_fault(self, broker: int, name: str, action: str, params: dict) -> None:
+        raise InfraError(f"backend {self.spec.backend} cannot act on packets")  # its means refuse it before
 
-    def heal_link(self, broker: int, name: str, kind: str) -> None:
+    def heal_link(self, broker: int, name: str) -> None:
         raise InfraError(f"backend {self.spec.backend} cannot act on packets")
 
     def _heal_links(self) -> None:

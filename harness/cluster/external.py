@@ -8,24 +8,26 @@ named in `proxies`, default broker-<i>), and the preflight proves they do.
 
 from __future__ import annotations
 
-from ..spec import BROKER_FAULTS, FAULT_KINDS, LINK_FAULTS, PEER_FAULTS, WORKLOAD_FAULTS, ExternalClusterSpec
+from ..faults.kind import MEANS, Means
+from ..spec import ExternalClusterSpec
 from .base import ProxiedCluster
 from .toxiproxy import ToxiproxyClient
 
 
 class ExternalCluster(ProxiedCluster):
     @classmethod
-    def cannot_inject(cls, spec: ExternalClusterSpec) -> dict[str, str]:
-        if not spec.toxiproxy_url:
-            return {k: "no cluster.toxiproxy_url: the clients' traffic crosses no proxy the harness controls"
-                    for k in FAULT_KINDS if k not in WORKLOAD_FAULTS}  # those act on the harness's own producer
-        return {"delay-requests": "only the embedded proxy (backend local) reads Kafka's request framing",
-                "stray-produce": "the harness leaves a hanging transaction only in brokers it started",
-                **{k: "the harness cannot act on brokers it did not start" for k in BROKER_FAULTS},
-                **{k: "only the clients' traffic crosses its Toxiproxy, not replication or the controller quorum"
-                   for k in PEER_FAULTS},
-                **{k: "the harness acts on packets only in network namespaces it made (backend local)"
-                   for k in LINK_FAULTS}}
+    def means(cls, spec: ExternalClusterSpec) -> Means:
+        if not spec.toxiproxy_url:  # only the faults on the harness's own workload remain
+            return Means(**{m: "no cluster.toxiproxy_url: the clients' traffic crosses no proxy the harness controls"
+                            for m in MEANS})
+        return Means(request_framing="only the embedded proxy (backend local) reads Kafka's request framing",
+                     plaintext_broker="the harness leaves a hanging transaction only in brokers it started",
+                     broker_process="the harness cannot act on brokers it did not start",
+                     log_folders="the harness cannot act on brokers it did not start",
+                     peer_traffic="only the clients' traffic crosses its Toxiproxy, not replication or the controller "
+                                  "quorum",
+                     packets="the harness acts on packets only in network namespaces it made (backend local)",
+                     packet_queue="the harness acts on packets only in network namespaces it made (backend local)")
 
     @property
     def description(self) -> str:

@@ -20,15 +20,17 @@ import functools
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import procs
 from ..exits import InfraError
-from ..spec import LINK_FAULTS, LocalClusterSpec
+from ..faults.kind import Means
+from ..spec import LocalClusterSpec
 from .base import DOWN, RUNNING, ProxiedCluster
 from .brokers import BrokerProcess, tansu_command, tansu_version
-from .netns import QUEUED_FAULTS, Network, queue_available, run_id
+from .netns import Network, queue_available, run_id
 from .netns import problems as netns_problems
 from .kraft import NodePorts, cluster_id, feature_levels, node_properties, render_properties, secrets_from_environment
 from .segments import cut_unflushed
@@ -50,11 +52,9 @@ class LocalCluster(ProxiedCluster):
         return [problem] if problem else []
 
     @classmethod
-    def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
-        why = super().cannot_inject(spec)
-        if spec.proxy == "embedded":
-            del why["delay-requests"]
-        return why
+    def means(cls, spec: LocalClusterSpec) -> Means:
+        means = super().means(spec)
+        return replace(means, request_framing=None) if spec.proxy == "embedded" else means
 
     def _brokers(self, client_ports: list[int], listens: list[str]) -> list[BrokerProcess]:
         raise NotImplementedError
@@ -90,12 +90,11 @@ class LocalTansuCluster(LocalCluster):
     memory_storage = True  # a killed or restarted broker comes back empty
 
     @classmethod
-    def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
-        return {**super().cannot_inject(spec),
-                "isolate": "Tansu runs one broker with no replication or controller quorum to cut it off from; "
-                           "use broker: kafka",
-                "lose-unflushed": "Tansu keeps its log in memory: a broker-kill already loses all of it; "
-                                  "use broker: kafka"}
+    def means(cls, spec: LocalClusterSpec) -> Means:
+        return replace(super().means(spec),
+                       peer_traffic="Tansu runs one broker with no replication or controller quorum to cut it off "
+                                    "from; use broker: kafka",
+                       log_folders="Tansu keeps its log in memory: a kill already loses all of it; use broker: kafka")
 
     @property
     def description(self) -> str:
@@ -131,17 +130,13 @@ class LocalKafkaCluster(LocalCluster):
                         if spec.network == "namespaces" else None)
 
     @classmethod
-    def cannot_inject(cls, spec: LocalClusterSpec) -> dict[str, str]:
-        why = super().cannot_inject(spec)
-        del why["lose-unflushed"]  # the harness owns these brokers' log folders
-        del why["stray-produce"]
+    def means(cls, spec: LocalClusterSpec) -> Means:
+        means = replace(super().means(spec), log_folders=None, plaintext_broker=None)  # the harness owns these brokers
         if spec.network == "namespaces":
-            for kind in LINK_FAULTS:
-                del why[kind]
-            if not queue_available():
-                why.update({kind: "it needs iptables and its NFQUEUE target (CONFIG_NETFILTER_XT_TARGET_NFQUEUE), "
-                            "which hold the packets; neither works here" for kind in QUEUED_FAULTS})
-        return why
+            means = replace(means, packets=None, packet_queue=None if queue_available() else (
+                "it needs iptables and its NFQUEUE target (CONFIG_NETFILTER_XT_TARGET_NFQUEUE), which hold the "
+                "packets; neither works here"))
+        return means
 
     def _host(self, broker: int) -> str:
         return self.network.address(broker) if self.network is not None else "127.0.0.1"
@@ -161,11 +156,11 @@ class LocalKafkaCluster(LocalCluster):
             return super().rejoin_broker(broker)
         self.network.rejoin(broker)
 
-    def link_fault(self, broker: int, name: str, kind: str, params: dict) -> None:
-        self.network.link_fault(broker, name, kind, params)
+    def link_fault(self, broker: int, name: str, action: str, params: dict) -> None:
+        self.network.link_fault(broker, name, action, params)
 
-    def heal_link(self, broker: int, name: str, kind: str) -> dict | None:
-        return self.network.heal_link(broker, name, kind)
+    def heal_link(self, broker: int, name: str) -> dict | None:
+        return self.network.heal_link(broker, name)
 
     def _heal_links(self) -> None:
         if self.network is not None:

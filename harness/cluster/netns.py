@@ -49,10 +49,9 @@ HOST_LINK = re.compile(r"^kc([0-9a-f]{6})h$")
 TOOLS = ("ip", "nft")
 TABLE = "kafka_chaos"  # the nft table a cut adds in the broker's namespace
 MARK = "0x4b43"  # a duplicate's mark: the copy is not copied again
-QUEUED_FAULTS = ("packet-reorder", "packet-delay")  # a netfilter queue answered by packet_queue.py
-QUEUE_ARGS = {  # fault kind -> packet_queue.py's MODE DELAY_MS X
-    "packet-reorder": lambda p: ["reorder", str(p["delay_ms"]), f"{p['percent']:g}"],
-    "packet-delay": lambda p: ["delay", str(p["delay_ms"]), str(p["jitter_ms"])],
+QUEUE_ARGS = {  # what a link fault does with a netfilter queue (packet_queue.py's MODE DELAY_MS X) -> its arguments
+    "reorder": lambda p: ["reorder", str(p["delay_ms"]), f"{p['percent']:g}"],
+    "delay": lambda p: ["delay", str(p["delay_ms"]), str(p["jitter_ms"])],
 }
 PACKET_QUEUE = str(Path(__file__).with_name("packet_queue.py"))
 
@@ -62,9 +61,9 @@ def _share(percent: float) -> str:
     return f"numgen random mod 10000 < {round(percent * 100)}"
 
 
-NFT_LINK = {  # fault kind -> the rule on a link end's egress (each end: each way)
-    "packet-loss": lambda p, dev: f"{_share(p['percent'])} drop",
-    "packet-duplicate": lambda p, dev: f'meta mark != {MARK} {_share(p["percent"])} meta mark set {MARK} dup to "{dev}"',
+NFT_LINK = {  # what a link fault does with an nft rule -> the rule on a link end's egress (each end: each way)
+    "drop": lambda p, dev: f"{_share(p['percent'])} drop",
+    "duplicate": lambda p, dev: f'meta mark != {MARK} {_share(p["percent"])} meta mark set {MARK} dup to "{dev}"',
 }
 
 
@@ -113,6 +112,7 @@ class Network:
         digest = hashlib.sha1(rid.encode()).digest()
         self.prefix = f"10.{200 + digest[0] % 50}.{digest[1]}"  # 10.200.0.0 - 10.249.255.0: one /24 a run
         self._queues: dict[str, tuple[int, object]] = {}  # fault name -> (netfilter queue, its packet_queue process)
+        self._filters: set[str] = set()  # names of the faults that added nft rules (a table each)
         self._queue_numbers = itertools.count(1)  # faults on several links at once each have a queue of their own
 
     # -- names and addresses (pure) --------------------------------------------------------
@@ -153,14 +153,14 @@ class Network:
                  ["ip", "addr", "add", f"{self.host_address}/24", "dev", host], ["ip", "link", "set", host, "up"]]
         return cmds
 
-    def link_commands(self, broker: int, name: str, kind: str, params: dict) -> list[tuple[list[str], str]]:
+    def link_commands(self, broker: int, name: str, action: str, params: dict) -> list[tuple[list[str], str]]:
         """(command, stdin) that start loss or duplication `name` on both ends of the broker's link: its eth0
         (what it sends) and its bridge port (what it receives), an nft table of the fault's own on each end's
         egress (they add up)."""
         table = _table(name)
         return [(["ip", "netns", "exec", ns, "nft", "-f", "-"],
                  f"table netdev {table} {{\n  chain egress {{\n    type filter hook egress device \"{dev}\" "
-                 f"priority 0;\n    {NFT_LINK[kind](params, dev)}\n  }}\n}}\n") for ns, dev in self._link_ends(broker)]
+                 f"priority 0;\n    {NFT_LINK[action](params, dev)}\n  }}\n}}\n") for ns, dev in self._link_ends(broker)]
 
     def heal_commands(self, broker: int, name: str) -> list[list[str]]:
         return [["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", _table(name)]
@@ -200,15 +200,17 @@ class Network:
     def down(self) -> None:
         remove(self.id)
 
-    def link_fault(self, broker: int, name: str, kind: str, params: dict) -> None:
-        if kind not in QUEUED_FAULTS:
-            for cmd, stdin in self.link_commands(broker, name, kind, params):
+    def link_fault(self, broker: int, name: str, action: str, params: dict) -> None:
+        """Start fault `name` on the broker's link: an nft rule (NFT_LINK's actions) or a queue (QUEUE_ARGS')."""
+        if action in NFT_LINK:
+            self._filters.add(name)
+            for cmd, stdin in self.link_commands(broker, name, action, params):
                 self._run(cmd, stdin=stdin)
             return
         self._run(["ip", "netns", "exec", self.bridge, "sysctl", "-qw", "net.bridge.bridge-nf-call-iptables=1"])
         queue = next(self._queue_numbers)
         cmd = ["ip", "netns", "exec", self.bridge, sys.executable, "-I", PACKET_QUEUE, str(queue),
-               *QUEUE_ARGS[kind](params), str(zlib.crc32(name.encode()))]
+               *QUEUE_ARGS[action](params), str(zlib.crc32(name.encode()))]
         proc = spawn(cmd, self.log or Path(os.devnull), talk=True)
         if proc.stdout.readline().strip() != "bound":
             stop(proc)
@@ -217,9 +219,10 @@ class Network:
         for cmd in self.queue_commands(broker, queue, "-A"):
             self._run(cmd)
 
-    def heal_link(self, broker: int, name: str, kind: str) -> dict | None:
-        """Heal fault `name`; for a delay or reordering, what its queue did (packet_queue.py's counts)."""
-        if kind not in QUEUED_FAULTS:
+    def heal_link(self, broker: int, name: str) -> dict | None:
+        """Heal fault `name`; for a queue (a delay or reordering), what it did (packet_queue.py's counts)."""
+        if name in self._filters:
+            self._filters.discard(name)
             for cmd in self.heal_commands(broker, name):
                 self._run(cmd, check=False)  # gone already (healed by heal_all) is fine
             return None

@@ -14,6 +14,9 @@ import math
 
 from markupsafe import Markup, escape
 
+from ..faults.kind import OTHER_COLOR
+from ..faults.registry import KINDS
+
 W, H = 720, 180
 PAD_L, PAD_R, PAD_T, PAD_B = 56, 12, 22, 26
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
@@ -46,15 +49,14 @@ def _num(v: float) -> str:
     return f"{v:,.0f}" if v >= 10 or float(v).is_integer() else f"{v:.2g}"
 
 
-FAULT_COLORS = {  # one colour per fault kind, the same in every chart and legend
-    "lost-acks": "#e45756", "lost-requests": "#ff9da6", "reset-connections": "#f58518", "latency": "#eeca3b", "bandwidth": "#b279a2",
-    "slow-close": "#9d755d", "partition": "#54a24b", "isolate": "#2f7f4f", "broker-pause": "#4c78a8",
-    "broker-kill": "#222222", "lose-unflushed": "#8c564b", "broker-restart": "#72b7b2",
-}
-
-
 def fault_color(kind: str) -> str:
-    return FAULT_COLORS.get(kind, "#bab0ac")
+    """One colour per fault kind (its own: faults/kinds/), the same in every chart and legend."""
+    return KINDS[kind].color if kind in KINDS else OTHER_COLOR
+
+
+def fault_label(kind: str) -> str:
+    """How the legend names a fault kind (its own label: faults/kinds/)."""
+    return KINDS[kind].label if kind in KINDS else kind
 
 
 def timeline(title: str, t0: float, t1: float, lines: dict[str, list[tuple[float, float]]],
@@ -104,7 +106,7 @@ def _fault_legend(faults: list[dict]) -> list[str]:
         lx = PAD_L + 6 + 110 * i
         out.append(f'<rect class="legend-key" x="{lx}" y="{PAD_T + 2}" width="9" height="9" '
                    f'fill="{fault_color(kind)}"/><text x="{lx + 12}" y="{PAD_T + 10}" class="legend">'
-                   f'{escape(kind)}</text>')
+                   f'{escape(fault_label(kind))}</text>')
     return out
 
 

@@ -14,7 +14,7 @@ run over its stdin and stdout, one line each:
 
 A stop (Ctrl-C, a failure of the run) reaches it as SIGTERM: it stops handing, closes its log and still
 answers with its result (interrupted). Broker and network faults need nothing from it; the producer's
-own faults (producer-restart, producer-pause) and transactions are not served in a child yet (spec.py
+own faults (a restart, a pause) and transactions are not served in a child yet (spec.py
 refuses them for a variant with a client version). A consumer group's members are processes already
 (member.py): they get the version's environment (consumers.py).
 """

@@ -3,21 +3,21 @@ variant's topic into its sink (workload/sink.py), and the consumer faults applie
 
     group = ConsumerGroup(client, topic, spec, sink_path, member_log, group_id, stop, output=...)
     group.start()                 # the sink, then `members` processes (procs.spawn: tied to the run)
-    group.serve(nemesis.workload) # consumer-kill, consumer-pause, rebalance-storm from now on
+    group.serve(nemesis.workload) # the consumer faults (its table `served`) from now on
     ...                           # the producer runs, faults heal, the log is read back
     group.drain(ends)             # until the group's position reaches the end of every partition
     group.finish(ends)            # members stop (SIGTERM: graceful), final positions into the sink
 
 The consumer faults are workload faults (target "workload"): the nemesis asks through WorkloadFaults,
 this supervisor's thread applies them and answers, so applied_at is when the signal was sent.
-  consumer-kill    SIGKILL of a running member caught in the middle of a batch (commit strategies: see
+  kill-member      SIGKILL of a running member caught in the middle of a batch (commit strategies: see
                    _kill_mid_batch), else in turn (slot 0, 1, 2, ...) among those that hold
                    partitions (any running one when none does); when the
                    fault heals a replacement (a new process and group member, same slot, the next
                    incarnation: m1.0 -> m1.1) starts. The group is one short for the fault's duration,
                    like an application whose orchestrator restarts a crashed instance.
-  consumer-pause   SIGSTOP of a running member (chosen the same way) for the duration, then SIGCONT.
-  rebalance-storm  every `interval` s a member joins (a new process sN.0) or the last one that joined
+  pause-member     SIGSTOP of a running member (chosen the same way) for the duration, then SIGCONT.
+  storm-members    every `interval` s a member joins (a new process sN.0) or the last one that joined
                    leaves (SIGTERM: a graceful close), alternately; at heal the remaining ones leave.
 A member that exits on its own is an infrastructure failure (the run stops, exit 3, naming its log):
 exit code 2 says the broker does not support the group protocol asked for (KIP-848 on Tansu).
@@ -37,13 +37,13 @@ from pathlib import Path
 
 from .. import procs
 from ..clock import REAL, Clock
-from ..faults.nemesis import FaultTable
+from ..faults.channel import KILL_MEMBER, PAUSE_MEMBER, STORM_MEMBERS, FaultTable
 from ..spec import ConsumerSpec
 from . import sink as sinks
 from .member import UNSUPPORTED
 
 TICK = 0.05  # seconds between two looks at the asks and the members
-MID_BATCH_WAIT = 10.0  # seconds a consumer-kill waits for a member in the middle of a batch
+MID_BATCH_WAIT = 10.0  # seconds a member kill waits for a member in the middle of a batch
 MEMBER = [sys.executable, "-m", "harness.workload.member"]  # a member process (settings in its environment)
 
 
@@ -73,9 +73,9 @@ class ConsumerGroup:
         self._faults = None
         self._lock = threading.Lock()
         self.served: FaultTable = {
-            "consumer-kill": (self._kill, self._locked(self._replace)),  # _kill locks between its looks
-            "consumer-pause": (self._locked(self._pause), self._locked(self._resume)),
-            "rebalance-storm": (self._locked(self._start_storm), self._stop_storm),
+            KILL_MEMBER: (self._kill, self._locked(self._replace)),  # _kill locks between its looks
+            PAUSE_MEMBER: (self._locked(self._pause), self._locked(self._resume)),
+            STORM_MEMBERS: (self._locked(self._start_storm), self._stop_storm),
         }
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
@@ -144,7 +144,7 @@ class ConsumerGroup:
         slot.state = "stopped"
         self.stop_workload.set()
 
-    def _victim(self, kind: str) -> Slot:
+    def _victim(self, verb: str) -> Slot:
         """The next running member in turn that holds partitions (a member between assignments has nothing
         in hand to lose or repeat), else the next running one."""
         slots = self.current
@@ -155,7 +155,7 @@ class ConsumerGroup:
                 if slot.state == "running" and (held.get(slot.name) or not busy):
                     self._turn = (self._turn + k + 1) % len(slots)
                     return slot
-        raise RuntimeError(f"{kind}: no running member of the group to act on")
+        raise RuntimeError(f"{verb}: no running member of the group to act on")
 
     def _kill_mid_batch(self) -> bool:
         """Kill a member of a commit strategy caught in the middle of a batch, frozen (SIGSTOP) there, so the kill
@@ -187,7 +187,7 @@ class ConsumerGroup:
     def _kill(self, params: dict) -> None:
         if not self._kill_mid_batch():
             with self._lock:
-                self._kill_slot(self._victim("consumer-kill"))
+                self._kill_slot(self._victim(KILL_MEMBER))
 
     def _kill_slot(self, slot: Slot) -> None:
         slot.proc.kill()
@@ -204,12 +204,12 @@ class ConsumerGroup:
                 return
 
     def _pause(self, params: dict) -> None:
-        slot = self._victim("consumer-pause")
+        slot = self._victim(PAUSE_MEMBER)
         os.kill(slot.proc.pid, signal.SIGSTOP)
         _, status = os.waitpid(slot.proc.pid, os.WUNTRACED)  # until it is frozen: when the fault took effect
         if not os.WIFSTOPPED(status):  # it died first: the watcher reports it
             slot.proc.returncode = os.waitstatus_to_exitcode(status)
-            raise RuntimeError(f"consumer-pause: {slot.name} exited before it was frozen")
+            raise RuntimeError(f"{PAUSE_MEMBER}: {slot.name} exited before it was frozen")
         slot.state = "paused"
         self.sink.event("paused", member=slot.name)
 
@@ -223,7 +223,7 @@ class ConsumerGroup:
 
     def _start_storm(self, params: dict) -> None:
         self._storm_stop.clear()
-        self._storm_thread = self.clock.start_thread(self._storm, "rebalance-storm", (params.get("interval", 2.0),))
+        self._storm_thread = self.clock.start_thread(self._storm, STORM_MEMBERS, (params.get("interval", 2.0),))
 
     def _stop_storm(self, params: dict) -> None:
         self._end_storm()

@@ -9,8 +9,8 @@ its session (the producer instance that sent it: 0, then one more at every resta
 in a transactional variant (transactional.py), its transaction. `sent == acked + rejected
 + unknown`, counted per send, is enforced before the log is closed.
 
-Producer restarts (the workload faults producer-restart and producer-pause, applied by the
-produce loop between two sends when the nemesis asks): the old instance is closed without
+Producer restarts (the workload faults on the producer, applied by the produce loop between two
+sends when the nemesis asks): the old instance is closed without
 flushing (or frozen, for a pause) and a new one created, and the application sends again,
 in the new session, every value it handed over and was not told was acknowledged, as an
 at-least-once application does. Those are new rows of the same (partition, value).
@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from ..faults.nemesis import FaultTable
+from ..faults.channel import PAUSE_PRODUCER, RESTART_PRODUCER, FaultTable
 from ..formats import ACKS_SCHEMA, Outcome
 from .outcomes import outcome
 
@@ -470,14 +470,14 @@ def produce(
 
     `before_flush` runs once every message is handed to the client and before the
     final flush: the run heals all faults there, so the flush can complete. `faults`
-    (nemesis.WorkloadFaults) is served between chunks, by the table `served`: producer-restart
-    and producer-pause.
+    (faults/channel.WorkloadFaults) is served between chunks, by the table `served`: a restart
+    and a pause.
     """
     stop = stop or threading.Event()
     fatal: list[str] = []
     conf = client_conf(config, client, logger, fatal.append)
     producer = Producer(conf)
-    zombie: tuple[int, Producer] | None = None  # (session, instance) frozen by producer-pause
+    zombie: tuple[int, Producer] | None = None  # (session, instance) frozen by a pause
     t0 = time.monotonic()
     count = 0  # messages handed to the client
     error = ""
@@ -489,7 +489,7 @@ def produce(
         if not paused:
             close_now(producer)
         elif zombie is not None:
-            raise RuntimeError("producer-pause: the paused producer has not resumed yet (one pause at a time)")
+            raise RuntimeError(f"{PAUSE_PRODUCER}: the paused producer has not resumed yet (one pause at a time)")
         else:
             zombie = (log.session, producer)
         log.new_session(count)
@@ -504,8 +504,8 @@ def produce(
             resume_plain(log, *zombie, flush_timeout)
             zombie = None
 
-    served: FaultTable = {"producer-restart": (lambda params: replace(paused=False), None),
-                          "producer-pause": (lambda params: replace(paused=True), resume)}
+    served: FaultTable = {RESTART_PRODUCER: (lambda params: replace(paused=False), None),
+                          PAUSE_PRODUCER: (lambda params: replace(paused=True), resume)}
 
     try:
         try:

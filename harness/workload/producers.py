@@ -9,7 +9,7 @@
                                            counts, the client that ran, the transactions' outcomes
 
 make_producer() is the one place that tells them apart; the run never branches on the kind. Each serves
-its own workload faults (a kind -> (apply, heal) table, faults/nemesis.WorkloadFaults).
+its own workload faults (a verb -> (apply, heal) table, faults/channel.WorkloadFaults).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from ..faults.nemesis import WorkloadFaults
+from ..faults.channel import WorkloadFaults
 from ..logfile import FileLogger
 from .clientenv import ensure, running
 from .clientproc import ChildProducer

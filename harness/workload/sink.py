@@ -14,7 +14,7 @@ holding the write lock only delays the others). Tables:
                fenced, abort, stop, killed, paused, resumed, joined, left
     positions  written by the harness when the group has stopped: each partition's final position and end
     in_hand    the batch each member of a commit strategy is processing (its first n and its size): what a
-               consumer-kill asks to land mid-batch; not part of the analysis
+               member kill asks to land mid-batch; not part of the analysis
 
 The commit strategies write each record's row as it is processed (its own transaction, like an application
 that writes each effect); idempotent-sink and the transactional output write a batch atomically.
@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS positions (partition INTEGER PRIMARY KEY, position INTEGER, end_offset INTEGER);
 CREATE TABLE IF NOT EXISTS in_hand (member TEXT PRIMARY KEY, first_n INTEGER NOT NULL, count INTEGER NOT NULL);
 """
-BUSY_TIMEOUT_S = 300.0  # longer than any consumer-pause: a frozen writer delays the others, never fails them
+BUSY_TIMEOUT_S = 300.0  # longer than any member pause: a frozen writer delays the others, never fails them
 TABLES = ("processed", "records", "offsets", "events", "positions")
 
 

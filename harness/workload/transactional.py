@@ -25,7 +25,7 @@ every transaction that aborted without being meant to (a restart before it asked
 abortable commit error), as an at-least-once application does. Not those aborted on purpose, and
 not those whose commit is unknown: an application resuming from its committed position would send
 them again only if they had aborted, which it learns from what committed; the harness leaves that
-to the final read (all visible: committed; none: aborted). A paused instance (producer-pause) keeps the rest of its open transaction:
+to the final read (all visible: committed; none: aborted). A paused instance (a producer pause) keeps the rest of its open transaction:
 when it resumes it sends that rest and tries to commit, as a zombie; its successor has taken
 over the values the zombie had handed over. A fenced transaction is marked so (cause fenced)
 whatever its commit returns, because the protocol says it must not commit once a successor
@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaException, Producer
 
-from ..faults.nemesis import FaultTable
+from ..faults.channel import PAUSE_PRODUCER, RESTART_PRODUCER, FaultTable
 from ..formats import TRANSACTIONS_SCHEMA, Outcome, TxnCause, TxnOutcome
 from .producer import CHUNK, DeliveryLog, ProduceResult, _drain, client_conf, client_error_text, close_now, masked_fatal
 
@@ -135,8 +135,8 @@ class TransactionalWorkload:
         self.producer: Producer | None = None
         self.t0 = time.monotonic()
         self.block = max(1, min(BLOCK, size // 2))  # so that faults are served inside every transaction
-        self.served: FaultTable = {"producer-restart": (self._restart, None),
-                                   "producer-pause": (self._pause, lambda params: self._resume_zombie())}
+        self.served: FaultTable = {RESTART_PRODUCER: (self._restart, None),
+                                   PAUSE_PRODUCER: (self._pause, lambda params: self._resume_zombie())}
 
     # -- instances -------------------------------------------------------------------------
     def _new_instance(self) -> Producer:
@@ -187,8 +187,8 @@ class TransactionalWorkload:
     def _pause(self, params: dict) -> None:
         txn = self.open
         if self.zombie is not None:
-            raise RuntimeError("producer-pause: the paused producer has not resumed yet (one pause at a time)")
-        # producer-pause: this instance freezes with its open transaction (none after the last one: served while
+            raise RuntimeError(f"{PAUSE_PRODUCER}: the paused producer has not resumed yet (one pause at a time)")
+        # A pause: this instance freezes with its open transaction (none after the last one: served while
         # the run finishes); a successor takes over.
         self.zombie = _Zombie(self.log.session, self.producer, txn)
         if txn is not None:
@@ -315,7 +315,7 @@ class TransactionalWorkload:
 
     def _finish(self, txn: _Txn, commit: bool) -> tuple[str, str | None, bool] | None:
         """Commit, or flush and abort: (outcome, error, the instance must be replaced), or None when a
-        producer-restart took the transaction away while it waited."""
+        a producer restart took the transaction away while it waited."""
         deadline = time.monotonic() + self.flush_timeout
         if not commit:  # the aborted records are written first: read_committed must then leave them out
             try:
@@ -358,10 +358,10 @@ class TransactionalWorkload:
         return _error_name(e)
 
     def _restart_asked(self, txn: _Txn) -> bool:
-        """Apply a producer-restart asked for while the transaction ends; True if it took the transaction.
+        """Apply a producer restart asked for while the transaction ends; True if it took the transaction.
         (A pause waits for the next transaction: a paused instance must not have asked to commit.)"""
         if self.faults is not None and self.faults.pending:
-            self.faults.serve({"producer-restart": self.served["producer-restart"]})
+            self.faults.serve({RESTART_PRODUCER: self.served[RESTART_PRODUCER]})
         return self.open is not txn
 
     # -- the whole workload ----------------------------------------------------------------------

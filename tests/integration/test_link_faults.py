@@ -61,9 +61,9 @@ def _send_through(net) -> list[int]:
 
 
 def test_reordering_lets_some_packets_overtake_others_and_loses_none(net):
-    net.link_fault(0, "packet-reorder-0", "packet-reorder", {"percent": 50, "delay_ms": 200})
+    net.link_fault(0, "packet-reorder-0", "reorder", {"percent": 50, "delay_ms": 200})
     got = _send_through(net)
-    counts = net.heal_link(0, "packet-reorder-0", "packet-reorder")
+    counts = net.heal_link(0, "packet-reorder-0")
     assert sorted(got) == list(range(COUNT))  # every datagram, once
     overtaken = sum(1 for a, b in zip(got, got[1:]) if b < a)
     assert overtaken > 0, "no datagram arrived before one sent earlier"
@@ -74,15 +74,15 @@ def test_reordering_lets_some_packets_overtake_others_and_loses_none(net):
 
 
 def test_delay_holds_every_packet_and_keeps_their_order(net):
-    net.link_fault(0, "packet-delay-0", "packet-delay", {"delay_ms": 30, "jitter_ms": 0})
+    net.link_fault(0, "packet-delay-0", "delay", {"delay_ms": 30, "jitter_ms": 0})
     got = _send_through(net)
-    counts = net.heal_link(0, "packet-delay-0", "packet-delay")
+    counts = net.heal_link(0, "packet-delay-0")
     assert got == list(range(COUNT))
     assert counts["held"] == counts["packets"] >= COUNT and counts["sent_at_once"] == 0, counts
 
 
 def test_heal_all_stops_a_queue_that_was_never_healed(net):
-    net.link_fault(1, "packet-delay-1", "packet-delay", {"delay_ms": 30, "jitter_ms": 0})
+    net.link_fault(1, "packet-delay-1", "delay", {"delay_ms": 30, "jitter_ms": 0})
     [(_, proc)] = net._queues.values()
     net.heal_all()
     assert proc.poll() is not None and not net._queues

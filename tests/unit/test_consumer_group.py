@@ -11,8 +11,9 @@ import time
 import psutil
 import pytest
 
-from harness.faults.nemesis import Nemesis
-from harness.faults.schedule import PlannedFault, Workload
+from harness.faults.channel import KILL_MEMBER, PAUSE_MEMBER, STORM_MEMBERS
+from harness.nemesis import Nemesis
+from harness.schedule import PlannedFault, Workload
 from harness.spec import ConsumerSpec, ExperimentSpec
 from harness.workload import consumers
 from tests.fakeclock import FakeClock
@@ -62,12 +63,12 @@ def events(g):
 
 def test_kill_takes_the_members_in_turn_and_heal_starts_a_replacement_in_the_slot(group):
     pids = [s.proc.pid for s in group.current]
-    group.served["consumer-kill"][0]({})
+    group.served[KILL_MEMBER][0]({})
     assert group.current[0].state == "killed" and group.current[0].proc.returncode == -9
-    group.served["consumer-kill"][0]({})  # the next one in turn
+    group.served[KILL_MEMBER][0]({})  # the next one in turn
     assert group.current[1].state == "killed"
-    group.served["consumer-kill"][1]({})
-    group.served["consumer-kill"][1]({})
+    group.served[KILL_MEMBER][1]({})
+    group.served[KILL_MEMBER][1]({})
     assert [s.name for s in group.current] == ["m0.1", "m1.1", "m2.0"]
     assert all(s.state == "running" and s.proc.poll() is None for s in group.current)
     assert group.current[2].proc.pid == pids[2]
@@ -81,33 +82,33 @@ def test_kill_prefers_a_member_that_holds_partitions(group):
     group.sink.event("assign", [2], member="m2.0")
     group.sink.event("revoke", [2], member="m2.0")
     assert group.sink.holdings() == {"m1.0": {0, 1}, "m2.0": set()}
-    group.served["consumer-kill"][0]({})
+    group.served[KILL_MEMBER][0]({})
     assert [s.state for s in group.current] == ["running", "killed", "running"]
-    group.served["consumer-kill"][0]({})  # nobody running holds partitions now: the next in turn
+    group.served[KILL_MEMBER][0]({})  # nobody running holds partitions now: the next in turn
     assert [s.state for s in group.current] == ["running", "killed", "killed"]
 
 
 def test_pause_freezes_a_member_and_heal_resumes_it(group):
-    group.served["consumer-pause"][0]({})
+    group.served[PAUSE_MEMBER][0]({})
     paused = group.current[0]
     assert paused.state == "paused" and psutil.Process(paused.proc.pid).status() == psutil.STATUS_STOPPED
-    group.served["consumer-kill"][0]({})  # a paused member is not the next victim
+    group.served[KILL_MEMBER][0]({})  # a paused member is not the next victim
     assert group.current[1].state == "killed" and paused.state == "paused"
-    group.served["consumer-pause"][1]({})
+    group.served[PAUSE_MEMBER][1]({})
     assert paused.state == "running" and psutil.Process(paused.proc.pid).status() != psutil.STATUS_STOPPED
 
 
 def test_no_running_member_left_is_a_failed_fault(group):
     for _ in range(3):
-        group.served["consumer-pause"][0]({})
+        group.served[PAUSE_MEMBER][0]({})
     with pytest.raises(RuntimeError, match="no running member"):
-        group.served["consumer-kill"][0]({})
+        group.served[KILL_MEMBER][0]({})
 
 
 def test_a_storm_joins_and_leaves_every_interval_and_heal_sends_the_rest_away(group):
-    group.served["rebalance-storm"][0]({"interval": 0.3})
+    group.served[STORM_MEMBERS][0]({"interval": 0.3})
     group.clock.sleep(1.05)  # joins at 0.3 and 0.9, a leave at 0.6
-    group.served["rebalance-storm"][1]({"interval": 0.3})
+    group.served[STORM_MEMBERS][1]({"interval": 0.3})
     kinds = [(m, e) for m, e, _ in events(group)]
     assert kinds[:4] == [("s1.0", "joined"), ("s1.0", "left"), ("s2.0", "joined"), ("s2.0", "left")]
     assert group.storm == [] and all(d == "exit 0" for _, e, d in events(group) if e == "left")
@@ -125,7 +126,7 @@ def in_the_middle_of_a_batch(group, member, partitions=(0,)):
 def test_kill_takes_a_member_frozen_in_the_middle_of_a_batch_and_lets_the_others_run_on(group):
     group.sink.event("assign", [1], member="m0.0")  # holds partitions, nothing in hand
     in_the_middle_of_a_batch(group, "m1.0")
-    group.served["consumer-kill"][0]({})
+    group.served[KILL_MEMBER][0]({})
     assert [s.state for s in group.current] == ["running", "killed", "running"]
     assert psutil.Process(group.current[0].proc.pid).status() != psutil.STATUS_STOPPED  # asked, then let go
 
@@ -155,8 +156,8 @@ def test_a_member_dying_on_its_own_stops_the_workload_and_names_its_log(group):
 
 
 def test_stop_ends_every_member_even_a_paused_one(group):
-    group.served["consumer-pause"][0]({})
-    group.served["rebalance-storm"][0]({"interval": 0.1})
+    group.served[PAUSE_MEMBER][0]({})
+    group.served[STORM_MEMBERS][0]({"interval": 0.1})
     group.clock.sleep(0.15)
     procs = [s.proc for s in group.current + group.storm]
     assert len(procs) == 4  # the storm's first member joined

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.proxy.kafka_frames import FrameTracker, Header
-from harness.spec import KAFKA_REQUESTS
+from harness.faults.kinds.delay_requests import KAFKA_REQUESTS
 
 CAPTURE = Path(__file__).parents[1] / "data" / "kafka-4.1.0" / "requests.bin"
 

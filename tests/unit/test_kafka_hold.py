@@ -88,6 +88,10 @@ def test_a_new_connections_requests_overtake_the_held_ones_of_an_abandoned_conne
         up = Upstream(connections=2)
         old, base = proxied(port, up, {"api_key": 26, "hold": 600_000})  # held far longer than the test lasts
         old.sendall(request(26, 1) + request(3, 2))  # EndTxn held, the Metadata behind it waits
+        for _ in range(1200):  # until the proxy holds it (sent is not yet read): a deadlock guard, not a timing check
+            if requests.get(f"{base}/k/kafka").json()["held"] == 1:
+                break
+            time.sleep(0.05)
         requests.delete(f"{base}/k/toxics/hold").raise_for_status()  # the fault ends: held ones stay held
         host, p = requests.get(f"{base}/k").json()["listen"].rsplit(":", 1)
         new = socket.create_connection((host, int(p)), timeout=30)

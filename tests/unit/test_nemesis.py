@@ -13,8 +13,9 @@ from harness.analysis.folder import faults_not_applied
 from harness.analysis.metrics import KEYS
 from harness.cluster.base import DOWN, PAUSED, RUNNING, ProxiedCluster
 from harness.exits import Exit, exit_for_verdict
-from harness.faults.nemesis import GRACE, Nemesis
-from harness.faults.schedule import (AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault, ScheduleError, Workload,
+from harness.faults.channel import RESTART_PRODUCER
+from harness.nemesis import GRACE, Nemesis
+from harness.schedule import (AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault, ScheduleError, Workload,
                                      load, plan)
 from harness.runfolder import RunFolder
 from harness.spec import ExperimentSpec, LocalClusterSpec
@@ -453,7 +454,7 @@ def test_a_fault_whose_target_never_comes_back_is_not_reached_a_grace_past_its_p
 def test_a_workload_fault_due_after_the_loop_ended_is_served_by_its_idle_server():
     served = []
     schedule = [PlannedFault(0, "producer-restart", Workload(), 1.0, 0.0, {})]
-    table = {"producer-restart": (lambda params: served.append(("producer-restart", "apply")), None)}
+    table = {RESTART_PRODUCER: (lambda params: served.append(("producer-restart", "apply")), None)}
     _, lines, _ = finish_at(schedule, 0.5, idle=table)
     assert served == [("producer-restart", "apply")] and lines[0]["outcome"] == "healed"
 
@@ -494,7 +495,7 @@ def test_a_fault_the_nemesis_could_not_apply_makes_the_run_unknown_not_a_pass(tm
 
 
 def test_stray_produce_writes_to_its_partitions_leader_and_journals_the_answers(tmp_path, monkeypatch):
-    from harness.faults import nemesis as nemesis_module
+    from harness.faults.kinds import stray_produce as stray_module
     calls = []
 
     def stray(client, leader, topic, partition, records, log):
@@ -503,12 +504,12 @@ def test_stray_produce_writes_to_its_partitions_leader_and_journals_the_answers(
         cluster.clock.sleep(0.8)  # its own transaction, the wait for the abort's marker
         return {"answers": ["NONE"], "offset": 417, "took_effect": sent}
 
-    monkeypatch.setattr(nemesis_module, "stray_produce", stray)
+    monkeypatch.setattr(stray_module, "stray_produce", stray)
     cluster = FakeCluster(leader=1)
     cluster.client, cluster.endpoints = {"bootstrap.servers": "b:1"}, ["e:0", "e:1", "e:2"]
     schedule = [PlannedFault(0, "stray-produce", LeaderOf(0), 1.0, 0.3, {"partition": 0, "records": 5})]
     _, nemesis, [line] = run_nemesis(schedule, tmp_path, cluster=cluster)
-    assert calls == [({"bootstrap.servers": "b:1"}, "e:1", "topic-a", 0, 5, cluster.files.stray_log)]
+    assert calls == [({"bootstrap.servers": "b:1"}, "e:1", "topic-a", 0, 5, cluster.files.fault_log("stray-produce"))]
     assert line["effect"] == {"1": {"answers": ["NONE"], "offset": 417}} and line["brokers"] == [1]
     assert line["outcome"] == "healed" and abs(line["late_s"]) <= 0.05  # from when the request left
     assert nemesis.errors == []

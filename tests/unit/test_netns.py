@@ -31,12 +31,12 @@ def test_every_name_fits_a_linux_interface_and_every_broker_gets_its_own_address
 
 def test_loss_and_duplication_are_nft_rules_on_both_ends_of_the_link_each_with_its_own_table():
     net = Network("0a1b2c", 3)
-    loss = net.link_commands(1, "packet-loss-4", "packet-loss", {"percent": 2.5})
+    loss = net.link_commands(1, "packet-loss-4", "drop", {"percent": 2.5})
     assert [(cmd[3], "kc_packet_loss_4" in text) for cmd, text in loss] == [("kc0a1b2c-b1", True),
                                                                           ("kc0a1b2c-br", True)]
     assert 'hook egress device "eth0"' in loss[0][1] and 'hook egress device "kc0a1b2cp1"' in loss[1][1]
     assert "numgen random mod 10000 < 250 drop" in loss[0][1]
-    [(_, dup), _] = net.link_commands(0, "packet-duplicate-0", "packet-duplicate", {"percent": 10})
+    [(_, dup), _] = net.link_commands(0, "packet-duplicate-0", "duplicate", {"percent": 10})
     # a copy is marked, so that it is not copied again on its way out
     assert 'meta mark != 0x4b43 numgen random mod 10000 < 1000 meta mark set 0x4b43 dup to "eth0"' in dup
     heal = net.heal_commands(1, "packet-loss-4")
@@ -55,8 +55,8 @@ def test_delay_and_reordering_queue_what_enters_and_leaves_the_bridge_by_the_bro
     for rule in (add, out):  # to this fault's queue; packets pass when nothing listens
         assert rule[-5:] == ["-j", "NFQUEUE", "--queue-num", "3", "--queue-bypass"]
     assert [r[7] for r in net.queue_commands(1, 3, "-D")] == ["-D", "-D"]
-    assert QUEUE_ARGS["packet-reorder"]({"percent": 25, "delay_ms": 10}) == ["reorder", "10", "25"]
-    assert QUEUE_ARGS["packet-delay"]({"delay_ms": 50, "jitter_ms": 5}) == ["delay", "50", "5"]
+    assert QUEUE_ARGS["reorder"]({"percent": 25, "delay_ms": 10}) == ["reorder", "10", "25"]
+    assert QUEUE_ARGS["delay"]({"delay_ms": 50, "jitter_ms": 5}) == ["delay", "50", "5"]
 
 
 @pytest.mark.parametrize("direction,chains", [("in", ["cut_in"]), ("out", ["cut_out"]),
@@ -109,7 +109,7 @@ def test_two_queued_faults_that_could_meet_on_one_link_are_refused(tmp_path):
     faults = [{"kind": "packet-delay", "at": 0.2, "duration": 0.4, "target": {"broker": 1}},
               {"kind": "packet-reorder", "at": 0.4, "duration": 0.2, "target": {"leader-of": 0}}]
     doc = {**BASE, "cluster": {**KAFKA, "network": "namespaces"}, "faults": faults}
-    from harness.faults.schedule import ScheduleError, plan
+    from harness.schedule import ScheduleError, plan
 
     spec = load_spec(write(tmp_path, doc))
     with pytest.raises(ScheduleError) as e:

@@ -6,7 +6,7 @@ import pytest
 import xmlschema
 
 from harness import junit, repeat, signals
-from harness.faults.schedule import ScheduleError
+from harness.schedule import ScheduleError
 from harness.exits import Exit, UsageError
 from harness.report import write_aggregate_report, write_index
 from harness.runfolder import RunFolder, SeriesFolder, series_in

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.faults.schedule import (START_ALLOWANCE, AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault,
+from harness.schedule import (START_ALLOWANCE, AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault,
                                      ScheduleError, dumps, overlaps, plan)
 from harness.spec import ExperimentSpec, load_spec
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.faults.schedule import dumps, load, plan
+from harness.faults.registry import KINDS
+from harness.schedule import dumps, load, plan
 from harness.preflight import check_producer_configs
 from harness.spec import SpecError, load_spec
 from harness.verdict import Rule
@@ -175,7 +176,11 @@ def test_literal_secrets_are_hidden_from_the_run_folder(tmp_path):
 
 def test_faults_each_backend_can_inject_and_why_not(monkeypatch):
     from harness.cluster import local, unsupported_faults
-    from harness.spec import FAULT_KINDS, LINK_FAULTS, WORKLOAD_FAULTS
+    from harness.faults.registry import KINDS, names
+
+    FAULT_KINDS = tuple(KINDS)
+    LINK_FAULTS = names("link")
+    WORKLOAD_FAULTS = names("producer") + names("consumer")
     from tests.specs import cluster_spec as ClusterSpec
 
     def supported_faults(spec):
@@ -187,7 +192,7 @@ def test_faults_each_backend_can_inject_and_why_not(monkeypatch):
         "isolate (Tansu runs one broker with no replication or controller quorum to cut it off from; "
         "use broker: kafka)"]
     assert unsupported_faults(ClusterSpec(), {"lose-unflushed"}) == [
-        "lose-unflushed (Tansu keeps its log in memory: a broker-kill already loses all of it; use broker: kafka)"]
+        "lose-unflushed (Tansu keeps its log in memory: a kill already loses all of it; use broker: kafka)"]
     # only the local Kafka backend owns its brokers' log folders
     assert supported_faults(ClusterSpec(backend="compose", broker="kafka", brokers=3)) == set(FAULT_KINDS) - {
         "lose-unflushed", "delay-requests", "stray-produce", *LINK_FAULTS}
@@ -358,7 +363,7 @@ def test_every_shipped_experiments_plan_replays_as_planned(path, tmp_path):
     journal = tmp_path / "faults.jsonl"
     journal.write_text(dumps(planned))
     assert load(journal, spec) == planned
-    assert [spec.kind_problem(f.kind) for f in planned] == [""] * len(planned)
+    assert [KINDS[f.kind].problem(spec) for f in planned] == [""] * len(planned)
 
 
 def test_a_stored_broker_stop_of_an_earlier_release_with_its_duration_still_reads():

@@ -1,4 +1,4 @@
-"""The stray-produce fault's request (faults/stray.py): its encoding, checked field by field against Kafka's
+"""The stray-produce fault's request (faults/kinds/stray_produce.py): its encoding, checked field by field against Kafka's
 formats, and what it journals from the leader's answers (a fake broker on loopback)."""
 
 import socket
@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
-from harness.faults import stray
-from harness.spec import LeaderTarget, SpecError, load_spec
+from harness.faults.kinds import stray_produce as stray
+from harness.faults.kind import LeaderTarget
+from harness.spec import SpecError, load_spec
 from tests.unit.test_spec import BASE, error_of, write
 
 

@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import KafkaError
 
-from harness.faults.nemesis import Nemesis, NotReached, WorkloadFaults
-from harness.faults.schedule import PlannedFault, ScheduleError, Workload, load, plan
+from harness.faults.channel import PAUSE_PRODUCER, RESTART_PRODUCER, NotReached, WorkloadFaults
+from harness.nemesis import Nemesis
+from harness.schedule import PlannedFault, ScheduleError, Workload, load, plan
 from harness.spec import ExperimentSpec
 from harness.workload.producer import CHUNK, DeliveryLog, produce
 from harness.workload.transactional import TransactionalWorkload, TransactionsLog
@@ -97,7 +98,7 @@ def test_the_nemesis_waits_until_the_loop_applied_the_fault_and_journals_when_it
         for _ in range(20):
             clock.sleep(0.05)
             if nemesis.workload.pending:
-                nemesis.workload.serve({"producer-pause": (lambda p: served.append(("producer-pause", "apply", clock.monotonic())),
+                nemesis.workload.serve({PAUSE_PRODUCER: (lambda p: served.append(("producer-pause", "apply", clock.monotonic())),
                                                             lambda p: served.append(("producer-pause", "heal", clock.monotonic())))})
 
     worker = clock.start_thread(loop, "produce-loop")
@@ -128,7 +129,7 @@ def test_a_fault_the_loop_fails_to_apply_is_a_nemesis_error_and_the_loop_sees_it
 
     def asker():
         try:
-            channel.ask("producer-restart", "apply")
+            channel.ask(RESTART_PRODUCER, "apply")
         except Exception as e:
             errors.append(str(e))
 
@@ -137,12 +138,12 @@ def test_a_fault_the_loop_fails_to_apply_is_a_nemesis_error_and_the_loop_sees_it
     while not channel.pending:
         time.sleep(0.01)
     with pytest.raises(RuntimeError, match="no broker"):
-        channel.serve({"producer-restart": (lambda p: (_ for _ in ()).throw(RuntimeError("no broker")), None)})
+        channel.serve({RESTART_PRODUCER: (lambda p: (_ for _ in ()).throw(RuntimeError("no broker")), None)})
     t.join()
     assert errors == ["no broker"]
     stop.set()
     with pytest.raises(NotReached):
-        channel.ask("producer-restart", "apply")
+        channel.ask(RESTART_PRODUCER, "apply")
 
 
 # -- the delivery log's sessions -----------------------------------------------------------------
@@ -232,7 +233,7 @@ def test_a_restarted_plain_producer_sends_again_what_was_not_acknowledged(tmp_pa
     stop = threading.Event()
     faults = WorkloadFaults(stop)
     log = DeliveryLog(tmp_path / "acks.parquet", partitions=3)
-    asks = Asks(faults, [(lambda since: since == 3, "producer-restart", "apply")])  # after the third chunk
+    asks = Asks(faults, [(lambda since: since == 3, RESTART_PRODUCER, "apply")])  # after the third chunk
     # linger.ms 1000: the chunks handed before the restart (one every 0.1 s) are still unacknowledged when it
     # comes, whatever the machine's load (with 50 ms they could all be acked while the loop paced).
     r = produce(MOCK, "t", 3, 6 * CHUNK, {"enable.idempotence": True, "linger.ms": 1000}, log, rate=10 * CHUNK,
@@ -258,7 +259,7 @@ def test_transactions_commit_abort_on_purpose_and_restart_mid_transaction(tmp_pa
     # The restart lands in the middle of a transaction, after some 500 sends.
     w = TransactionalWorkload(MOCK, "t", 2, 3000, {"transactional.id": "kc-test", "linger.ms": 5}, log, txlog,
                               size=100, abort_ratio=0.25, seed=7, rate=1000, logger=quiet(), faults=faults)
-    w.on_progress = asks = Asks(faults, [(mid_transaction(w, after=500), "producer-restart", "apply")])
+    w.on_progress = asks = Asks(faults, [(mid_transaction(w, after=500), RESTART_PRODUCER, "apply")])
     r = w.run(before_flush=stop.set)
     asks.join()
     acks = pq.read_table(tmp_path / "acks.parquet").to_pandas()
@@ -291,8 +292,8 @@ def test_a_paused_transactional_instance_resumes_as_a_zombie_in_its_own_session(
     w = TransactionalWorkload(MOCK, "t", 2, 3000, {"transactional.id": "kc-zombie", "linger.ms": 5}, log, txlog,
                               size=40, abort_ratio=0.0, seed=1, rate=2000, logger=quiet(), faults=faults)
     # Paused in a transaction after some 800 sends; resumed 10 reports (200 sends of its successor) later.
-    w.on_progress = asks = Asks(faults, [(mid_transaction(w, after=800), "producer-pause", "apply"),
-                                         (lambda since: since == 10, "producer-pause", "heal")])
+    w.on_progress = asks = Asks(faults, [(mid_transaction(w, after=800), PAUSE_PRODUCER, "apply"),
+                                         (lambda since: since == 10, PAUSE_PRODUCER, "heal")])
     w.run(before_flush=stop.set)
     asks.join()
     acks = pq.read_table(tmp_path / "acks.parquet").to_pandas()

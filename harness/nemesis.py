@@ -1,6 +1,6 @@
 """The nemesis: applies a planned schedule to a cluster, each fault on its own timeline.
 
-FAULTS maps each fault kind to an (apply, heal) pair acting on one broker: network
+Each fault kind (faults/kinds/) says how it is applied to one broker and healed: network
 faults add a Toxiproxy toxic to that broker's proxy or disable proxies, broker faults act
 on the broker itself through the cluster. A dispatcher thread starts one thread per fault
 at its planned time; that thread applies the fault, holds it for its planned duration from
@@ -18,12 +18,10 @@ AHEAD seconds early and looks the role up every REFRESH seconds until the fault 
 at the planned time it acts on a recent answer instead of asking the brokers then (a
 metadata round trip on a loaded machine took up to 0.4 s, making a leader kill late).
 
-Workload faults (producer-restart, producer-pause, and the consumer group's consumer-kill,
-consumer-pause, rebalance-storm; target "workload") have no broker: the nemesis asks the workload
-through WorkloadFaults (the produce loop between two sends, the consumer group's supervisor on its
-thread) and waits until it has applied the fault, so applied_at is when it took effect. Each workload serves
-its kinds from its own table (FaultTable below): adding a workload fault is a line in that table and the kind
-in the spec's schema.
+Workload faults (on the producer or the consumer group; target "workload") have no broker: the nemesis asks
+the workload through WorkloadFaults (faults/channel.py: the produce loop between two sends, the consumer
+group's supervisor on its thread) for what the kind names (its `serve`), and waits until it has applied the
+fault, so applied_at is when it took effect. Each workload serves what it can be asked from its own table.
 
 When the workload ends, finish() (the run's before_flush) still applies the faults due: it waits for every
 fault not yet applied until GRACE past its planned time, the produce loop serving its faults meanwhile
@@ -46,13 +44,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..clock import REAL, Clock
-from ..formats import FaultOutcome
-from ..spec import BROKER_FAULTS, KAFKA_REQUESTS, LINK_FAULTS, WORKLOAD_FAULTS
-from .stray import stray_produce
+from .clock import REAL, Clock
+from .faults.channel import NotReached, WorkloadFaults
+from .faults.registry import KINDS
+from .formats import FaultOutcome
 from .schedule import ROLE_TARGETS, AllBrokers, Broker, FollowerOf, PlannedFault, Workload
 
 TOLERANCE = 0.25  # seconds a fault may be late or short before it is marked
@@ -64,165 +61,8 @@ GRACE = 2.0  # seconds past its planned time a fault not yet applied is waited f
 TICK = 0.02  # seconds between two looks at the faults still due while the nemesis finishes
 
 
-@dataclass(frozen=True)
-class FaultAction:
-    # (cluster, broker index, toxic name, params, the variant's topic) -> None, the monotonic time it took
-    # effect, or a dict of what it did (journaled as the fault's "effect") with that time as "took_effect"
-    apply: Callable
-    heal: Callable  # the same arguments; may return a dict of what it found, journaled with the fault's "effect"
-
-
-def _toxic(type: str, attributes: Callable[[dict], dict], stream: str = "downstream") -> FaultAction:
-    """A Toxiproxy toxic; `stream` is upstream (requests) or downstream (responses), or for a fault with a
-    `stream` setting, what it names."""
-    def apply(cluster, broker, name, params, topic):
-        on = {"requests": "upstream", "responses": "downstream"}.get(params.get("stream"), stream)
-        cluster.toxiproxy().add_toxic(cluster.proxy_name(broker), name, type=type, stream=on,
-                                      attributes=attributes(params))
-
-    def heal(cluster, broker, name, params, topic):
-        cluster.toxiproxy().remove_toxic(cluster.proxy_name(broker), name)
-
-    return FaultAction(apply, heal)
-
-
-def _hold_requests() -> FaultAction:
-    """One kafka_hold toxic (the embedded proxy's own) per request type named, on the client's stream."""
-    def apply(cluster, broker, name, params, topic):
-        for request in params["requests"]:
-            cluster.toxiproxy().add_toxic(cluster.proxy_name(broker), f"{name}-{request}", type="kafka_hold",
-                                          stream="upstream", attributes={"api_key": KAFKA_REQUESTS[request],
-                                                                         "hold": params["hold_ms"],
-                                                                         "drop": int(params["drop"]),
-                                                                         "gap": params.get("gap_ms", 0)})
-
-    def heal(cluster, broker, name, params, topic):  # requests held already are still delivered when due
-        proxy = cluster.proxy_name(broker)
-        counts = cluster.toxiproxy().kafka_requests(proxy)
-        for request in params["requests"]:
-            cluster.toxiproxy().remove_toxic(proxy, f"{name}-{request}")
-        mine = [counts["toxics"].get(f"{name}-{request}", {}) for request in params["requests"]]
-        # what this fault's toxics held and dropped; unparsed: streams this proxy could not follow, so far
-        return {"kafka_requests": {"held": sum(c.get("held", 0) for c in mine),
-                                   "dropped": sum(c.get("dropped", 0) for c in mine),
-                                   "unparsed": counts["unparsed"]}}
-
-    return FaultAction(apply, heal)
-
-
-def _link(kind: str) -> FaultAction:
-    return FaultAction(lambda c, b, n, p, t: c.link_fault(b, n, kind, p), lambda c, b, n, p, t: c.heal_link(b, n, kind))
-
-
-FAULTS: dict[str, FaultAction] = {
-    # Responses are dropped while requests still reach the broker, and the connection is cut
-    # cut_after_ms after the last one or when the fault ends (Toxiproxy's timeout toxic):
-    # every request in flight is written but its ack never arrives.
-    "lost-acks": _toxic("timeout", lambda p: {"timeout": p["cut_after_ms"]}),
-    # The same on the way in: requests are held and never reach the broker, then the connection is cut.
-    "lost-requests": _toxic("timeout", lambda p: {"timeout": p["cut_after_ms"]}, stream="upstream"),
-    "reset-connections": _toxic("reset_peer", lambda p: {"timeout": 0}),
-    "latency": _toxic("latency", lambda p: {"latency": p["latency_ms"], "jitter": p["jitter_ms"]}),
-    "bandwidth": _toxic("bandwidth", lambda p: {"rate": p["rate_kbps"]}),
-    "slow-close": _toxic("slow_close", lambda p: {"delay": p["delay_ms"]}),
-    "delay-requests": _hold_requests(),
-    "partition": FaultAction(lambda c, b, n, p, t: c.cut([c.proxy_name(b)]),
-                             lambda c, b, n, p, t: c.reconnect([c.proxy_name(b)])),
-    "isolate": FaultAction(lambda c, b, n, p, t: c.isolate_broker(b, p.get("direction", "both")),
-                           lambda c, b, n, p, t: c.rejoin_broker(b)),
-    # On the packets of the broker's link, each way (network namespaces: cluster/netns.py).
-    **{kind: _link(kind) for kind in LINK_FAULTS},
-    "broker-pause": FaultAction(lambda c, b, n, p, t: c.pause_broker(b), lambda c, b, n, p, t: c.resume_broker(b)),
-    "broker-kill": FaultAction(lambda c, b, n, p, t: c.kill_broker(b), lambda c, b, n, p, t: c.start_broker(b)),
-    # A kill that also cuts what only the page cache held (cluster/segments.py); the cut is journaled.
-    "lose-unflushed": FaultAction(lambda c, b, n, p, t: c.lose_unflushed(b, t, p.get("drop_batches")),
-                                  lambda c, b, n, p, t: c.start_broker(b)),
-    "broker-restart": FaultAction(lambda c, b, n, p, t: c.stop_broker(b), lambda c, b, n, p, t: c.start_broker(b)),
-    # A client of the harness's own writes to the partition's leader (faults/stray.py); nothing to heal.
-    "stray-produce": FaultAction(lambda c, b, n, p, t: stray_produce(c.client, c.endpoints[b], t, p["partition"],
-                                                                     p["records"], c.files.stray_log),
-                                 lambda c, b, n, p, t: None),
-}
-
-
-# What a workload serves: fault kind -> (apply, heal), each called with the fault's settings; heal None when
-# the fault is over once applied (a producer restart). The nemesis asks for both steps of every workload
-# fault; which workload serves a kind, and how, is that workload's table alone.
-FaultTable = dict[str, tuple[Callable[[dict], None], Callable[[dict], None] | None]]
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-class NotReached(Exception):
-    """A workload fault asked for after the workload ended (nothing was done)."""
-
-
-class _Ask:
-    def __init__(self, kind: str, step: str, params: dict | None = None):
-        self.kind, self.step, self.params = kind, step, params or {}  # step: "apply" or "heal"
-        self.state = "asked"  # -> "applying" (the loop has it) or "withdrawn"
-        self.done = threading.Event()
-        self.error: BaseException | None = None
-
-
-class WorkloadFaults:
-    """The channel between the nemesis (asks) and the produce loop (applies, between two sends).
-
-    ask() blocks its fault's thread until the loop has acted; when the workload ends first (the
-    nemesis is stopping) an ask the loop has not taken is withdrawn and raises NotReached. `pending`
-    is a plain attribute so the produce loop's check costs nothing when no fault is asked for.
-    """
-
-    def __init__(self, stop: threading.Event, clock: Clock = REAL):
-        self._stop, self._clock = stop, clock
-        self._lock = threading.Lock()
-        self._asks: list[_Ask] = []
-        self.pending = False
-        # Set by a workload whose loop has ended but whose thread waits for the nemesis to finish (the produce
-        # loop before its flush): serves the asks in that thread, as the loop did (Nemesis.finish calls it).
-        self.idle: Callable[[], None] | None = None
-
-    def ask(self, kind: str, step: str, params: dict | None = None) -> None:
-        ask = _Ask(kind, step, params)
-        with self._lock:
-            self._asks.append(ask)
-            self.pending = True
-        while not self._clock.wait(ask.done, 0.02):
-            if self._stop.is_set():
-                with self._lock:
-                    if ask.state == "asked":  # the loop never took it: it will not
-                        ask.state = "withdrawn"
-                        self._asks.remove(ask)
-                        self.pending = bool(self._asks)
-                        raise NotReached(f"{kind} ({step}): the workload ended first")
-        if ask.error is not None:
-            raise ask.error
-
-    def serve(self, table: "FaultTable") -> None:
-        """The workload's side: for every ask of a kind in its table, in order, the table's apply or heal
-        (with the fault's settings); a kind that needs no heal has None there. An error of an action is the
-        nemesis's (the fault failed) and is raised here too, after every ask is answered."""
-        with self._lock:
-            asks = [a for a in self._asks if a.kind in table]
-            self._asks = [a for a in self._asks if a not in asks]
-            self.pending = bool(self._asks)
-            for ask in asks:
-                ask.state = "applying"
-        first: BaseException | None = None
-        for ask in asks:
-            try:
-                action = table[ask.kind][0 if ask.step == "apply" else 1]
-                if action is not None:
-                    action(ask.params)
-            except BaseException as e:
-                ask.error = e
-                first = first or e
-            finally:
-                ask.done.set()
-        if first is not None:
-            raise first
 
 
 class Nemesis:
@@ -307,6 +147,7 @@ class Nemesis:
     def _hold(self, fault: PlannedFault) -> None:
         """Apply one fault, hold it for its duration (or until stop), heal it, and record all of it."""
         rec: dict = {}
+        kind = KINDS[fault.kind]
         brokers, waited = self._targets(fault)
         if brokers is None and self._offset() < fault.at:
             return  # stopped before it was due (resolving ahead): not-reached, as a fault never dispatched
@@ -319,10 +160,10 @@ class Nemesis:
             rec["brokers"] = brokers
         took_effect = []  # when an action says it took effect before it returned (a kill, before the reaping)
         try:
-            if fault.kind in WORKLOAD_FAULTS:
-                self.workload.ask(fault.kind, "apply", fault.params)
+            if kind.on_workload:
+                self.workload.ask(kind.serve, "apply", fault.params, fault.kind)
             for broker in brokers:
-                done = FAULTS[fault.kind].apply(self.cluster, broker, self._name(fault), fault.params, self.topic)
+                done = kind.apply(self.cluster, broker, self._name(fault), fault.params, self.topic)
                 if isinstance(done, dict):
                     effect = {k: v for k, v in done.items() if k != "took_effect"}
                     rec.setdefault("effect", {})[str(broker)] = effect
@@ -344,13 +185,13 @@ class Nemesis:
         healing = self._offset()
         rec.update(healed_at=_now(), healed_offset=round(healing, 3), held_s=round(healing - applied, 3))
         try:
-            if fault.kind in WORKLOAD_FAULTS:  # the workload's table says whether it heals
+            if kind.on_workload:  # the workload's table says whether it heals
                 try:
-                    self.workload.ask(fault.kind, "heal", fault.params)
+                    self.workload.ask(kind.serve, "heal", fault.params, fault.kind)
                 except NotReached:
                     pass  # the workload ended: the produce loop healed it itself (a paused producer resumes)
             for broker in brokers:
-                found = FAULTS[fault.kind].heal(self.cluster, broker, self._name(fault), fault.params, self.topic)
+                found = kind.heal(self.cluster, broker, self._name(fault), fault.params, self.topic)
                 if isinstance(found, dict):
                     rec.setdefault("effect", {}).setdefault(str(broker), {}).update(found)
             rec.update(outcome=FaultOutcome.HEALED, heal_s=round(self._offset() - healing, 3))
@@ -400,7 +241,7 @@ class Nemesis:
                 ahead = None  # the answer from ahead is used once; after that, look again each time
                 if brokers is None and self.clock.wait(self._stop, RETRY):
                     return None, waited
-        if fault.kind in BROKER_FAULTS:
+        if KINDS[fault.kind].holds == "broker":
             for broker in brokers:
                 if self.cluster.broker_state(broker) != "running":
                     waited = f"broker {broker} was {self.cluster.broker_state(broker)}"

@@ -6,9 +6,9 @@ itself: what, where, when and for how long. Every variant gets the same list.
 Targets are typed values (AllBrokers, Broker, LeaderOf, FollowerOf, Workload); `random` is
 drawn here, leader-of and follower-of are looked up when the fault starts. In faults.jsonl a
 target is written as in the experiment file: "all", {"broker": N}, {"leader-of": P}, "workload"
-(producer-restart and producer-pause act on the producer, not on a broker).
+(a fault on the producer or the consumer group, not on a broker).
 
-**The overlap rule** (broker faults: broker-pause, broker-kill, broker-restart, lose-unflushed). Each
+**The overlap rule** (the faults that hold a broker: faults/kind.py `holds`). Each
 broker is in one state at a time (running, paused, down, starting), so the plan refuses
 two broker faults that could meet on one broker; `check_overlaps` names both. A broker
 fault holds its broker from its start until the broker runs again: its duration, plus
@@ -35,16 +35,17 @@ from typing import Union
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..exits import UsageError
-from ..formats import json_object
-from ..spec import (BROKER_FAULTS, FAULT_KINDS, MAX_FAULTS, MAX_FAULTS_PER_SECOND, WORKLOAD_FAULTS, WORKLOAD_TARGET,
-                    BrokerTarget, ExperimentSpec, Fault, FollowerTarget, LeaderTarget)
+from .exits import UsageError
+from .faults.kind import WORKLOAD_TARGET, BrokerTarget, FollowerTarget, LeaderTarget
+from .faults.registry import KINDS, Fault
+from .formats import json_object
+from .schema import MAX_FAULTS_PER_SECOND
+from .spec import MAX_FAULTS, ExperimentSpec
 
 _TIMING = {"kind", "at", "every", "jitter", "start", "duration", "downtime", "target"}
 # Seconds a killed or restarted broker may take to run again, for the overlap rule (measured: a
 # Kafka node restarts in 5-8 s on 2 cores while its peers run; Tansu in well under a second).
 START_ALLOWANCE = {"tansu": 2.0, "kafka": 20.0}
-STOPS_BROKER = ("broker-kill", "broker-restart", "lose-unflushed")
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,8 @@ class FollowerOf:
 
 @dataclass(frozen=True)
 class Workload:
-    """The variant's workload: its producer (producer-restart, producer-pause), applied by the produce loop,
-    or its consumer group (consumer-kill, consumer-pause, rebalance-storm), applied by its supervisor."""
+    """The variant's workload: its producer, the produce loop applying the fault, or its consumer group, its
+    supervisor applying it (the kinds whose `acts_on` is producer or consumer)."""
 
     def to_json(self):
         return WORKLOAD_TARGET
@@ -201,7 +202,7 @@ def _target(target, brokers: int, rng: random.Random) -> Target:
 
 def held_until(fault: PlannedFault, allowance: float) -> float:
     """When a broker fault's broker runs again, as far as the plan can tell."""
-    return fault.at + fault.duration + (allowance if fault.kind in STOPS_BROKER else 0.0)
+    return fault.at + fault.duration + (allowance if KINDS[fault.kind].stops_broker else 0.0)
 
 
 def could_meet(earlier: PlannedFault, later: PlannedFault) -> bool:
@@ -210,7 +211,7 @@ def could_meet(earlier: PlannedFault, later: PlannedFault) -> bool:
     if isinstance(a, AllBrokers) or isinstance(b, AllBrokers):
         return True
     if isinstance(b, ROLE_TARGETS):  # never a broker that is down or starting; a paused one may still lead
-        return earlier.kind == "broker-pause"
+        return not KINDS[earlier.kind].stops_broker
     if isinstance(a, ROLE_TARGETS):
         return True
     return a == b
@@ -218,7 +219,7 @@ def could_meet(earlier: PlannedFault, later: PlannedFault) -> bool:
 
 def overlaps(schedule: list[PlannedFault], allowance: float) -> list[tuple[PlannedFault, PlannedFault]]:
     """Pairs (earlier, later) of broker faults the cluster could not take as planned."""
-    broker_faults = sorted((f for f in schedule if f.kind in BROKER_FAULTS), key=lambda f: (f.at, f.id))
+    broker_faults = held(schedule, "broker")
     return [(a, b) for i, a in enumerate(broker_faults) for b in broker_faults[i + 1:]
             if b.at < held_until(a, allowance) and could_meet(a, b)]
 
@@ -229,35 +230,38 @@ def _members(spec: ExperimentSpec) -> int | None:
     return min(g.members for g in groups) if groups else None
 
 
-HOLDS_A_MEMBER = ("consumer-kill", "consumer-pause")  # a member down or frozen until the fault heals
-QUEUED_KINDS = ("packet-reorder", "packet-delay")  # a netfilter queue (cluster/netns.py): one per link at a time
+def held(schedule: list[PlannedFault], what: str) -> list[PlannedFault]:
+    """The faults that hold `what` (a broker, a member, the producer, a link's queue) until they heal, in time
+    order."""
+    return sorted((f for f in schedule if KINDS[f.kind].holds == what), key=lambda f: (f.at, f.id))
 
 
 def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str, members: int | None = None) -> None:
-    held = sorted((f for f in schedule if f.kind in HOLDS_A_MEMBER), key=lambda f: (f.at, f.id))
-    for i, f in enumerate(held):  # each needs a running member to act on: no more at once than the group has
-        meanwhile = [g for g in held[:i] if g.at + g.duration > f.at]
+    members_held = held(schedule, "member")  # a member down or frozen until the fault heals
+    for i, f in enumerate(members_held):  # each needs a running member to act on: no more at once than the group has
+        meanwhile = [g for g in members_held[:i] if g.at + g.duration > f.at]
         if members is not None and len(meanwhile) >= members:
             raise ScheduleError(f"faults ({origin}): {f} starts while {len(meanwhile)} member(s) are still held "
                                 f"({meanwhile[0]}{', ...' if len(meanwhile) > 1 else ''}) and the group has "
                                 f"{members}: it would find no running member; move one of them or add members")
-    pauses = sorted((f for f in schedule if f.kind == "producer-pause"), key=lambda f: (f.at, f.id))
+    pauses = held(schedule, "producer")
     for a, b in zip(pauses, pauses[1:]):  # one paused producer at a time: it resumes before the next pause
         if b.at < a.at + a.duration:
             raise ScheduleError(f"faults ({origin}): {b} starts while {a} still holds the paused producer; "
-                                "one producer-pause at a time: move one of them (at, start, every, duration)")
-    queued = sorted((f for f in schedule if f.kind in QUEUED_KINDS), key=lambda f: (f.at, f.id))
+                                f"one {a.kind} at a time: move one of them (at, start, every, duration)")
+    queued = held(schedule, "link queue")  # a netfilter queue (cluster/netns.py): one per link at a time
     for i, a in enumerate(queued):  # the first queue rule a packet meets is its last: a second would never see it
         for b in queued[i + 1:]:
             if b.at < a.at + a.duration and not (isinstance(a.target, Broker) and isinstance(b.target, Broker)
                                                  and a.target != b.target):  # a role may name any broker
+                queues = " or ".join(sorted(k for k, x in KINDS.items() if x.holds == "link queue"))
                 raise ScheduleError(f"faults ({origin}): {b} starts while {a} may still hold the same broker's link; "
-                                    "one packet-delay or packet-reorder at a time on a broker: move one of them")
+                                    f"one {queues} at a time on a broker: move one of them")
     clashes = overlaps(schedule, allowance)
     if clashes:
         a, b = clashes[0]
         more = f" (and {len(clashes) - 1} more such pair(s))" if len(clashes) > 1 else ""
-        after = f" and up to {allowance:g} s to start again" if a.kind in STOPS_BROKER else ""
+        after = f" and up to {allowance:g} s to start again" if KINDS[a.kind].stops_broker else ""
         raise ScheduleError(
             f"faults ({origin}): {b} may hit the broker that {a} still holds (its duration{after}){more}; "
             "a broker is running, paused, down or starting, one at a time: move one of them (at, start, every) "
@@ -282,15 +286,16 @@ def _replayed(r, spec: ExperimentSpec) -> PlannedFault:
     fid, kind, params = r["id"], r["kind"], r["params"]
     if not isinstance(fid, int) or isinstance(fid, bool) or not 0 <= fid < MAX_FAULTS:
         raise ValueError(f"id: {json.dumps(fid)} is not a fault id (a whole number 0..{MAX_FAULTS - 1})")
-    if kind not in FAULT_KINDS:
-        raise ValueError(f"kind: unknown fault kind {kind!r} (kinds: {', '.join(FAULT_KINDS)})")
+    if kind not in KINDS:
+        raise ValueError(f"kind: unknown fault kind {kind!r} (kinds: {', '.join(KINDS)})")
     for key in ("planned_at", "planned_duration"):
         if not isinstance(r[key], (int, float)) or isinstance(r[key], bool):
             raise ValueError(f"{key}: {json.dumps(r[key])} is not a number of seconds")
     if not isinstance(params, dict):
         raise ValueError(f"params: {json.dumps(params)} is not an object of the fault's settings")
     # The same checks as the experiment file's fault (types, ranges, finite), fields named as in the line.
-    timing = {"at": r["planned_at"], ("downtime" if kind in STOPS_BROKER else "duration"): r["planned_duration"]}
+    timing = {"at": r["planned_at"],
+              ("downtime" if "downtime" in KINDS[kind].schema.model_fields else "duration"): r["planned_duration"]}
     names = {"at": "planned_at", "duration": "planned_duration", "downtime": "planned_duration"}
     try:
         fault = _FAULT.validate_python({**params, "kind": kind, **timing})
@@ -333,9 +338,10 @@ def load(path: Path, spec: ExperimentSpec) -> list[PlannedFault]:
             fault = _replayed(r, spec)
         except ValueError as e:
             raise ScheduleError(f"{path}:{n}: {e}") from None
-        if (fault.kind in WORKLOAD_FAULTS) != isinstance(fault.target, Workload):
+        if KINDS[fault.kind].on_workload != isinstance(fault.target, Workload):
+            on_workload = [k for k, x in KINDS.items() if x.on_workload]
             raise ScheduleError(f"{path}:{n}: {fault.kind} cannot target {fault.target} "
-                                f"({', '.join(WORKLOAD_FAULTS)} target the workload, every other kind a broker)")
+                                f"({', '.join(on_workload)} target the workload, every other kind a broker)")
         first = faults.setdefault(fault.id, (n, fault))
         if first[1] != fault:
             raise ScheduleError(f"{path}:{n}: fault {fault.id} was planned differently on line {first[0]} "

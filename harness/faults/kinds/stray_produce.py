@@ -37,11 +37,15 @@ import socket
 import struct
 import time
 from pathlib import Path
+from typing import Annotated, Literal
 
 from confluent_kafka import KafkaError, Producer
+from pydantic import Field, model_validator
 
-from ..logfile import FileLogger
-from ..offsets import watermarks
+from ...logfile import FileLogger
+from ...offsets import watermarks
+from ..kind import FaultBase, FaultKind, LeaderTarget
+
 
 PRODUCE_V3 = (0, 3)  # api_key, version: the oldest Produce Kafka 4.x takes, with a transactional_id
 TRANSACTIONAL = 0x10  # record batch attributes: the batch belongs to a transaction
@@ -212,3 +216,31 @@ def stray_produce(client: dict, leader: str, topic: str, partition: int, records
     if error == 0:
         effect["offset"] = offset
     return effect
+
+
+class StrayProduce(FaultBase):
+    """A transactional Produce request that arrives after its producer's transaction was aborted: a producer of
+    the harness's own (not the workload's) writes `records` values to `partition` in a transaction and aborts
+    it, then its next batch is sent to the partition's leader with no AddPartitionsToTxn before it, as a late
+    request or a buggy client's would be. Without partition verification the leader opens a transaction there
+    that never ends (a hanging transaction)."""
+
+    kind: Literal["stray-produce"]
+    partition: Annotated[int, Field(ge=0)] = Field(description="the partition of the variant's topic written")
+    records: Annotated[int, Field(ge=1, le=1000)] = 5
+
+    @model_validator(mode="after")
+    def _leader(self):
+        if self.target != "all" and self.target != LeaderTarget(leader_of=self.partition):
+            raise ValueError(f"target: a stray Produce goes to the leader of its partition; leave target out "
+                             f"(it is {{leader-of: {self.partition}}})")
+        self.target = LeaderTarget(leader_of=self.partition)
+        return self
+
+
+# Nothing to heal: the batch is written or refused once sent. Its producer logs to logs/stray-produce.log.
+KIND = FaultKind(StrayProduce, "client",
+                 lambda c, b, n, p, t: stray_produce(c.client, c.endpoints[b], t, p["partition"], p["records"],
+                                                     c.files.fault_log("stray-produce")),
+                 lambda c, b, n, p, t: None, needs=("client_proxy", "plaintext_broker"),
+                 explore={"records": (1, 100)})
