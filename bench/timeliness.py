@@ -28,7 +28,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from harness.faults.nemesis import TOLERANCE  # noqa: E402
+from harness.nemesis import TOLERANCE  # noqa: E402
 
 
 def experiment(path: str | None, work: Path) -> Path:
