@@ -45,7 +45,7 @@ class TxnCause(enum.StrEnum):
     """Why a transaction was not committed (null in the log when it was)."""
 
     PLANNED = "planned"  # the workload aborts it on purpose (abort_ratio)
-    RESTART = "restart"  # a producer-restart fault ended it
+    RESTART = "restart"  # a producer restart (a workload fault) ended it
     FENCED = "fenced"  # a newer instance of the same transactional.id fenced it
     ERROR = "error"  # commit or abort failed
     INTERRUPTED = "interrupted"  # the run was stopped in the middle

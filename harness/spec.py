@@ -823,7 +823,7 @@ def _where(loc: tuple) -> tuple[str, str | None]:
     """(field path as the file writes it, the hint when the error is one member of a union's)."""
     parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union")) and p != "[key]"]
     # The cluster section's loc carries the backend tag (cluster.local.brokers), a fault's its kind
-    # (faults.0.lost-acks.at): the file says cluster.brokers and faults.0.at.
+    # (faults.0.<kind>.at): the file says cluster.brokers and faults.0.at.
     if parts[:1] == ["cluster"] and parts[1:2] and parts[1] in BACKENDS:
         del parts[1]
     if parts[:1] == ["faults"] and parts[2:3] and parts[2] in KINDS:

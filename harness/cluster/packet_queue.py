@@ -1,6 +1,6 @@
 """Delay or reorder the packets of one netfilter queue:  python -I packet_queue.py QUEUE MODE DELAY_MS X SEED
 
-The `packet-delay` and `packet-reorder` faults of `network: namespaces` (netns.py). iptables rules in a
+The packet delay and reordering faults of `network: namespaces` (netns.py). iptables rules in a
 broker's namespace send every packet of its link, each way, to netfilter queue QUEUE; the kernel holds
 each one until this process gives its verdict, so a verdict given later delays the packet and verdicts
 given out of order reorder them. MODE is

@@ -1,4 +1,4 @@
-"""Kafka's log segments on disk, and `lose-unflushed`: what a broker would lose with its page cache.
+"""Kafka's log segments on disk, and what a broker would lose with its page cache.
 
 Kafka acknowledges a write once it is in the page cache of every in-sync replica, and flushes (fsyncs) only
 when a segment rolls or `log.flush.*` asks it to; the flushed position of each partition is its recovery
