@@ -398,7 +398,7 @@ KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", 
                   "seconds")
 KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "instances_replaced", "lso_stall_s",
                       "lso_stalled", "producer_error",
-                      "client_fatal", "transactions", "consumer")
+                      "client_fatal", "transactions", "consumer", "client")
 
 
 def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str | None = None,

@@ -30,3 +30,17 @@ def test_previous_release_folder_is_analysed(spark, tmp_path):
     assert new["verdict"] == "pass" and new["seed"] == old["seed"]
     assert folder.read_table("idempotence-off", "inconsistent_offsets") is not None  # new tables written
     assert "PASS" in write_report(folder).read_text()
+
+
+def test_reanalysis_keeps_every_fact_the_run_recorded(spark, tmp_path):
+    """What only the run knew (which client ran, how long it produced, ...) survives `kafka-chaos analyze`: the
+    last release's reanalysis dropped the variant's `client`."""
+    folder = RunFolder(shutil.copytree(FIXTURE, tmp_path / FIXTURE.name))
+    old = folder.read_summary()
+    for entry in old["variants"].values():  # as a run of the last release records it
+        entry["client"] = "confluent-kafka 2.16.1, librdkafka 2.16.0"
+    folder.write_summary(old)
+    new = reanalyze(folder, stored_spec(folder, partial=False), spark=spark)
+    for name, before in old["variants"].items():
+        assert set(before) <= set(new["variants"][name]), (name, set(before) - set(new["variants"][name]))
+        assert new["variants"][name]["client"] == before["client"]
