@@ -1,8 +1,9 @@
-"""The import graph of harness/ follows the data flow: no cycle, and no module imports one on a higher layer
-(README, Layout). Imports inside functions count like the others: deferring an import hides a cycle from Python
+"""The import graph of harness/ follows the data flow: no cycle, no module imports one on a higher layer, and no
+folder holds modules of two layers (README, Layout). Imports inside functions count like the others: deferring an import hides a cycle from Python
 at start-up, not from a reader."""
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,33 @@ def test_no_module_imports_one_on_a_higher_layer():
     wrong = [f"{m} ({LAYERS[layer(m)][0]}) imports {d} ({LAYERS[layer(d)][0]})"
              for m, deps in GRAPH.items() for d in deps if layer(d) > layer(m) and (m, d) != FACADE]
     assert not wrong, "\n".join(wrong)
+
+
+def folders() -> dict[str, set[str]]:
+    """Each package of harness/ but harness itself (a folder of the README's Layout) -> its modules, the modules of
+    its subpackages included."""
+    out: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        if path.name == "__init__.py" and name != "harness":
+            out[name] = {m for m in MODULES if m == name or m.startswith(name + ".")}
+    return out
+
+
+def test_no_folder_spans_two_layers():
+    wrong = []
+    for folder, members in folders().items():
+        found = {LAYERS[layer(m)][0] for m in members}
+        if len(found) > 1:
+            wrong.append(f"{folder}/ spans {', '.join(sorted(found))}: "
+                         + "; ".join(f"{m} ({LAYERS[layer(m)][0]})" for m in sorted(members)))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_folder_check_sees_a_folder_that_spans_two_layers(monkeypatch):
+    layers = [(LAYERS[0][0], LAYERS[0][1] + ["harness.cluster.metadata"]), *LAYERS[1:]]
+    monkeypatch.setattr(sys.modules[__name__], "LAYERS", layers)
+    with pytest.raises(AssertionError, match="harness.cluster/ spans"):
+        test_no_folder_spans_two_layers()
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
