@@ -30,7 +30,8 @@ from harness import procs  # noqa: E402
 from harness.cluster.brokers import BrokerProcess, tansu_command  # noqa: E402
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import LocalClusterSpec  # noqa: E402
-from harness.workload.producer import DeliveryLog, produce  # noqa: E402
+from harness.workload.deliverylog import DeliveryLog  # noqa: E402
+from harness.workload.producer import produce  # noqa: E402
 from harness.cluster.topic import create_topic  # noqa: E402
 
 PARTITIONS = 3

@@ -25,7 +25,8 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import LocalClusterSpec  # noqa: E402
-from harness.workload.producer import DeliveryLog, produce  # noqa: E402
+from harness.workload.deliverylog import DeliveryLog  # noqa: E402
+from harness.workload.producer import produce  # noqa: E402
 from harness.workload.readback import consumer_config  # noqa: E402
 from harness.cluster.topic import create_topic  # noqa: E402
 

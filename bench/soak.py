@@ -153,7 +153,8 @@ def read_comparison(records: int, partitions: int, split: int, repeat: int) -> s
     from harness.analysis.spark import spark_session, stop_session
     from harness.cluster.local import LocalTansuCluster
     from harness.spec import LocalClusterSpec
-    from harness.workload.producer import DeliveryLog, produce
+    from harness.workload.deliverylog import DeliveryLog
+    from harness.workload.producer import produce
     from harness.workload.readback import read_topic
     from harness.cluster.topic import create_topic
 

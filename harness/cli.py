@@ -1,9 +1,9 @@
-"""kafka-chaos command line. It owns the terminal (rich) and the exit status of every command.
+"""kafka-chaos command line: the commands, their wiring, and the exit status of every command. What they
+show on the terminal is drawn by terminal.py.
 
 Exit codes (exits.py): 0 every check held, 1 an expectation or a fatal anomaly failed, 2 bad input
 (nothing started), 3 infrastructure failed or damaged data, 130/143 interrupted (SIGINT/SIGTERM).
-A traceback is shown only with --debug; user text is never read as console markup, and text from a run folder
-(or any data) reaches the terminal through visible(): no control character or escape sequence of its own.
+A traceback is shown only with --debug.
 """
 
 from __future__ import annotations
@@ -16,44 +16,14 @@ import traceback
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
 from . import __version__
 from .analysis.metrics import METRICS
 from .exits import Exit, UsageError, exit_for_exception, exit_for_verdict
 from .status import COMPLETE, INTERRUPTED
-from .verdict import ALLOWED, FAIL, PASS, UNKNOWN
-
-console = Console(soft_wrap=True, highlight=False)  # never break paths or messages: CI logs get read and grepped
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)
-
-
-# Every control character (C0, DEL, C1) and bidirectional override, written out as Python writes it in a string.
-_CONTROL = {**{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7f, 0xa0))}, 0x09: "\\t", 0x0a: "\\n",
-            0x0d: "\\r", **{c: f"\\u{c:04x}" for c in (0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f),
-                                                        *range(0x2066, 0x206a))}}
-
-
-def visible(text) -> str:
-    """Text as the terminal may show it: every control character (C0, DEL, C1) and bidirectional override
-    written out the way Python writes it in a string (\\x1b, \\n, \\u202e), so that a name, a reason or a value
-    from a run folder cannot move the cursor, clear the screen, set the window title or reorder a line. The
-    one way folder text reaches the terminal (with Text, never markup: a '[' is a '[')."""
-    return str(text).translate(_CONTROL)
-
-
-def shown(text, style: str = "") -> Text:
-    """visible(text) as a rich Text: a table cell or title that is neither markup nor a control sequence."""
-    return Text(visible(text), style=style)
-
-
-def say(text: str, style: str | None = None, err: bool = False) -> None:
-    """Print user-facing text as it is (a '[' in a path or name is not markup; a control character is shown
-    written out, never sent: visible())."""
-    (err_console if err else console).print(shown(text, style or ""))
+from .terminal import (ProgressListener, console, print_aggregate, print_checks, print_compare, print_summary, say,
+                       say_error)
+from .verdict import PASS
 
 
 def _exit(code: Exit) -> None:
@@ -68,7 +38,7 @@ def _fail(e: BaseException) -> None:
     if code in (Exit.SIGINT, Exit.SIGTERM):
         say(f"interrupted{': ' + message if message != 'interrupted' else ''}", "yellow", err=True)
     else:
-        err_console.print(Text.assemble(("error: ", "bold red"), visible(message)))
+        say_error(message)
     _exit(code)
 
 
@@ -97,83 +67,6 @@ def _writable_file(path: Path, option: str) -> None:
     if path.is_dir():
         raise UsageError(f"{option} {path}: is a folder; give a file name")
     _writable_dir(path.parent, option)
-
-
-def print_summary(summary: dict, run_dir: Path | None = None) -> None:
-    """Metrics as rows and variants as columns, so the table fits a narrow terminal."""
-    from .analysis.metrics import FIGURES, METRICS, applies, not_measured, not_measured_text
-    from .verdict import held_text, status_of, variant_verdict
-
-    variants = summary.get("variants", {})
-    table = Table(title=shown(f"{summary.get('experiment')} · {summary.get('status')} · verdict "
-                              f"{summary.get('verdict')}"), title_justify="left")
-    table.add_column("")
-    for name in variants:
-        table.add_column(shown(name), justify="right")
-    consumers = any(x.get("consumer") for x in variants.values())  # consumer metrics only where a group ran
-    absent = not_measured(variants)  # no transactions, no consumer group: said once below the table
-    for m in sorted((m for m in METRICS if m not in absent), key=lambda m: m.accounting):
-        cells = [shown(f"{x[m.key]:,}" if isinstance(x.get(m.key), int) and applies(m, x) else "-")
-                 for x in variants.values()]
-        table.add_row(m.label + (" *" if m.fatal else ""), *cells, style="dim" if m.accounting else None)
-    from .report.render import latency_text, lso_stall_text, window_text
-
-    for f in FIGURES:
-        if f.key.startswith("dedup_window") and not consumers:
-            continue
-        if f.key == "lso_stall_s" and not any(f.key in x for x in variants.values()):
-            continue
-        cells = [latency_text(x.get(f.key)) if f.key == "latency_ms" else window_text(x.get(f.key))
-                 if f.key.startswith("dedup_window") else lso_stall_text(x) if f.key == "lso_stall_s"
-                 else str(x.get(f.key, "-")) for x in variants.values()]
-        table.add_row(f.label, *map(shown, cells))
-    console.print(table)
-    if absent:
-        say(not_measured_text(variants), "dim")
-    for name, x in variants.items():
-        if x.get("incomplete"):
-            console.print(Text.assemble("  ", ("INCOMPLETE", "bold red"), visible(f"  {name}: {x['incomplete']}")))
-        marks = {PASS: ("pass", "green"), FAIL: ("FAIL", "bold red"), ALLOWED: ("allowed", "yellow"),
-                 UNKNOWN: ("UNKNOWN", "bold magenta")}
-        checks = [{**c, "status": status_of(c)} for c in x.get("expectations", [])]
-        if checks:  # the variant's verdict, then what held in one line, then each other check
-            console.print(Text.assemble("  ", marks[variant_verdict(checks)],
-                                        visible(f"  {name}: {held_text(checks, x)}")))
-        for c in checks:
-            if c["status"] == PASS:
-                continue
-            mark = marks[c["status"]]
-            actual = f"{c['actual']:,}" if isinstance(c.get("actual"), int) else c.get("actual")
-            console.print(Text.assemble("  ", mark, visible(f"  {name}: {c['metric']} {c['rule']} (actual {actual})")))
-    if summary.get("reason"):
-        say(summary["reason"], "yellow")
-    if run_dir is not None:
-        say(f"report: {run_dir / 'index.html'}")
-
-
-class ProgressListener:
-    """Draws a run's progress: one bar per variant (run.Listener's methods)."""
-
-    def __init__(self, total: int):
-        self.total = total
-        self.progress = Progress(TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=console)
-        self.tasks: dict[str, int] = {}
-
-    def _task(self, variant: str) -> int:
-        if variant not in self.tasks:
-            self.tasks[variant] = self.progress.add_task(Text(variant).plain, total=self.total)
-        return self.tasks[variant]
-
-    def phase(self, variant: str, what: str) -> None:
-        task = self._task(variant)
-        self.progress.update(task, description=f"{variant}: {what}".replace("[", "\\["))
-
-    def sent(self, variant: str, count: int, total: int) -> None:
-        self.progress.update(self._task(variant), completed=count)
-
-    def warning(self, text: str) -> None:
-        self.progress.console.print(Text(f"note: {text}", style="yellow"))
 
 
 def exit_help(**meanings: str) -> str:
@@ -207,8 +100,7 @@ class OneLineErrors(click.Group):
             sys.exit(e.exit_code)
         except click.ClickException as e:
             where = e.ctx.command_path if isinstance(e, click.UsageError) and e.ctx else "kafka-chaos"
-            err_console.print(Text.assemble(("error: ", "bold red"),
-                                            visible(f"{e.format_message()} (see {where} --help)")))
+            say_error(f"{e.format_message()} (see {where} --help)")
             sys.exit(e.exit_code)
         except click.Abort:
             say("interrupted", "yellow", err=True)
@@ -400,58 +292,6 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
     _exit(code)
 
 
-def print_aggregate(doc: dict) -> None:
-    """Per variant: the anomalies any run had, as mean per run and as rate per 100,000 acked, each with its
-    95% interval, and how many runs had them; then the price (throughput, unavailability, p99 latency)."""
-    from .analysis.metrics import BY_KEY
-
-    def n(x: float) -> str:
-        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
-
-    def ci(x, share: bool = False):
-        if not x:
-            return ""
-        return f" [{x[0]:.0%}, {x[1]:.0%}]" if share else f" [{n(x[0])}, {n(x[1])}]"
-
-    variants = doc.get("variants", {})
-    ran = len(doc.get("runs", []))
-    verdicts = ", ".join(f"{k} {v}" for v, k in doc.get("verdicts", {}).items())
-    table = Table(title=shown(f"{doc.get('experiment')} · {ran} of {doc.get('requested')} runs ({verdicts}) · "
-                              "mean per run [95% interval]"), title_justify="left")
-    table.add_column("")
-    for name in variants:
-        table.add_column(shown(name), justify="right")
-    metrics = next(iter(variants.values()), {}).get("metrics", {})
-    keys = [k for k in metrics if k in ("duplicates", "jump_back_runs", "max_jump_back", "lost") or
-            k not in ("received", "unique", "missing") and any(v["metrics"][k]["max"] for v in variants.values())]
-    for key in keys:
-        table.add_row(BY_KEY[key].label, *[f"{n(v['metrics'][key]['mean'])}{ci(v['metrics'][key]['mean_ci95'])}"
-                                           for v in variants.values()])
-        if BY_KEY[key].combine != "max":
-            table.add_row(Text("  per 100k acked", style="dim"),
-                          *[Text(f"{n(v['metrics'][key]['rate_per_100k'])}{ci(v['metrics'][key]['ci95'])}",
-                                 style="dim") for v in variants.values()])
-        table.add_row(Text("  runs with any", style="dim"),
-                      *[Text(f"{v['metrics'][key]['runs_with']}/{v['runs']}"
-                             f"{ci(v['metrics'][key].get('runs_with_ci95'), share=True)}", style="dim")
-                        for v in variants.values()])
-    table.add_row("duplicates per jump-back run", *[n(v["duplicates_per_jump_back_run"])
-                                                    if v.get("duplicates_per_jump_back_run") else "-"
-                                                    for v in variants.values()])
-    failures = sorted({e for v in variants.values() for e in v.get("client_failures", {})})
-    for error in failures:  # a known bug that fails the client for good shows here
-        table.add_row(shown(f"client failed for good: {error}"),
-                      *[f"{f['runs_with']}/{v['runs']}{ci(f['runs_with_ci95'], share=True)} ({f['times']}x)"
-                        if (f := v.get("client_failures", {}).get(error)) else f"0/{v['runs']}"
-                        for v in variants.values()])
-    for label, key in (("acked / s", "acked_per_s"), ("unavailable (s)", "unavailable_s"),
-                       ("latency p99 (ms)", "latency_p99_ms"), ("last stable offset stall (s)", "lso_stall_s")):
-        if key == "lso_stall_s" and not any(v.get(key) for v in variants.values()):
-            continue
-        table.add_row(label, *[n(v[key]["mean"]) if v.get(key) else "-" for v in variants.values()])
-    console.print(table)
-
-
 def _publish(folder, out: Path, code: Exit) -> Exit:
     """Render the run's report and the runs index after the exit status is decided: a rendering failure
     is a warning, never a changed verdict. A Ctrl-C here stops the rendering at once (the page is
@@ -559,7 +399,6 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
     Writes one HTML page and prints the table. Compare two runs of a client upgrade, a settings change
     or another broker version: `kafka-chaos compare reports/RUN_A reports/RUN_B`."""
     from .report import write_compare
-    from .report.render import compare_rows
     from .runfolder import RunFolder, compare_path
 
     try:
@@ -576,20 +415,7 @@ def compare(runs: tuple[Path, ...], page: Path | None) -> None:
     except Exception as e:
         _fail(e)
     say("runs compared: " + " · ".join(f"{i + 1} = {r['folder']}" for i, r in enumerate(view["runs"])))
-    rows = compare_rows(view)
-    for name in view["variants"]:  # one table per variant: its runs side by side fit a narrow terminal
-        table = Table(title=shown(name), title_justify="left")
-        table.add_column("")
-        for i in range(len(view["runs"])):
-            table.add_column(f"run {i + 1}", justify="right")
-        table.add_column("")
-        for row in rows:
-            style = "bold yellow" if row["differs"][name] else None
-            cells = [row["cells"][(name, i)] for i in range(len(view["runs"]))]
-            table.add_row(row["metric"].label if row.get("metric") else row["label"],
-                          *(shown("-" if x is None else f"{x:,}" if isinstance(x, int) else x, style=style or "")
-                            for x in cells), "differs" if row["differs"][name] else "")
-        console.print(table)
+    print_compare(view)
     say(f"page: {written}")
 
 
@@ -700,11 +526,7 @@ def doctor() -> None:
     from .doctor import embedded_default_ready, run_checks
 
     checks = run_checks()
-    for c in checks:
-        mark = ("ok     ", "green") if c.ok else (("MISSING", "bold red") if c.needed else ("absent ", "yellow"))
-        console.print(Text.assemble(mark, f" {c.name:<17} {c.detail}"))
-        if not c.ok and c.fix:
-            say(f"         fix: {c.fix}")
+    print_checks(checks)
     ready = embedded_default_ready(checks)
     say("the embedded default can run" if ready else "the embedded default cannot run", None if ready else "bold red")
     _exit(Exit.OK if ready else Exit.FAILED)

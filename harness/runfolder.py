@@ -10,7 +10,7 @@
                                      a local Kafka's kafka-N.properties and kafka-N/, compose.log,
                                      spark.log: the Spark JVM's output, harness-error.log)
                    kafka-data/       a local Kafka cluster's log.dirs, node-N/ per broker
-                   <variant>/acks.parquet      the delivery log (workload/producer.py)
+                   <variant>/acks.parquet      the delivery log (workload/deliverylog.py)
                    <variant>/transactions.parquet  one row per transaction (transactional variants:
                                                workload/transactional.py)
                    <variant>/log.parquet/      the topic as read back (read_committed), one file per partition,

@@ -36,7 +36,8 @@ from .. import procs
 from ..exits import InfraError
 from ..logfile import FileLogger
 from .clientenv import ClientEnv, text
-from .producer import DeliveryLog, ProduceResult, produce
+from .deliverylog import DeliveryLog
+from .producer import ProduceResult, produce
 
 CHILD = [sys.executable, "-m", "harness.workload.clientproc"]
 PROGRESS_EVERY = 0.2  # seconds between two progress lines

@@ -23,7 +23,8 @@ from ..faults.channel import WorkloadFaults
 from ..logfile import FileLogger
 from .clientenv import ensure, running
 from .clientproc import ChildProducer
-from .producer import DeliveryLog, ProduceResult, produce
+from .deliverylog import DeliveryLog
+from .producer import ProduceResult, produce
 from .transactional import TransactionalWorkload, TransactionsLog
 
 

@@ -51,7 +51,8 @@ from confluent_kafka import KafkaException, Producer
 
 from ..faults.channel import PAUSE_PRODUCER, RESTART_PRODUCER, FaultTable
 from ..formats import TRANSACTIONS_SCHEMA, Outcome, TxnCause, TxnOutcome
-from .producer import CHUNK, DeliveryLog, ProduceResult, _drain, client_conf, client_error_text, close_now, masked_fatal
+from .deliverylog import CHUNK, DeliveryLog, drain, masked_fatal
+from .producer import ProduceResult, client_conf, client_error_text, close_now
 
 BLOCK = 64  # sends between two looks at the workload faults inside a transaction
 STEP = 0.25  # seconds a commit or abort call waits before it is resumed (a restart may come in between)
@@ -402,11 +403,11 @@ class TransactionalWorkload:
                 self.txlog.record(txn, outcome, cause=TxnCause.INTERRUPTED)
             if self.zombie is not None:
                 with self.log.serving(self.zombie.session):
-                    _drain(self.zombie.producer, 2.0)
+                    drain(self.zombie.producer, 2.0)
                 if self.zombie.txn is not None:
                     self.txlog.record(self.zombie.txn, TxnOutcome.ABORTED, cause=TxnCause.FENCED)
             if self.producer is not None:
-                _drain(self.producer, 2.0)
+                drain(self.producer, 2.0)
             self.log.close(self.count)
             self.txlog.close()
         counts = self.log.counts

@@ -8,7 +8,8 @@ from harness.analysis.spark import analyze_variant, partitions_in
 from harness.cluster.local import LocalTansuCluster
 from harness.runfolder import parquet_files
 from harness.spec import LocalClusterSpec
-from harness.workload.producer import DeliveryLog, produce
+from harness.workload.deliverylog import DeliveryLog
+from harness.workload.producer import produce
 from harness.workload.readback import save_log
 from harness.cluster.topic import create_topic
 

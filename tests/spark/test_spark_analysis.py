@@ -10,8 +10,8 @@ from harness.analysis import metrics
 from harness.analysis.anomalies import TABLES, check_partition
 from harness.analysis.folder import analyze_folder
 from harness.analysis.spark import analyze_variant
+from harness.formats import ACKS_SCHEMA
 from harness.runfolder import RunFolder, RunFolderError
-from harness.workload.producer import ACKS_SCHEMA
 
 LOG = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.int64()),
                  ("timestamp", pa.timestamp("ms", tz="UTC"))])

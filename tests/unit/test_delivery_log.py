@@ -7,7 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from harness.workload.producer import CHUNK, DeliveryLog, produce
+from harness.workload.deliverylog import CHUNK, DeliveryLog
+from harness.workload.producer import produce
 
 
 class Report:

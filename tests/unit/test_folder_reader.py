@@ -15,10 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 from harness import cli
-from harness.cli import main, print_summary
+from harness.cli import main
 from harness.formats import json_object
 from harness.report.render import render_compare
 from harness.runfolder import RunFolder
+from harness.terminal import print_summary
 from tests.one_line import invoke
 from tests.stored_run import make_analysable_run
 
@@ -236,7 +237,7 @@ def test_the_summary_table_shows_folder_text_without_control_characters_or_marku
 
 
 def test_visible_writes_out_every_control_character_and_keeps_the_rest():
-    from harness.cli import visible
+    from harness.terminal import visible
 
     assert visible("a\x00b\x1fc\x7fd\x85e\x9ff\u202eg") == "a\\x00b\\x1fc\\x7fd\\x85e\\x9ff\\u202eg"
     assert visible("line\nnext\ttab\r") == "line\\nnext\\ttab\\r"

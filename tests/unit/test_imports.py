@@ -28,7 +28,7 @@ LAYERS = [
     ("analysis engine", ["harness.analysis.spark", "harness.analysis.folder"]),
     ("one run, its checks and its pages", ["harness.run", "harness.preflight", "harness.report", "harness.doctor",
                                            "harness.repeat"]),
-    ("entry points", ["harness.cli", "harness.job", "harness.__main__"]),
+    ("entry points", ["harness.cli", "harness.terminal", "harness.job", "harness.__main__"]),
 ]
 # The package's __init__ is the public facade: `from harness import open_run` defers to the run folder so that
 # `import harness` (and the proxy's `from .. import __version__`) stays light. The one exception.

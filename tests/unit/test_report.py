@@ -294,7 +294,7 @@ def test_a_transactional_run_shows_the_transaction_metrics(tmp_path):
 
 
 def test_a_consumer_variant_shows_the_consumer_metrics_and_the_other_variant_dashes(tmp_path, capsys):
-    from harness.cli import print_summary
+    from harness.terminal import print_summary
 
     folder, summary, _ = make_run(tmp_path)
     summary["variants"]["on"]["consumer"] = {"group": "g", "members": 2}
@@ -314,7 +314,7 @@ def test_a_consumer_variant_shows_the_consumer_metrics_and_the_other_variant_das
 
 
 def test_the_cli_table_leaves_out_what_cannot_apply(tmp_path, capsys):
-    from harness.cli import print_summary
+    from harness.terminal import print_summary
 
     _, summary, _ = make_run(tmp_path)
     print_summary(summary)

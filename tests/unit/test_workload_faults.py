@@ -17,7 +17,8 @@ from harness.faults.channel import PAUSE_PRODUCER, RESTART_PRODUCER, NotReached,
 from harness.nemesis import Nemesis
 from harness.schedule import PlannedFault, ScheduleError, Workload, load, plan
 from harness.spec import ExperimentSpec
-from harness.workload.producer import CHUNK, DeliveryLog, produce
+from harness.workload.deliverylog import CHUNK, DeliveryLog
+from harness.workload.producer import produce
 from harness.workload.transactional import TransactionalWorkload, TransactionsLog
 from tests.fakeclock import FakeClock
 from tests.unit.test_delivery_log import Report, rows
@@ -312,7 +313,7 @@ def test_a_paused_transactional_instance_resumes_as_a_zombie_in_its_own_session(
 
 def test_a_fatal_error_confluent_kafka_masks_as_attribute_error_replaces_the_instance_not_the_run(tmp_path):
     """confluent-kafka leaves a fatal error pending when librdkafka reports it during a call, and its next log line
-    turns it into "AttributeError: 'FileLogger' object has no attribute 'log'" (producer.masked_fatal): the
+    turns it into "AttributeError: 'FileLogger' object has no attribute 'log'" (deliverylog.masked_fatal): the
     workload takes it for the fatal error it is, as an application would, instead of crashing."""
     class Masking:
         def __init__(self, producer, fail):
