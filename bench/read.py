@@ -88,7 +88,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from harness.analysis.spark import spark_session, stop_session
+    from harness.engine.session import spark_session, stop_session
 
     with tempfile.TemporaryDirectory() as tmp:
         cluster = LocalTansuCluster(LocalClusterSpec(), Path(tmp))

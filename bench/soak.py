@@ -150,7 +150,7 @@ def soak(experiment: Path, every: float) -> str:
 def read_comparison(records: int, partitions: int, split: int, repeat: int) -> str:
     from read import compare
 
-    from harness.analysis.spark import spark_session, stop_session
+    from harness.engine.session import spark_session, stop_session
     from harness.cluster.local import LocalTansuCluster
     from harness.spec import LocalClusterSpec
     from harness.workload.producer import DeliveryLog, produce

@@ -74,7 +74,7 @@ class Run:
         self.spec, self.folder, self.seed = spec, folder, seed
         self.listener = listener or Listener()
         self.spark_master = spark_master
-        self.shared_spark = spark  # analysis.spark.SharedSpark of a series; None: the run starts and stops its own
+        self.shared_spark = spark  # engine.session.SharedSpark of a series; None: the run starts and stops its own
         self.schedule = schedule if schedule is not None else plan(spec, seed)
         self.warnings = warnings_for(spec, self.schedule)
         self.produced: dict[str, dict] = {}  # variant -> delivery counts, produce_seconds, topic
@@ -381,7 +381,7 @@ class Run:
 
 
 def _spark(master: str | None, log: Path):
-    from .analysis.spark import SparkStarter
+    from .engine.session import SparkStarter
 
     return SparkStarter(master, log)
 
@@ -413,7 +413,7 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     old = folder.read_summary() or {}
     names = [v.name for v in spec.variants] if spec else folder.variants()
     inputs = check_inputs(folder, names, partial, spec.topic.partitions if spec else None)
-    from .analysis.spark import spark_session, stop_session
+    from .engine.session import spark_session, stop_session
 
     if spark is None:
         folder.logs.mkdir(exist_ok=True)  # a folder of an older release may have none

@@ -24,7 +24,8 @@ from ..exits import one_line
 from ..formats import NOT_NULL, REQUIRED, SCHEMAS, FaultOutcome
 from ..runfolder import RunFolder, RunFolderError
 from ..spec import MAX_PARTITIONS  # the bound for a folder analysed without its spec
-from . import consumption, spark as spark_analysis
+from ..engine import partitions as spark_analysis
+from . import consumption
 
 _WHAT = {"acks": "a delivery log", "log": "a log file", "transactions": "a transactions log"}
 _KINDS = {"integer": pa.types.is_integer, "string": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),

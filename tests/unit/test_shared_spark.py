@@ -1,7 +1,7 @@
 """SharedSpark: one Spark session for a series' runs, a fresh one after a run that did not complete (no JVM:
 the starter is a fake)."""
 
-from harness.analysis import spark as module
+from harness.engine import session as module
 
 
 class FakeStarter:
@@ -44,7 +44,7 @@ def test_pyspark_is_imported_before_the_starter_thread_runs():
 
     probe = (
         "import sys, threading\n"
-        "from harness.analysis import spark as m\n"
+        "from harness.engine import session as m\n"
         "assert 'pyspark.sql' not in sys.modules\n"
         "seen = {}\n"
         "def fake(master, log=None):\n"
