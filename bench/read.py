@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import LocalClusterSpec  # noqa: E402
 from harness.workload.producer import DeliveryLog, produce  # noqa: E402
-from harness.workload.readback import consumer_config  # noqa: E402
+from harness.engine.readback import consumer_config  # noqa: E402
 from harness.cluster.topic import create_topic  # noqa: E402
 
 
@@ -73,7 +73,7 @@ def compare(spark_read, bootstrap: str, topic: str, partitions: int, records: in
 
 
 def spark_read(spark, bootstrap: str, topic: str, partitions: int, records: int) -> float:
-    from harness.workload.readback import read_topic
+    from harness.engine.readback import read_topic
 
     df = read_topic(spark, {"bootstrap.servers": bootstrap}, topic, partitions)
     t = time.perf_counter()

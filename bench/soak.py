@@ -154,7 +154,7 @@ def read_comparison(records: int, partitions: int, split: int, repeat: int) -> s
     from harness.cluster.local import LocalTansuCluster
     from harness.spec import LocalClusterSpec
     from harness.workload.producer import DeliveryLog, produce
-    from harness.workload.readback import read_topic
+    from harness.engine.readback import read_topic
     from harness.cluster.topic import create_topic
 
     def spark_read(spark, bootstrap: str, topic: str) -> float:

@@ -24,6 +24,7 @@ from .cluster.apiversions import CONSUMER_GROUP_HEARTBEAT, supported_apis
 from .cluster.kraft import property_text
 from .cluster.topic import create_topic
 from .cluster.watchdog import Watchdog
+from .engine.readback import final_read, save_log
 from .exits import InfraError, exit_for_exception
 from .faults.nemesis import Nemesis
 from .faults.schedule import PlannedFault, plan
@@ -34,7 +35,7 @@ from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.clientenv import ensure
 from .workload.consumers import ConsumerGroup
 from .workload.producers import Sending, make_producer
-from .workload.readback import final_read, lso_stall, save_log
+from .workload.readback import lso_stall
 from .workload.transactional import TransactionsUnavailable
 
 

@@ -66,7 +66,7 @@ def spark_session(master: str | None = None, log: Path | None = None):
     if launching:
         _launcher = spark
     spark.sparkContext.setLogLevel("ERROR")
-    from ..workload.readback import KafkaLogSource
+    from .readback import KafkaLogSource
 
     spark.dataSource.register(KafkaLogSource)
     _warm_up(spark, cores)
@@ -164,7 +164,7 @@ def import_spark() -> None:
     imports are lookups."""
     import pyspark.sql  # noqa: F401
 
-    from ..workload import readback  # noqa: F401  (pyspark.sql.datasource)
+    from . import readback  # noqa: F401  (pyspark.sql.datasource)
 
 
 class SparkStarter:
@@ -224,7 +224,7 @@ def _warm_up(spark, cores: int) -> None:
     (the run overlaps it with the cluster's), rather than inside the first timed analysis; and take the
     final read's path once with nothing to read (its planning and reader workers: the first read of a
     session took 4.4 s for 200,000 records, the next ones 1.1 s; after this one, 1.9 s)."""
-    from ..workload.readback import read_topic
+    from .readback import read_topic
 
     spark.range(cores, numPartitions=cores).mapInArrow(_warm, "id long").collect()
     read_topic(spark, {}, "warm-up", 0, split=0).write.format("noop").mode("overwrite").save()

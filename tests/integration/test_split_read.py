@@ -10,7 +10,7 @@ from harness.cluster.local import LocalTansuCluster
 from harness.runfolder import parquet_files
 from harness.spec import LocalClusterSpec
 from harness.workload.producer import DeliveryLog, produce
-from harness.workload.readback import save_log
+from harness.engine.readback import save_log
 from harness.cluster.topic import create_topic
 
 
