@@ -17,13 +17,14 @@ import traceback
 from datetime import datetime, timezone
 
 from . import procs, signals, summary as summary_mod
-from .analysis.folder import analyze_folder, check_inputs
 from .analysis.metrics import accounting_holds
 from .cluster import Cluster, make_cluster
 from .cluster.apiversions import CONSUMER_GROUP_HEARTBEAT, supported_apis
 from .cluster.kraft import property_text
 from .cluster.topic import create_topic
 from .cluster.watchdog import Watchdog
+from .engine.folder import analyze_folder
+from .engine.inputs import check_inputs
 from .engine.readback import final_read, save_log
 from .exits import InfraError, exit_for_exception
 from .faults.nemesis import Nemesis

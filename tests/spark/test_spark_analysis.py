@@ -8,7 +8,7 @@ import pytest
 
 from harness.analysis import metrics
 from harness.analysis.anomalies import TABLES, check_partition
-from harness.analysis.folder import analyze_folder
+from harness.engine.folder import analyze_folder
 from harness.engine.partitions import analyze_variant
 from harness.runfolder import RunFolder, RunFolderError
 from harness.workload.producer import ACKS_SCHEMA

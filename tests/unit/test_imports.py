@@ -22,7 +22,7 @@ LAYERS = [
     ("run folder", ["harness.runfolder", "harness.folder_schema"]),
     ("services", ["harness.cluster", "harness.proxy"]),
     ("workloads and faults", ["harness.workload", "harness.faults.nemesis"]),
-    ("analysis engine", ["harness.engine", "harness.analysis.folder"]),
+    ("analysis engine", ["harness.engine"]),
     ("one run, its checks and its pages", ["harness.run", "harness.preflight", "harness.report", "harness.doctor",
                                            "harness.repeat"]),
     ("entry points", ["harness.cli", "harness.job", "harness.__main__"]),

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness import summary
-from harness.analysis.folder import faults_not_applied
 from harness.analysis.metrics import KEYS
 from harness.cluster.base import DOWN, PAUSED, RUNNING, ProxiedCluster
+from harness.engine.inputs import faults_not_applied
 from harness.exits import Exit, exit_for_verdict
 from harness.faults.nemesis import GRACE, Nemesis
 from harness.faults.schedule import (AllBrokers, Broker, FollowerOf, LeaderOf, PlannedFault, ScheduleError, Workload,
