@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 from ..analysis import consumption
 from ..runfolder import RunFolder, RunFolderError
 from . import partitions as spark_analysis
-from .inputs import check_inputs, faults_not_applied
+from .inputs import VariantInputs, check_inputs
 
 
 def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool = False,
                    on_variant: Callable[[str], None] | None = None, partitions: int | None = None,
-                   inputs: dict | None = None) -> dict[str, dict]:
+                   inputs: dict[str, VariantInputs | str] | None = None) -> dict[str, dict]:
     """variant -> metrics, anomaly tables written to the folder.
 
     A variant whose files are missing raises RunFolderError, or with partial=True comes back as
@@ -39,20 +39,20 @@ def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool 
         if on_variant:
             on_variant(v)
         try:
-            metrics, tables, timing = spark_analysis.analyze_variant(spark, *given)
+            metrics, tables, timing = spark_analysis.analyze_variant(
+                spark, given.log_files, given.acks_files, given.periods, given.txn_files, given.sends, given.read,
+                given.other_files)
         except Exception as e:
             found = re.search(re.escape(spark_analysis.DATA_ERROR) + r"(.*)", str(e))
             if found:
                 raise RunFolderError(found.group(1).strip(), damaged=True) from None
             raise
         figures = {}
-        sink = folder.read_sink(v)
-        if sink is not None:  # a consumer group ran: its sink against the log (consumption.py)
-            figures = _consumption(sink, given[0], metrics, tables)
+        if given.sink is not None:  # a consumer group ran: its sink against the log (consumption.py)
+            figures = _consumption(given.sink, given.log_files, metrics, tables)
         folder.write_tables(v, tables)
-        read = given[5]
-        out[v] = {**metrics, **timing, **figures, **({"read": read} if read is not None else {}),
-                  "faults_not_applied": faults_not_applied(folder, v)}
+        out[v] = {**metrics, **timing, **figures, **({"read": given.read} if given.read is not None else {}),
+                  "faults_not_applied": given.faults_not_applied}
     return out
 
 
