@@ -13,11 +13,10 @@ HARNESS = Path(__file__).resolve().parents[2] / "harness"
 # longest name that holds a module decides; an empty package's __init__ falls to "harness", the bottom).
 LAYERS = [
     ("foundations", ["harness", "harness.status", "harness.clock", "harness.logfile", "harness.yamlfile",
-                     "harness.procs", "harness.launch", "harness.signals", "harness.formats", "harness.cachedir", "harness.analysis.metrics",
-                     "harness.analysis.timing"]),
+                     "harness.procs", "harness.launch", "harness.signals", "harness.formats", "harness.cachedir"]),
+    ("anomaly definitions (pure)", ["harness.analysis"]),
     ("plan and judgement (pure)", ["harness.exits", "harness.verdict", "harness.summary", "harness.aggregate",
                                    "harness.junit", "harness.spec", "harness.faults.schedule",
-                                   "harness.analysis.anomalies", "harness.analysis.consumption",
                                    "harness.shrink"]),
     ("run folder", ["harness.runfolder", "harness.folder_schema"]),
     ("services", ["harness.cluster", "harness.proxy"]),
