@@ -5,7 +5,7 @@ anomalies (~0.1% duplicates in retried blocks of 1-3000 values, ~0.01% of acked 
 lost, some unknown sends half of which were written), laid out as a real run: one
 log file per partition in offset order, and one acks.parquet. Then, in this process:
 
-  (a) Spark: analysis.spark.analyze_variant, one task per partition (Spark start-up timed separately);
+  (a) Spark: engine.partitions.analyze_variant, one task per partition (Spark start-up timed separately);
   (b) numpy: anomalies.check_partition over every partition in one process, on one core;
 
 checks that both give the same numbers, and prints both times, the ratio, and the peak
@@ -35,7 +35,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from harness.analysis import metrics  # noqa: E402
-from harness.analysis.spark import analyze_variant, check_files, partitions_in  # noqa: E402
+from harness.engine.partitions import analyze_variant, check_files  # noqa: E402
+from harness.engine.rowgroups import partitions_in  # noqa: E402
 from harness.runfolder import parquet_files  # noqa: E402
 
 
@@ -146,7 +147,7 @@ def main() -> None:
         numpy_s = time.perf_counter() - t
         print(f"numpy reference   {numpy_s:8.2f}s", flush=True)
 
-        from harness.analysis.spark import spark_session, stop_session
+        from harness.engine.session import spark_session, stop_session
 
         run = folder / "bench"
         files = parquet_files(run / "log.parquet"), parquet_files(run / "acks.parquet")

@@ -25,9 +25,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import LocalClusterSpec  # noqa: E402
+from harness.engine.readback import consumer_config  # noqa: E402
 from harness.workload.deliverylog import DeliveryLog  # noqa: E402
 from harness.workload.producer import produce  # noqa: E402
-from harness.workload.readback import consumer_config  # noqa: E402
 from harness.cluster.topic import create_topic  # noqa: E402
 
 
@@ -74,7 +74,7 @@ def compare(spark_read, bootstrap: str, topic: str, partitions: int, records: in
 
 
 def spark_read(spark, bootstrap: str, topic: str, partitions: int, records: int) -> float:
-    from harness.workload.readback import read_topic
+    from harness.engine.readback import read_topic
 
     df = read_topic(spark, {"bootstrap.servers": bootstrap}, topic, partitions)
     t = time.perf_counter()
@@ -89,7 +89,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from harness.analysis.spark import spark_session, stop_session
+    from harness.engine.session import spark_session, stop_session
 
     with tempfile.TemporaryDirectory() as tmp:
         cluster = LocalTansuCluster(LocalClusterSpec(), Path(tmp))

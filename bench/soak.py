@@ -150,12 +150,12 @@ def soak(experiment: Path, every: float) -> str:
 def read_comparison(records: int, partitions: int, split: int, repeat: int) -> str:
     from read import compare
 
-    from harness.analysis.spark import spark_session, stop_session
+    from harness.engine.session import spark_session, stop_session
     from harness.cluster.local import LocalTansuCluster
     from harness.spec import LocalClusterSpec
+    from harness.engine.readback import read_topic
     from harness.workload.deliverylog import DeliveryLog
     from harness.workload.producer import produce
-    from harness.workload.readback import read_topic
     from harness.cluster.topic import create_topic
 
     def spark_read(spark, bootstrap: str, topic: str) -> float:

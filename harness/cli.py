@@ -236,7 +236,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
     from .exits import Exit
     from .repeat import Series
 
-    from .analysis.spark import SharedSpark
+    from .engine.session import SharedSpark
 
     series = Series(spec, out, count, first_seed, same_seed, until_fail, replay, schedule, experiment)
     summaries_seconds: list[float] = []
@@ -449,7 +449,7 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
     """
     from . import signals
     from . import shrink as shrinking
-    from .analysis.spark import SharedSpark
+    from .engine.session import SharedSpark
     from .schedule import ScheduleError
     from .preflight import prepare
     from .runfolder import RunFolder

@@ -2,8 +2,8 @@
 (log.parquet/), the transactions log (transactions.parquet), the outcome words they use, and the
 guard every JSON line read back goes through (faults.jsonl, read.json, a replayed schedule).
 
-Writers (workload/deliverylog.py, workload/transactional.py, workload/readback.py) write these schemas;
-readers (analysis/spark.py, analysis/folder.py, runfolder.StoredRun) take their columns from here.
+Writers (workload/deliverylog.py, workload/transactional.py, engine/readback.py) write these schemas;
+readers (engine/partitions.py, engine/folder.py, runfolder.StoredRun) take their columns from here.
 Where each file lives is runfolder.py's business. A faults.jsonl line is the plan (schedule.py,
 PlannedFault.to_json) and then what the nemesis journaled (nemesis.py: a FaultOutcome, times).
 """

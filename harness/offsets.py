@@ -1,4 +1,4 @@
-"""The offsets a topic's partitions' leaders list (ListOffsets): for the final read (workload/readback.py) and
+"""The offsets a topic's partitions' leaders list (ListOffsets): for the final read (engine/readback.py) and
 for a fault that waits for a transaction's marker (faults/kinds/stray_produce.py). Kept out of harness.cluster, whose package
 imports the spec: the final read's Spark workers import this too."""
 

@@ -17,13 +17,15 @@ import traceback
 from datetime import datetime, timezone
 
 from . import procs, signals, summary as summary_mod
-from .analysis.folder import analyze_folder, check_inputs
 from .analysis.metrics import accounting_holds
 from .cluster import Cluster, make_cluster
 from .cluster.apiversions import CONSUMER_GROUP_HEARTBEAT, supported_apis
 from .cluster.kraft import property_text
 from .cluster.topic import create_topic
 from .cluster.watchdog import Watchdog
+from .engine.folder import analyze_folder
+from .engine.inputs import check_inputs
+from .engine.readback import final_read, save_log
 from .exits import InfraError, exit_for_exception
 from .faults.registry import KINDS
 from .nemesis import Nemesis
@@ -35,7 +37,7 @@ from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.clientenv import ensure
 from .workload.consumers import ConsumerGroup
 from .workload.producers import Sending, make_producer
-from .workload.readback import final_read, lso_stall, save_log
+from .workload.readback import lso_stall
 from .workload.transactional import TransactionsUnavailable
 
 
@@ -75,7 +77,7 @@ class Run:
         self.spec, self.folder, self.seed = spec, folder, seed
         self.listener = listener or Listener()
         self.spark_master = spark_master
-        self.shared_spark = spark  # analysis.spark.SharedSpark of a series; None: the run starts and stops its own
+        self.shared_spark = spark  # engine.session.SharedSpark of a series; None: the run starts and stops its own
         self.schedule = schedule if schedule is not None else plan(spec, seed)
         self.warnings = warnings_for(spec, self.schedule)
         self.produced: dict[str, dict] = {}  # variant -> delivery counts, produce_seconds, topic
@@ -382,7 +384,7 @@ class Run:
 
 
 def _spark(master: str | None, log: Path):
-    from .analysis.spark import SparkStarter
+    from .engine.session import SparkStarter
 
     return SparkStarter(master, log)
 
@@ -414,7 +416,7 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     old = folder.read_summary() or {}
     names = [v.name for v in spec.variants] if spec else folder.variants()
     inputs = check_inputs(folder, names, partial, spec.topic.partitions if spec else None)
-    from .analysis.spark import spark_session, stop_session
+    from .engine.session import spark_session, stop_session
 
     if spark is None:
         folder.logs.mkdir(exist_ok=True)  # a folder of an older release may have none

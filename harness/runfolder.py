@@ -17,7 +17,7 @@
                                                _SUCCESS last
                    <variant>/read.json         the range the final read proved it covered: each partition's
                                                log start and end offsets, and whether the ends held still
-                                               (workload/readback.final_read)
+                                               (engine/readback.final_read)
                    <variant>/log_read_uncommitted.parquet/  transactional variants: the same read with
                                                read_uncommitted (for the report)
                    <variant>/anomalies/<table>.parquet   one table per anomaly (analysis/anomalies.TABLES,

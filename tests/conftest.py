@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def spark():
-    from harness.analysis.spark import spark_session, stop_session
+    from harness.engine.session import spark_session, stop_session
 
     session = spark_session("local[2]")
     yield session

@@ -1,1 +1,1 @@
-"""The final read (PySpark) and the anomaly checks."""
+"""The anomaly definitions and the metric registry: pure functions of data, no Spark and no run folder."""

@@ -9,9 +9,9 @@ sent several times, once per session (the application sends again after a produc
 not acknowledged); the same value twice in one session contradicts the log. A value's outcome is its
 best send's: acked if any send was, else unknown if any was, else rejected. The transactions log
 (transactions.parquet, transactional variants only) says how each transaction ended.
-spark.py runs this once per topic partition; bench/analysis.py runs it in one process.
+engine/partitions.py runs this once per topic partition; bench/analysis.py runs it in one process.
 
-Definitions (DESIGN.md, "Words"; the registry in metrics.py has one line for each; each is a pure
+Definitions (the README's Words; the registry in metrics.py has one line for each; each is a pure
 function below -- jump_backs, duplicate_cases, lost_cases, missing_cases, ... -- that PartitionCheck composes):
   received     records read that carry a value the workload sent to this partition
   duplicate    an extra copy of a value already read (duplicates = received - unique)
@@ -622,7 +622,7 @@ def torn_transactions(parts: pa.Table, book: pa.Table | None) -> tuple[int, pa.T
 
 
 # -- the definitions, pure functions over a partition's arrays -----------------------------------
-# (DESIGN.md's words; each has its own unit test in tests/unit/test_definitions.py, and the checker above
+# (the README's Words; each has its own unit test in tests/unit/test_definitions.py, and the checker above
 # composes them: streaming ones per batch of the log, the others once the whole partition was seen.)
 
 def jump_backs(values: np.ndarray, highest: int) -> tuple[np.ndarray, np.ndarray]:

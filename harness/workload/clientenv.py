@@ -26,7 +26,7 @@ from pathlib import Path
 import confluent_kafka
 
 from .. import procs
-from ..analysis.classcache import cache_folder
+from ..cachedir import cache_folder
 from ..exits import UsageError, one_line
 from ..formats import json_object
 from ..spec import is_client_version

@@ -4,13 +4,14 @@ one-file-per-partition layout. Own Tansu broker and proxy; a topic written with 
 
 import pyarrow.parquet as pq
 
-from harness.analysis.spark import analyze_variant, partitions_in
+from harness.engine.partitions import analyze_variant
+from harness.engine.rowgroups import partitions_in
 from harness.cluster.local import LocalTansuCluster
 from harness.runfolder import parquet_files
 from harness.spec import LocalClusterSpec
+from harness.engine.readback import save_log
 from harness.workload.deliverylog import DeliveryLog
 from harness.workload.producer import produce
-from harness.workload.readback import save_log
 from harness.cluster.topic import create_topic
 
 

@@ -13,8 +13,8 @@ CHILD = textwrap.dedent("""
     import sys
 
     import psutil
-    from harness.analysis.classcache import ClassCache
-    from harness.analysis.spark import spark_session, stop_session
+    from harness.engine.classcache import ClassCache
+    from harness.engine.session import spark_session, stop_session
 
     archive = ClassCache.for_this_machine().path
     if sys.argv[1] != "-":

@@ -36,7 +36,7 @@ def pristine(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def shared_spark(spark, monkeypatch):
-    monkeypatch.setattr("harness.analysis.spark.spark_session", lambda master=None, log=None: _Shared(spark))
+    monkeypatch.setattr("harness.engine.session.spark_session", lambda master=None, log=None: _Shared(spark))
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     yield
     for s, handler in saved.items():

@@ -11,7 +11,7 @@ def test_the_jvm_writes_to_its_log_and_ends_with_the_session(tmp_path):
     probe = (
         "import psutil\n"
         "from pathlib import Path\n"
-        "from harness.analysis.spark import spark_session, stop_session\n"
+        "from harness.engine.session import spark_session, stop_session\n"
         f"s = spark_session('local[1]', Path({str(log)!r}))\n"
         "assert s.range(7).count() == 7\n"
         "java = [c for c in psutil.Process().children(recursive=True) if c.name() == 'java']\n"

@@ -8,8 +8,8 @@ import pytest
 
 from harness.analysis import metrics
 from harness.analysis.anomalies import TABLES, check_partition
-from harness.analysis.folder import analyze_folder
-from harness.analysis.spark import analyze_variant
+from harness.engine.folder import analyze_folder
+from harness.engine.partitions import analyze_variant
 from harness.formats import ACKS_SCHEMA
 from harness.runfolder import RunFolder, RunFolderError
 
@@ -106,7 +106,8 @@ def test_spark_equals_numpy_whatever_the_layout(spark, tmp_path, layout):
     got, tables, timing = analyze_variant(spark, log_files, acks_files)
     assert got == want
     if layout == "offset ranges over files":  # read in offset order straight away: no sorting in the task
-        from harness.analysis.spark import LOG_COLUMNS, read_partition
+        from harness.engine.partitions import LOG_COLUMNS
+        from harness.engine.rowgroups import read_partition
 
         for p in logs:
             offsets = [o for b in read_partition(log_files, p, LOG_COLUMNS) for o in b.column("offset").to_pylist()]

@@ -1,7 +1,7 @@
 """Each anomaly definition on small logs with planted anomalies; expected numbers worked out by hand.
 
-No Spark here: anomalies.check_partition is the definitions themselves (spark.py only runs it
-once per topic partition).
+No Spark here: anomalies.check_partition is the definitions themselves (engine/partitions.py only runs
+it once per topic partition).
 """
 
 import numpy as np

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from harness.analysis import classcache
-from harness.analysis.classcache import ClassCache
+from harness.engine import classcache
+from harness.engine.classcache import ClassCache
 
 
 @pytest.fixture

@@ -15,17 +15,15 @@ HARNESS = Path(__file__).resolve().parents[2] / "harness"
 LAYERS = [
     ("foundations", ["harness", "harness.status", "harness.clock", "harness.logfile", "harness.yamlfile",
                      "harness.procs", "harness.launch", "harness.signals", "harness.formats", "harness.schema",
-                     "harness.offsets", "harness.analysis.metrics",
-                     "harness.analysis.timing", "harness.analysis.classcache"]),
+                     "harness.offsets", "harness.cachedir"]),
+    ("anomaly definitions (pure)", ["harness.analysis"]),
     ("fault kinds", ["harness.faults"]),
     ("plan and judgement (pure)", ["harness.exits", "harness.verdict", "harness.summary", "harness.aggregate",
-                                   "harness.junit", "harness.spec", "harness.schedule",
-                                   "harness.analysis.anomalies", "harness.analysis.consumption",
-                                   "harness.shrink"]),
+                                   "harness.junit", "harness.spec", "harness.schedule", "harness.shrink"]),
     ("run folder", ["harness.runfolder", "harness.folder_schema"]),
     ("services", ["harness.cluster", "harness.proxy"]),
     ("workloads and faults", ["harness.workload", "harness.nemesis"]),
-    ("analysis engine", ["harness.analysis.spark", "harness.analysis.folder"]),
+    ("analysis engine", ["harness.engine"]),
     ("one run, its checks and its pages", ["harness.run", "harness.preflight", "harness.report", "harness.doctor",
                                            "harness.repeat"]),
     ("entry points", ["harness.cli", "harness.terminal", "harness.job", "harness.__main__"]),
@@ -170,6 +168,6 @@ def test_the_cycle_finder_finds_cycles(graph, expected):
 
 def test_the_import_reader_sees_deferred_and_relative_imports():
     # run.py defers Spark's start-up import; the layer check must see it
-    assert "harness.analysis.spark" in GRAPH["harness.run"]
+    assert "harness.engine.session" in GRAPH["harness.run"]
     assert "harness.cluster.topic" in GRAPH["harness.cluster.base"]  # `from .topic import ...`
     assert "harness.proxy.guard" in GRAPH["harness.proxy.server"]

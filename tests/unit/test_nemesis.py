@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness import summary
-from harness.analysis.folder import faults_not_applied
 from harness.analysis.metrics import KEYS
 from harness.cluster.base import DOWN, PAUSED, RUNNING, ProxiedCluster
+from harness.engine.inputs import faults_not_applied
 from harness.exits import Exit, exit_for_verdict
 from harness.faults.channel import RESTART_PRODUCER
 from harness.nemesis import GRACE, Nemesis
@@ -484,9 +484,9 @@ def test_a_fault_the_nemesis_could_not_apply_makes_the_run_unknown_not_a_pass(tm
     nemesis.start()
     cluster.clock.sleep(0.9)
     nemesis.finish()
-    assert faults_not_applied(folder, "a") == 1
+    assert faults_not_applied(folder.read_faults(), "a") == 1
     metrics = {**{k: 0 for k in KEYS}, "sent": 10, "acked": 10, "received": 10, "unique": 10,
-               "faults_not_applied": faults_not_applied(folder, "a")}
+               "faults_not_applied": faults_not_applied(folder.read_faults(), "a")}
     run = summary.build("r", "exp", "complete", {"a": summary.variant_entry(metrics, {}, [])})
     assert run["verdict"] == "unknown" and exit_for_verdict(run["verdict"]) == Exit.INFRA
     # Unless the experiment expects exactly that.

@@ -193,7 +193,7 @@ def test_shrink_refuses_a_bad_spark_master_before_any_try(tmp_path, monkeypatch)
         raise InfraError("the test's try")
 
     monkeypatch.setattr(cli, "_run_once", run_once)
-    monkeypatch.setattr("harness.analysis.spark.SharedSpark", lambda *a: SimpleNamespace(stop=lambda: None))
+    monkeypatch.setattr("harness.engine.session.SharedSpark", lambda *a: SimpleNamespace(stop=lambda: None))
     shrink = ["shrink", str(folder.path), "--out", str(tmp_path / "t"), "--spark-master"]
     assert CliRunner().invoke(main, [*shrink, "local[1]"]).exit_code == 3 and len(tries) == 1  # a good one: a try
     r = CliRunner().invoke(main, [*shrink, "local\n"])

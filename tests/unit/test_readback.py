@@ -6,7 +6,7 @@ from confluent_kafka import KafkaError
 from pyspark.sql.datasource import InputPartition
 
 from harness import offsets
-from harness.workload import readback
+from harness.engine import readback
 
 
 class Err:
@@ -150,7 +150,7 @@ def test_offset_ranges():
 def test_a_watermark_is_asked_again_while_the_leader_moves_and_other_errors_are_raised():
     from confluent_kafka import KafkaError, KafkaException
 
-    from harness.workload.readback import watermark
+    from harness.engine.readback import watermark
 
     class Consumer:  # answers NOT_LEADER twice (a preferred leader elected back), then the offsets
         def __init__(self, errors):

@@ -1,7 +1,7 @@
 """SharedSpark: one Spark session for a series' runs, a fresh one after a run that did not complete (no JVM:
 the starter is a fake)."""
 
-from harness.analysis import spark as module
+from harness.engine import session as module
 
 
 class FakeStarter:
@@ -44,17 +44,17 @@ def test_pyspark_is_imported_before_the_starter_thread_runs():
 
     probe = (
         "import sys, threading\n"
-        "from harness.analysis import spark as m\n"
+        "from harness.engine import session as m\n"
         "assert 'pyspark.sql' not in sys.modules\n"
         "seen = {}\n"
         "def fake(master, log=None):\n"
         "    seen['modules'] = {n: getattr(sys.modules.get(n), '__spec__', None) is not None and\n"
         "                       not getattr(getattr(sys.modules.get(n), '__spec__', None), '_initializing', False)\n"
-        "                       for n in ('pyspark.sql', 'harness.workload.readback')}\n"
+        "                       for n in ('pyspark.sql', 'harness.engine.readback')}\n"
         "m.spark_session = fake\n"
         "s = m.SparkStarter('local[1]')\n"
         "s._future.result(); s._pool.shutdown()\n"
         "print(seen['modules'])\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "{'pyspark.sql': True, 'harness.workload.readback': True}", out.stdout
+    assert out.stdout.strip() == "{'pyspark.sql': True, 'harness.engine.readback': True}", out.stdout

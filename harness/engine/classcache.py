@@ -27,6 +27,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from ..cachedir import cache_folder
+
 OFF = "KAFKA_CHAOS_CLASS_CACHE"
 KEEP = 3  # archives kept (~130-180 MB each)
 QUIET = "-Xlog:cds=off,cds+dynamic=off"  # CDS lists every class it skips; none of it is for the user
@@ -44,11 +46,6 @@ def _jars() -> Path:
 
     home = os.environ.get("SPARK_HOME")
     return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
-
-
-def cache_folder() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "kafka-chaos"
 
 
 class ClassCache:

@@ -1,0 +1,230 @@
+"""The Spark session's lifetime: started (in the background, so a run overlaps it with the cluster's start),
+shared by a series, stopped, and its JVM ended with it.
+
+    spark = spark_session()
+    ...
+    stop_session(spark)
+
+A start registers the final read's data source (readback.py) and warms the Python workers up; a stop keeps
+the JVM's class archive (classcache.py) when this start was the one to write it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .classcache import ClassCache
+
+
+def spark_session(master: str | None = None, log: Path | None = None):
+    """A local Spark session (master local[*] unless given), its Python workers started. Stop it with
+    stop_session(), which also keeps the JVM's class cache (classcache.py) when this start wrote it.
+    log: the file that takes the JVM's own output (a JDK's `Using incubator modules` warning, log4j's errors,
+    a crash's stack), which would otherwise reach the user's terminal; None leaves it there (a notebook)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    global _writer, _launcher
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
+    log4j = Path(__file__).with_name("log4j2.properties")
+    java_options = f"-Dlog4j2.configurationFile={log4j.as_uri()}"
+    # Only a JVM started here takes the options (not under spark-submit, nor a JVM already running).
+    launching = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    cache = ClassCache.for_this_machine() if launching else None
+    if cache is not None:
+        java_options += " " + cache.java_options()
+    cores = os.cpu_count() or 2
+    builder = (SparkSession.builder.appName("kafka-chaos-analysis")
+               .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.extraJavaOptions", java_options)
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
+               .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_DRIVER_MEMORY", "2g"))
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000"))
+    if master:
+        builder = builder.master(master)
+    elif "spark.master" not in SparkSession.builder._options and not os.environ.get("MASTER"):
+        builder = builder.master("local[*]")
+    try:
+        if launching and log is not None:
+            SparkContext._ensure_initialized(gateway=_launch(builder, log))
+        spark = builder.getOrCreate()
+    except Exception:
+        if cache is None or cache.writing:
+            raise
+        cache.discard()  # a damaged archive stops the JVM at start: start again without it
+        sys.stderr.write(f"Spark did not start with its class cache {cache.path}: deleted it, starting without\n")
+        return spark_session(master, log)
+    _writer = (spark, cache) if cache is not None and cache.writing else None
+    if launching:
+        _launcher = spark
+    spark.sparkContext.setLogLevel("ERROR")
+    from .readback import KafkaLogSource
+
+    spark.dataSource.register(KafkaLogSource)
+    _warm_up(spark, cores)
+    return spark
+
+
+def _launch(builder, log: Path):
+    """The JVM's gateway, as getOrCreate would launch it (spark-submit with the builder's settings), with the
+    JVM's stdout and stderr appended to `log`."""
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf()
+    for key, value in builder._options.items():
+        conf.set(key, value)
+    with open(log, "ab") as out:  # the JVM holds its own copy of the descriptor
+        return launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+
+
+_writer: tuple | None = None  # (session, ClassCache) when that session's JVM is to write the archive
+_launcher = None  # the session whose start launched the running JVM: its stop ends the JVM
+
+
+def stop_session(spark, keep_classes: bool = True) -> None:
+    """Stop the session. If its JVM was started to write the class cache and `keep_classes` (the work
+    completed: not on an interrupt), it writes it now (~10 s, once per machine)."""
+    global _writer, _launcher
+    from pyspark import SparkContext
+
+    spark.stop()
+    if _writer is not None and _writer[0] is spark:
+        cache, _writer = _writer[1], None
+        if keep_classes:
+            cache.write(lambda path: _dump_classes(SparkContext._gateway, path))
+    if _launcher is spark:  # not a session that found a JVM running (a test's shared one, spark-submit's)
+        _launcher = None
+        _end_jvm()
+
+
+def _end_jvm(wait: float = 30.0) -> None:
+    """End the JVM this process launched, and wait for it: pyspark leaves it running until the Python process
+    exits (it ends on its stdin's end of file, a moment later), so it would outlive the harness, and with its
+    output on a log file nothing waits for it. The next session launches a new one."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None:  # spark-submit's
+        return
+    try:
+        gateway.shutdown()
+    except Exception:  # py4j: the JVM is gone already
+        pass
+    proc.stdin.close()
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    SparkContext._gateway = SparkContext._jvm = None
+
+
+def _dump_classes(gateway, path: Path) -> None:
+    """What `jcmd <pid> VM.cds dynamic_dump <path>` does, through the JVM's own DiagnosticCommand MBean (a
+    JRE has no jcmd). Called by reflection on the public interface: py4j looks methods up on the
+    server's class, which its module does not export."""
+    jvm, cls = gateway.jvm, gateway.jvm.java.lang.Class
+
+    def array(kind, items):
+        a = gateway.new_array(kind, len(items))
+        for i, item in enumerate(items):
+            a[i] = item
+        return a
+
+    invoke = cls.forName("javax.management.MBeanServerConnection").getMethod("invoke", array(cls, [
+        cls.forName("javax.management.ObjectName"), cls.forName("java.lang.String"),
+        cls.forName("[Ljava.lang.Object;"), cls.forName("[Ljava.lang.String;")]))
+    command = array(jvm.java.lang.String, ["dynamic_dump", str(path)])
+    system = jvm.java.lang.System
+    stdout = system.out
+    system.setOut(jvm.java.io.PrintStream(jvm.java.io.OutputStream.nullOutputStream()))  # its "Dynamic dump to file"
+    try:
+        invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), array(jvm.java.lang.Object, [
+            jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"), "vmCds",
+            array(jvm.java.lang.Object, [command]), array(jvm.java.lang.String, ["[Ljava.lang.String;"])]))
+    finally:
+        system.setOut(stdout)
+
+
+def import_spark() -> None:
+    """Import pyspark and the modules of ours that import it, on the calling thread. Two threads importing
+    pyspark.sql at once (the starter's thread in spark_session, the run's in the final read's module) can meet
+    a partially initialised module: `ImportError: cannot import name 'SQLContext' from partially initialized
+    module 'pyspark.sql'` (shrink's first try, 4 of 10 calls on a busy machine). Once imported, later
+    imports are lookups."""
+    import pyspark.sql  # noqa: F401
+
+    from . import readback  # noqa: F401  (pyspark.sql.datasource)
+
+
+class SparkStarter:
+    """Starts Spark on a thread (a JVM takes seconds), so the run overlaps it with the cluster's start."""
+
+    def __init__(self, master: str | None = None, log: Path | None = None):
+        import concurrent.futures
+
+        import_spark()
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
+        self._future = self._pool.submit(spark_session, master, log)
+
+    def get(self):
+        return self._future.result()
+
+    def stop(self, keep_classes: bool = True) -> None:
+        """Stop the session, waiting for it if it is still starting: no JVM outlives the run."""
+        if not self._future.cancel():
+            try:
+                stop_session(self._future.result(), keep_classes)
+            except Exception:  # it failed to start, or the JVM is gone already (Ctrl-C reached it too)
+                pass
+        self._pool.shutdown(wait=False)
+
+
+class SharedSpark:
+    """One Spark session for many runs (a --repeat series, shrink's tries): a JVM start (seconds) paid once.
+    Started at once in the background, like SparkStarter; a run that did not complete discards it (the next
+    run starts a fresh one), so a session a failure may have left broken is never reused."""
+
+    def __init__(self, master: str | None = None, log: Path | None = None):
+        self.master, self.log = master, log
+        self._starter: SparkStarter | None = SparkStarter(master, log)
+
+    def get(self):
+        if self._starter is None:
+            self._starter = SparkStarter(self.master, self.log)
+        return self._starter.get()
+
+    def discard(self, keep_classes: bool = False) -> None:
+        if self._starter is not None:
+            self._starter.stop(keep_classes)
+            self._starter = None
+
+    def stop(self, keep_classes: bool = True) -> None:
+        self.discard(keep_classes)
+
+
+def _warm(batches):
+    import harness.analysis.anomalies  # noqa: F401  (numpy, pyarrow and the definitions, once per worker)
+
+    yield from batches
+
+
+def _warm_up(spark, cores: int) -> None:
+    """Start the Python workers and import the analysis in them now, as part of Spark's start-up
+    (the run overlaps it with the cluster's), rather than inside the first timed analysis; and take the
+    final read's path once with nothing to read (its planning and reader workers: the first read of a
+    session took 4.4 s for 200,000 records, the next ones 1.1 s; after this one, 1.9 s)."""
+    from .readback import read_topic
+
+    spark.range(cores, numPartitions=cores).mapInArrow(_warm, "id long").collect()
+    read_topic(spark, {}, "warm-up", 0, split=0).write.format("noop").mode("overwrite").save()
