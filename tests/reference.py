@@ -1,6 +1,6 @@
 """The anomaly definitions as plain Python loops: slow, small and obviously right (the test oracle).
 
-Written straight from DESIGN.md's Words, independently of harness/analysis/anomalies.py.
+Written straight from the README's Words, independently of harness/analysis/anomalies.py.
 """
 
 from collections import defaultdict

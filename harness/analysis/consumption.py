@@ -8,7 +8,7 @@ value), `positions` each partition's final position (where the group would start
 committed offset, or the offset idempotent-sink stored), `events` what the members saw (assign, ...).
 A record is a log position (partition, offset); a value written twice by the producer is two records.
 
-Definitions (DESIGN.md "Words"; metrics.py has one line for each):
+Definitions (the README's Words; metrics.py has one line for each):
   reprocessed   records processed more than once (counted once each, however many repeats)
   skipped       records in the log never processed whose partition's final position is past them:
                 the group moved on without them (at-most-once's loss)

@@ -2,7 +2,7 @@
 
 The summary, the CLI table, the report, JUnit, the names allowed in expectations and
 `allow` lists, and the per-partition table are all derived from METRICS; nothing else
-lists metric names. The words follow DESIGN.md ("Words") and the README.
+lists metric names. The words follow the README's Words.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ folder holds modules of two layers (README, Layout). Imports inside functions co
 at start-up, not from a reader."""
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -171,3 +172,29 @@ def test_the_import_reader_sees_deferred_and_relative_imports():
     assert "harness.engine.session" in GRAPH["harness.run"]
     assert "harness.cluster.topic" in GRAPH["harness.cluster.base"]  # `from .topic import ...`
     assert "harness.proxy.guard" in GRAPH["harness.proxy.server"]
+
+
+def layout() -> str:
+    readme = (HARNESS.parent / "README.md").read_text()
+    return readme.split("## Layout", 1)[1].split("```", 2)[1]
+
+
+def test_the_readme_layout_names_every_module_and_nothing_that_is_not_there():
+    text = layout()
+    missing = []
+    for name, path in MODULES.items():
+        rel = path.relative_to(HARNESS)
+        if rel.name in ("__init__.py", "__main__.py") and str(rel) != "cluster/__init__.py":
+            continue  # a package's facade or entry, named by its folder
+        if rel.parts[:2] == ("faults", "kinds"):
+            continue  # one module a kind: faults/kinds/ says so, the README's table of faults names each
+        where = f"harness/{rel}" if len(rel.parts) == 1 else f"harness/{rel.parts[0]}/"
+        block = text.split(where, 1)[1].split("\nharness/", 1)[0] if where in text else ""
+        if len(rel.parts) == 1 and where not in text and not any(
+                rel.name in line for line in text.splitlines() if line.startswith("harness/")):
+            missing.append(str(rel))
+        elif len(rel.parts) > 1 and "/".join(rel.parts[1:]) not in block:
+            missing.append(str(rel))
+    assert not missing, f"the README's Layout does not name: {', '.join(missing)}"
+    named = set(re.findall(r"harness/[\w/]+\.py", text))
+    assert {n for n in named if not (HARNESS.parent / n).is_file()} == set()
