@@ -20,6 +20,7 @@ from pydantic import (AfterValidator, BeforeValidator, Discriminator, Field, Pla
                       PrivateAttr, Tag, ValidationError, ValidationInfo, field_validator, model_validator)
 
 from . import yamlfile
+from .explore.space import ExploreSpec, cross_check
 from .faults.kind import BrokerTarget, FollowerTarget
 from .faults.registry import KINDS, Fault
 from .schema import MAX_SECONDS, Seconds, Strict, stored
@@ -28,7 +29,7 @@ from .exits import UsageError
 from .verdict import Rule, parse_rule
 
 # A model check's message that names its field first: "expectations.a.dupes: unknown metric ..."
-FIELD_FIRST = re.compile(r"^(expectations|faults|fault_window|topic|variants|cluster|workload)(\.[^:]*)?: ")
+FIELD_FIRST = re.compile(r"^(expectations|faults|fault_window|topic|variants|cluster|workload|explore)(\.[^:]*)?: ")
 # An expectation rule, parsed once when the file loads; written back as its text ("== 0").
 RuleField = Annotated[Rule, BeforeValidator(parse_rule), PlainSerializer(str)]
 
@@ -549,6 +550,8 @@ class ExperimentSpec(Strict):
     fault_window: Annotated[Seconds, Field(gt=0)] | None = Field(
         None, description="seconds over which repeated faults are planned; default messages / rate")
     expectations: dict[str, dict[str, RuleField]] = Field(default_factory=dict)
+    explore: ExploreSpec | None = Field(None, description="the fault space `kafka-chaos explore` draws its tries' "
+                                                           "schedules from; `kafka-chaos run` runs `faults` only")
 
     # Said before the run starts (preflight): e.g. matrix combinations librdkafka refuses, skipped.
     _notes: list[str] = PrivateAttr(default_factory=list)
@@ -706,6 +709,8 @@ class ExperimentSpec(Strict):
             raise ValueError("fault_window: repeated faults need a time window: set workload.rate or fault_window")
         if not stored(info):
             self._faults_fire()
+            if self.explore is not None:
+                cross_check(self.explore, self)
         return self
 
     def _faults_fire(self) -> None:
