@@ -1,0 +1,69 @@
+"""What a fault space can never give this experiment, refused before an exploration starts (exit 2).
+
+The section's own checks (space.py) run when the file loads; these need the experiment as a whole: a kind it
+cannot take (the kind's own problem), a value it names that the experiment refuses (a broker it does not have),
+more faults a try than its window lets start, and, generically, a space from which no schedule plans (the
+faults always meet on one broker: the overlap rule). What the backend cannot inject is preflight's
+(check_explore), which asks the cluster layer this pure one may not import.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+from ..faults.registry import KINDS
+from ..schedule import ScheduleError
+from ..schema import MAX_FAULTS_PER_SECOND
+from ..spec import ExperimentSpec, SpecError
+from .generate import draw, schedule_of, try_spec
+from .space import as_field, window
+
+TRIES = 200  # schedules drawn (with a fixed generator) before a space is called one that never plans
+
+
+def _probe(spec: ExperimentSpec, kind: str, name: str, value) -> str:
+    """Why the experiment refuses a one-fault try whose `name` is `value`, every other setting at its first
+    value ("" when it takes it), said of the explore field the experiment's own message names."""
+    settings = spec.explore.settings(kind)
+    values = {**{n: s.values[0] for n, s in settings.items()}, name: value}
+    entry = {"kind": kind, "at": window(spec.explore, spec)[0], **{n: as_field(kind, n, v) for n, v in values.items()}}
+    try:
+        try_spec(spec, [entry])
+    except SpecError as e:
+        first = str(e).splitlines()[0].split(": ", 1)[1]  # "<name> (explored try): faults.0.target: ..."
+        return first.replace("faults.0.", f"explore.kinds.{kind}.", 1).replace("faults.0:", f"explore.kinds.{kind}:", 1)
+    return ""
+
+
+def check_space(spec: ExperimentSpec, path: Path) -> None:
+    """SpecError `FILE: explore...: why` when the space can never draw a schedule this experiment runs."""
+    explore = spec.explore
+    for kind in explore.kinds:
+        problem = KINDS[kind].problem(spec)
+        if problem:
+            raise SpecError(f"{path}: explore.kinds.{kind}: {problem}")
+    for kind, given in explore.kinds.items():  # each value the file names, at each end of its range
+        for name in given:
+            for value in explore.settings(kind)[name].values:
+                problem = _probe(spec, kind, name, value)
+                if problem:
+                    raise SpecError(f"{path}: {problem}")
+    low, high = window(explore, spec)
+    # check_rate: at most MAX_FAULTS_PER_SECOND start within any one second, and a window of L seconds holds
+    # floor(L) + 1 such seconds that do not overlap.
+    room = MAX_FAULTS_PER_SECOND * (math.floor(high - low) + 1)
+    if explore.faults[0] > room:
+        raise SpecError(f"{path}: explore.faults: a try holds at least {explore.faults[0]} faults, and at most "
+                        f"{room} can start within the window [{low:g}, {high:g}] s ({MAX_FAULTS_PER_SECOND} a second)")
+    rng = random.Random(0)
+    last: Exception | None = None
+    for _ in range(TRIES):
+        try:
+            schedule_of(spec, draw(spec, rng), spec.seed)
+            return
+        except (ScheduleError, SpecError) as e:
+            last = e
+    raise SpecError(f"{path}: explore: none of {TRIES} schedules drawn from the space could be planned; the "
+                    f"last: {last}")
