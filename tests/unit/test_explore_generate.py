@@ -2,6 +2,7 @@
 generator's state, planned as `kafka-chaos run` plans it, and written out as an experiment `run` takes."""
 
 import random
+from pathlib import Path
 
 import pytest
 import yaml
@@ -167,3 +168,14 @@ def test_next_schedule_gives_up_on_a_space_that_never_plans(tmp_path):
     spec = load_spec(write(tmp_path, doc))
     with pytest.raises(ScheduleError, match="none of 100 schedules drawn could be planned; the last: faults"):
         next_schedule(spec, random.Random(0), None)
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[2] / "experiments").rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_a_try_of_a_shipped_experiment_with_its_own_faults_is_that_experiment(path):
+    """try_spec rebuilds an experiment from what it was given (matrix, selectors, consumer groups, transactions,
+    clusters): with the experiment's own faults, the same experiment."""
+    spec = load_spec(path)
+    assert try_spec(spec, spec.public_dict()["faults"]).public_dict() == spec.public_dict()
