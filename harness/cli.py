@@ -517,6 +517,126 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
     _exit(Exit.OK if len(found.faults) < len(recorded) else Exit.FAILED)
 
 
+def parse_budget(text: str) -> float:
+    """`--budget`: 90s, 30m, 1h, 1h30m or a number of seconds -> seconds (more than 0, at most a week)."""
+    import re
+
+    match = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or match is None:
+        raise UsageError(f"--budget {text!r}: give a duration such as 90s, 30m, 1h or 1h30m")
+    h, m, sec = (float(g) if g else 0.0 for g in match.groups())
+    seconds = h * 3600 + m * 60 + sec
+    if not 0 < seconds <= 7 * 86400:
+        raise UsageError(f"--budget {text!r}: must be more than 0 and at most a week (7 days)")
+    return seconds
+
+
+@main.command(epilog=exit_help(
+    OK="no finding: every try that ran held its checks",
+    FAILED="at least one finding (a try whose checks failed: its minimal experiment is in findings/<id>/)",
+    USAGE="bad input: the experiment's explore: section, an option, or --resume on a folder that is not an "
+          "exploration; nothing was started",
+    INFRA="the cluster, Spark or the harness failed (3 tries in a row could not run, or the cluster could not "
+          "start); what was learned is kept"))
+@click.argument("experiment", required=False, type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--budget", default=None, metavar="DURATION",
+              help="Stop starting tries after this long (90s, 30m, 1h30m; default 30m unless --tries is given). "
+                   "A finding being investigated stops at the budget too.")
+@click.option("--tries", "max_tries", type=click.IntRange(1, 1_000_000), default=None,
+              help="Stop after this many tries (with --budget: whichever comes first).")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=None,
+              help="The exploration's seed (default: the experiment's): with the try's number it fixes each try's "
+                   "schedule, so an exploration is reproducible.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
+              help="Folder that receives the exploration folder <stamp>-<experiment>-explore-<id>/.")
+@click.option("--resume", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Continue the exploration in this folder (its seed, its tries, corpus and findings). The "
+                   "experiment is its own copy unless EXPERIMENT is given (needed when it names a program, a "
+                   "KAFKA_HOME or an address: a folder's file is never trusted with those).")
+@click.option("--keep-all", is_flag=True, help="Keep every try's whole run folder (default: a try without a "
+                                                "finding is pruned to its summary, faults and spec).")
+@click.option("--random", "unguided", is_flag=True,
+              help="Draw every try fresh, never as a mutation of a try that showed something new: the baseline "
+                   "the guidance is measured against (bench/explore.py --compare).")
+@click.option("--rate-runs", type=click.IntRange(1, 100), default=5, show_default=True,
+              help="Runs of a finding's minimal schedule that give its rate.")
+@click.option("--shrink-runs", type=click.IntRange(1, 1000), default=16, show_default=True,
+              help="At most this many runs to shrink a finding's schedule.")
+@click.option("--spark-master", default=None, help="Spark master for the analysis (default local[*]).")
+def explore(experiment: Path | None, budget: str | None, max_tries: int | None, seed: int | None, out: Path,
+            resume: Path | None, keep_all: bool, unguided: bool, rate_runs: int, shrink_runs: int,
+            spark_master: str | None) -> None:
+    """Explore a fault space: run generated schedules on one cluster and keep whatever breaks.
+
+    EXPERIMENT is an experiment file with an explore: section (the fault kinds a try may draw, ranges for
+    their settings and targets, how many faults a try holds, the window they fall in, the try's size).
+    Each try draws a schedule (fresh, or a mutation of an earlier try that showed an event never seen
+    before), runs every variant under it and is judged as a run is. Tries that fail the same way are one
+    finding; each new finding is shrunk to the fewest faults that still show it, run again for its rate,
+    and written as an ordinary experiment (findings/<id>/experiment.yaml) that `kafka-chaos run` replays.
+    Ctrl-C keeps what was learned; --resume continues.
+    """
+    from . import signals
+    from .explore.folder import ExplorationFolder
+    from .explore.session import explore as exploring, start
+    from .explore.check import check_explore
+    from .preflight import prepare_clients
+    from .terminal import ExploreProgress
+
+    folder = None
+    try:
+        if experiment is None and resume is None:
+            raise UsageError("give an EXPERIMENT with an explore: section, or --resume FOLDER")
+        budget_s = parse_budget(budget) if budget is not None else (None if max_tries else 1800.0)
+        if resume is not None:
+            folder = ExplorationFolder.open(resume)
+            facts = folder.facts()
+            if seed is not None and seed != facts["seed"]:
+                raise UsageError(f"--seed {seed}: {resume} explores with seed {facts['seed']}; a resumed "
+                                 "exploration keeps its seed")
+            if experiment is None:
+                from .shrink import folder_hazards
+                from .yamlfile import load as load_yaml
+
+                hazards = folder_hazards(load_yaml(folder.experiment_path) or {})
+                if hazards:
+                    raise UsageError(f"{folder.experiment_path}: names {', '.join(hazards)}: give the experiment "
+                                     "file you trust: kafka-chaos explore EXPERIMENT --resume " + str(resume))
+        path = experiment or folder.experiment_path
+        spec = check_explore(path, spark_master)
+        if folder is not None and spec.name != folder.facts()["experiment"]:
+            raise UsageError(f"{path}: experiment {spec.name}, but {resume} explores {folder.facts()['experiment']}")
+        _writable_dir(out)
+        prepare_clients(spec, path)  # last: an install takes minutes, and bad input must not wait for it
+    except Exception as e:
+        _fail(e)
+    signals.install()
+    _remove_stale_namespaces()
+    if folder is None:
+        import yaml
+
+        folder = start(spec, yaml.safe_dump(spec.public_dict(), sort_keys=False), out,
+                       spec.seed if seed is None else seed, not unguided)
+    say(f"exploring {spec.name}: {len(spec.variants)} variant(s), {len(spec.explore.kinds)} fault kind(s) · "
+        + (f"budget {budget_s / 60:g} min" if budget_s else "") + (f" · {max_tries} tries" if max_tries else "")
+        + f" · {folder.path}", "bold")
+    progress = ExploreProgress(budget_s, max_tries, time.monotonic)
+    try:
+        with progress.status:
+            done = exploring(spec, folder, budget_s, max_tries, keep_all, rate_runs, shrink_runs, spark_master,
+                             progress, progress.run)
+    except BaseException as e:
+        say(f"what was learned is kept in {folder.path}; continue with: kafka-chaos explore --resume {folder.path}",
+            err=True)
+        _fail(e)
+    ran = len(done.tries)
+    say(f"{ran} tries, {len(done.corpus.seen)} distinct events, {len(done.findings)} finding(s) · page: "
+        f"{folder.report}", "bold")
+    for f in done.findings.values():
+        say(f"  {f['id']}: {' · '.join(f['signature'])}; replay: kafka-chaos run {folder.path / f['experiment']}")
+    _exit(Exit.FAILED if done.findings else Exit.OK)
+
+
 @main.command()
 def doctor() -> None:
     """Show what is available (Tansu, Java, Spark, toxiproxy-server, Docker, KAFKA_HOME) and how to fix what is not.

@@ -62,32 +62,6 @@ def check(experiment: Path, seed: int | None, replay: Path | None, spark_master:
     return spec, schedule
 
 
-def check_explore(experiment: Path, spark_master: str | None) -> ExperimentSpec:
-    """The spec for `kafka-chaos explore`, or SpecError / UsageError: check()'s checks but the schedule (each try
-    plans its own), with the fault space's: the kinds the backend can inject, and a space that can draw a
-    schedule this experiment runs (explore/check.py)."""
-    from .cluster import input_problems, unsupported_faults
-    from .explore.check import check_space
-
-    check_spark_master(spark_master)
-    spec = load_spec(experiment)
-    if spec.explore is None:
-        raise SpecError(f"{experiment}: explore: missing: `kafka-chaos explore` needs an explore: section declaring "
-                        "the fault space (see README)")
-    check_producer_configs(spec, experiment)
-    check_consumer_configs(spec, experiment)
-    cannot = unsupported_faults(spec.cluster, set(spec.explore.kinds))
-    if cannot:
-        raise SpecError(f"{experiment}: explore.kinds: backend {spec.cluster.backend} with broker "
-                        f"{spec.cluster.broker} cannot inject {', '.join(cannot)}")
-    problems = input_problems(spec.cluster)
-    if problems:
-        raise SpecError("\n".join(f"{experiment}: {p}" for p in problems))
-    check_features(spec, experiment)
-    check_space(spec, experiment)
-    return spec
-
-
 def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_master: str | None):
     """check(), then the client versions installed: for callers with no checks of their own after it."""
     spec, schedule = check(experiment, seed, replay, spark_master)

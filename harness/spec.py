@@ -20,7 +20,7 @@ from pydantic import (AfterValidator, BeforeValidator, Discriminator, Field, Pla
                       PrivateAttr, Tag, ValidationError, ValidationInfo, field_validator, model_validator)
 
 from . import yamlfile
-from .explore.space import ExploreSpec, cross_check
+from .space import ExploreSpec, cross_check
 from .faults.kind import BrokerTarget, FollowerTarget
 from .faults.registry import KINDS, Fault
 from .schema import MAX_SECONDS, Seconds, Strict, stored

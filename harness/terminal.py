@@ -206,3 +206,70 @@ def print_checks(checks) -> None:
         console.print(Text.assemble(mark, f" {c.name:<17} {c.detail}"))
         if not c.ok and c.fix:
             say(f"         fix: {c.fix}")
+
+
+class ExploreProgress:
+    """An exploration on the terminal: a line per try (what was drawn, the verdict, what was new), a line per
+    finding, and a status line: tries, findings, distinct events, time left. Its `run` listener names the
+    stage of the run in progress on the status line."""
+
+    def __init__(self, budget_s: float | None, max_tries: int | None, clock):
+        from rich.status import Status
+
+        self.budget_s, self.max_tries, self.clock = budget_s, max_tries, clock
+        self.started = clock()
+        self.tries = self.findings = self.events = 0
+        self.status = Status("", console=console)
+        self.stage = "starting"
+        self.run = _StageListener(self)
+        self._draw()
+
+    def _draw(self) -> None:
+        parts = [f"try {self.tries + 1}{'/' + str(self.max_tries) if self.max_tries else ''}: {self.stage}",
+                 f"{self.findings} finding(s)", f"{self.events} distinct events"]
+        if self.budget_s is not None:
+            left = max(0.0, self.budget_s - (self.clock() - self.started))
+            parts.append(f"{left / 60:.1f} min left")
+        self.status.update(shown(" · ".join(parts)))
+
+    def tried(self, row: dict, findings: int, events: int) -> None:
+        self.tries, self.findings, self.events = self.tries + 1, findings, events
+        faults = len(row.get("faults", []))
+        verdict = row.get("verdict")
+        line = (f"try {row['try']} ({row.get('origin')}, {faults} fault(s)): {verdict}"
+                + (f" ({row['reason']})" if row.get("reason") else "")
+                + (f" · {' · '.join(row['signature'])}" if row.get("signature") else "")
+                + (f" · {len(row['new_events'])} new event(s)" if row.get("new_events") else "")
+                + f" · {row.get('seconds')} s" + (f" · cluster {row['rebuilt']}" if row.get("rebuilt") else ""))
+        console.print(shown(line, "green" if verdict == PASS else "yellow"))
+        self.stage = "drawing"
+        self._draw()
+
+    def investigating(self, finding: str, what: str) -> None:
+        self.stage = f"investigating {finding}: {what}"
+        self._draw()
+
+    def found(self, row: dict) -> None:
+        self.findings += 1
+        hits, ran = row["rate"]
+        how = "1-minimal" if row["one_minimal"] else "shrinking stopped by the budget"
+        console.print(shown(f"finding {row['id']}: {' · '.join(row['signature'])}: {len(row['minimal_faults'])} of "
+                            f"{row['faults']} fault(s) ({how}), shown in {hits} of {ran} runs", "bold red"))
+        self._draw()
+
+
+class _StageListener:
+    """A run's phases (run.Listener), shown on the exploration's status line."""
+
+    def __init__(self, progress: ExploreProgress):
+        self.progress = progress
+
+    def phase(self, variant: str, what: str) -> None:
+        self.progress.stage = f"{variant}: {what}"
+        self.progress._draw()
+
+    def sent(self, variant: str, count: int, total: int) -> None:
+        pass
+
+    def warning(self, text: str) -> None:
+        pass

@@ -3,8 +3,8 @@
 The section's own checks (space.py) run when the file loads; these need the experiment as a whole: a kind it
 cannot take (the kind's own problem), a value it names that the experiment refuses (a broker it does not have),
 more faults a try than its window lets start, and, generically, a space from which no schedule plans (the
-faults always meet on one broker: the overlap rule). What the backend cannot inject is preflight's
-(check_explore), which asks the cluster layer this pure one may not import.
+faults always meet on one broker: the overlap rule). check_explore is the explore command's whole preflight:
+preflight.py's checks of a run but the schedule, the backend's faults, and these.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import random
 from pathlib import Path
 
 from ..faults.registry import KINDS
+from ..cluster import input_problems, unsupported_faults
+from ..preflight import check_consumer_configs, check_features, check_producer_configs, check_spark_master
 from ..schedule import ScheduleError
 from ..schema import MAX_FAULTS_PER_SECOND
-from ..spec import ExperimentSpec, SpecError
+from ..space import as_field, window
+from ..spec import ExperimentSpec, SpecError, load_spec
 from .generate import draw, schedule_of, try_spec
-from .space import as_field, window
 
 TRIES = 200  # schedules drawn (with a fixed generator) before a space is called one that never plans
 
@@ -67,3 +69,26 @@ def check_space(spec: ExperimentSpec, path: Path) -> None:
             last = e
     raise SpecError(f"{path}: explore: none of {TRIES} schedules drawn from the space could be planned; the "
                     f"last: {last}")
+
+
+def check_explore(experiment: Path, spark_master: str | None) -> ExperimentSpec:
+    """The spec for `kafka-chaos explore`, or SpecError / UsageError: check()'s checks but the schedule (each try
+    plans its own), with the fault space's: the kinds the backend can inject, and a space that can draw a
+    schedule this experiment runs (explore/check.py)."""
+    check_spark_master(spark_master)
+    spec = load_spec(experiment)
+    if spec.explore is None:
+        raise SpecError(f"{experiment}: explore: missing: `kafka-chaos explore` needs an explore: section declaring "
+                        "the fault space (see README)")
+    check_producer_configs(spec, experiment)
+    check_consumer_configs(spec, experiment)
+    cannot = unsupported_faults(spec.cluster, set(spec.explore.kinds))
+    if cannot:
+        raise SpecError(f"{experiment}: explore.kinds: backend {spec.cluster.backend} with broker "
+                        f"{spec.cluster.broker} cannot inject {', '.join(cannot)}")
+    problems = input_problems(spec.cluster)
+    if problems:
+        raise SpecError("\n".join(f"{experiment}: {p}" for p in problems))
+    check_features(spec, experiment)
+    check_space(spec, experiment)
+    return spec

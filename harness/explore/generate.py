@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..faults.registry import KINDS, Fault
 from ..schedule import PlannedFault, ScheduleError, plan
 from ..spec import ExperimentSpec, SpecError, validation_message
-from .space import OneOf, Setting, Span, as_field, try_window, window
+from ..space import OneOf, Setting, Span, as_field, try_window, window
 
 MAX_REDRAWS = 50  # draws of one fault's settings until the kind and the experiment take them together
 MAX_ATTEMPTS = 100  # schedules drawn by next_schedule until one plans

@@ -9,7 +9,18 @@ from urllib.parse import quote
 
 from ..runfolder import RunFolder, SeriesFolder, compare_pages, write_page, write_runs_index
 from .load import load, load_aggregate, load_compare, load_index, load_series
-from .render import render_aggregate, render_compare, render_index, render_run
+from .render import render_aggregate, render_compare, render_exploration, render_index, render_run
+
+
+def write_exploration_report(folder) -> Path:
+    """<exploration>/index.html (explore/folder.py): its tries, findings and coverage, from its journals."""
+    tries = folder.tries()
+    for t in tries:  # a try's kept folder, relative to the page
+        path = Path(t.get("folder") or "")
+        if (path / "summary.json").exists() and folder.path in path.parents:
+            t["kept"] = quote(os.path.relpath(path, folder.path), safe="/.")
+    view = {"facts": {**folder.facts(), "path": str(folder.path)}, "tries": tries, "findings": folder.findings()}
+    return write_page(folder.report, render_exploration(view))
 
 
 def write_report(folder: RunFolder) -> Path:

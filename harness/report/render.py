@@ -321,3 +321,46 @@ def render_index(runs: list[dict], series: list[dict] = (), compares: list[str] 
         trend.append(charts.trend(f"{metric} per variant, oldest run left", [r["folder"] for r in oldest_first], lines))
     return _env().get_template("index.html.j2").render(runs=runs, trend=trend, series=series, ci=interval_text,
                                                        compares=compares)
+
+
+def fault_text(fault: dict) -> str:
+    """A drawn fault in one line: `latency at 1.2 s for 0.8 s on all (latency_ms=3000)`."""
+    timing = {"kind", "at", "duration", "downtime", "target"}
+    length = fault.get("downtime", fault.get("duration"))
+    settings = ", ".join(f"{k}={fault[k]}" for k in sorted(fault) if k not in timing)
+    target = fault.get("target", "all")
+    if isinstance(target, dict):
+        target = ", ".join(f"{k} {val}" for k, val in target.items())
+    return (f"{fault.get('kind')} at {fault.get('at')} s" + (f" for {length} s" if length is not None else "")
+            + f" on {target}" + (f" ({settings})" if settings else ""))
+
+
+def render_exploration(view: dict) -> str:
+    """<exploration>/index.html: its findings, its tries and whether it is still learning."""
+    tries, findings = view["tries"], view["findings"]
+    infra = sum(1 for t in tries if t.get("status") != COMPLETE)
+    events, found, points_try, points_time = set(), {}, {"distinct events": [], "findings": []}, \
+        {"distinct events": [], "findings": []}
+    for t in tries:
+        events |= set(t.get("events", []))
+        if t.get("finding"):
+            found[t["finding"]] = True
+        end = t.get("at_s", 0.0) + t.get("seconds", 0.0)
+        for key, n in (("distinct events", len(events)), ("findings", len(found))):
+            points_try[key].append(n)
+            points_time[key].append((end, n))
+    minutes = round(max((t.get("at_s", 0) + t.get("seconds", 0) for t in tries), default=0) / 60, 1)
+    if findings:
+        css, line = "fail", f"FOUND {len(findings)}: " + "; ".join(
+            f"{f['id']} {' · '.join(f['signature'])} ({f['rate'][0]} of {f['rate'][1]} runs)" for f in findings)
+    elif tries and infra == len(tries):
+        css, line = "fail", f"NOTHING RAN: all {infra} tries could not run"
+    else:
+        css, line = "pass", f"NOTHING FOUND in {len(tries) - infra} tries ({minutes} min)"
+    return _env().get_template("explore.html.j2").render(
+        x=view["facts"], tries=tries, findings=findings, headline=line, headline_class=css, infra=infra,
+        events=len(events), minutes=minutes, rebuilds=sum(1 for t in tries if t.get("rebuilt")),
+        fault_text=fault_text,
+        by_try=charts.trend("distinct events and findings by try", [str(t["try"]) for t in tries], points_try),
+        by_time=charts.timeline("distinct events and findings by seconds of exploration", 0.0,
+                                max([p[0] for p in points_time["findings"]] + [1.0]), points_time, []))

@@ -1,4 +1,4 @@
-"""The explore: section (harness/explore/space.py) and what a space can never give its experiment
+"""The explore: section (harness/space.py) and what a space can never give its experiment
 (harness/explore/check.py): every refusal names its field, defaults come from the kinds' own ranges."""
 
 import pytest
@@ -7,9 +7,9 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.explore.check import check_space
-from harness.explore.space import Fixed, OneOf, Span, default_target
+from harness.space import Fixed, OneOf, Span, default_target
 from harness.faults.registry import KINDS
-from harness.preflight import check_explore
+from harness.explore.check import check_explore
 from harness.spec import SpecError, load_spec
 from tests.unit.test_spec import error_of, write
 

@@ -21,13 +21,14 @@ LAYERS = [
     ("fault kinds", ["harness.faults"]),
     ("plan and judgement (pure)", ["harness.exits", "harness.verdict", "harness.summary", "harness.aggregate",
                                    "harness.junit", "harness.spec", "harness.schedule", "harness.shrink",
-                                   "harness.explore"]),
+                                   "harness.space"]),
     ("run folder", ["harness.runfolder", "harness.folder_schema"]),
     ("services", ["harness.cluster", "harness.proxy"]),
     ("workloads and faults", ["harness.workload", "harness.nemesis"]),
     ("analysis engine", ["harness.engine"]),
     ("one run, its checks and its pages", ["harness.run", "harness.preflight", "harness.report", "harness.doctor",
                                            "harness.repeat"]),
+    ("exploration", ["harness.explore"]),
     ("entry points", ["harness.cli", "harness.terminal", "harness.job", "harness.__main__"]),
 ]
 # The package's __init__ is the public facade: `from harness import open_run` defers to the run folder so that

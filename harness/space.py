@@ -21,9 +21,9 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from ..faults.kind import WORKLOAD_TARGET, Downtime
-from ..faults.registry import KINDS
-from ..schema import MAX_SECONDS, Strict
+from .faults.kind import WORKLOAD_TARGET, Downtime
+from .faults.registry import KINDS
+from .schema import MAX_SECONDS, Strict
 
 # Fields of a fault entry that are its timing, not settings a space draws: a try's faults are single faults at
 # a drawn time, never repeated.

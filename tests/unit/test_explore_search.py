@@ -1,0 +1,158 @@
+"""The exploration loop (harness/explore/search.py) with a fake runner: a planted bug that shows only when
+two fault kinds meet is found, shrunk to exactly those two and given its rate; infrastructure is never a
+finding; a resumed exploration continues where the journal ends. No broker, no Spark, no clock."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from harness.exits import InfraError
+from harness.explore.folder import ExplorationFolder
+from harness.explore.search import Exploration, Outcome
+from harness.schedule import plan
+from harness.spec import ExperimentSpec, load_spec
+from harness.status import COMPLETE, ERROR
+
+EXPERIMENT = {
+    "name": "planted",
+    "workload": {"messages": 10_000, "rate": 1_000},
+    "variants": [{"name": "on", "producer": {"enable.idempotence": True}},
+                 {"name": "other", "producer": {"enable.idempotence": True}}],
+    "explore": {"kinds": {"latency": {}, "lost-acks": {}, "reset-connections": {}, "slow-close": {}},
+                "faults": [3, 6], "window": [0.5, 8.0]},
+}
+BUG = {"lost-acks", "reset-connections"}  # the planted bug needs both
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def summary_of(faults: list[dict], variants) -> dict:
+    kinds = {f["kind"] for f in faults}
+    entries = {}
+    for name in variants:
+        failed = name == "on" and BUG <= kinds
+        entries[name] = {"verdict": "fail" if failed else "pass", "produce_seconds": 1.0,
+                         "expectations": [{"metric": "duplicates", "status": "fail" if failed else "pass"}]}
+    return {"verdict": "fail" if any(v["verdict"] == "fail" for v in entries.values()) else "pass",
+            "variants": entries}
+
+
+class FakeRunner:
+    """Runs nothing: the planted bug decides the verdict; each kind drawn is an event; each run takes 10 s."""
+
+    def __init__(self, clock: FakeClock, infra: set[int] = frozenset()):  # infra: the tries that cannot run
+        self.clock, self.infra, self.calls = clock, infra, []
+
+    def __call__(self, faults, seed, variants, purpose) -> Outcome:
+        self.calls.append((purpose, [f["kind"] for f in faults], variants))
+        self.clock.now += 10.0
+        if purpose in {f"try {n}" for n in self.infra}:
+            return Outcome(ERROR, None, reason="broker 0 died outside the fault schedule", seconds=10.0)
+        names = variants or ("on", "other")
+        return Outcome(COMPLETE, summary_of(faults, names), frozenset(f"client {f['kind']}" for f in faults),
+                       seconds=10.0, workload_seconds=2.0)
+
+
+def exploration(tmp_path, runner, clock, **kw) -> Exploration:
+    spec = ExperimentSpec.model_validate(EXPERIMENT)
+    folder = kw.pop("folder", None) or ExplorationFolder.create(tmp_path, spec.name, {"seed": 7, "guided": True},
+                                                                yaml.safe_dump(EXPERIMENT))
+    return Exploration(spec, runner, folder, 7, clock=clock, **kw)
+
+
+def test_a_bug_of_two_kinds_together_is_found_and_shrunk_to_exactly_those_two(tmp_path):
+    clock = FakeClock()
+    runner = FakeRunner(clock)
+    x = exploration(tmp_path, runner, clock, max_tries=40)
+    x.execute()
+    assert len(x.findings) == 1
+    (finding,) = x.findings.values()
+    assert finding["signature"] == ["on: duplicates"]
+    assert sorted(f["kind"] for f in finding["minimal_faults"]) == sorted(BUG)
+    assert finding["one_minimal"] is True
+    assert finding["rate"] == [5, 5] and finding["rate_interval"][1] == 1.0
+    first = next(t for t in x.tries if t["try"] == finding["first_try"])
+    assert BUG <= {f["kind"] for f in first["faults"]} and first["finding"] is None
+    # later tries with the same signature are the same finding, never a new one
+    again = [t for t in x.tries if t["signature"] and t["try"] > finding["first_try"]]
+    assert all(t["finding"] == finding["id"] for t in again)
+    # the shrink and rate runs ran the failing variant alone
+    assert all(v == ("on",) for p, _, v in runner.calls if not p.startswith("try"))
+    # the minimal experiment is an ordinary experiment file that plans exactly the two faults
+    written = tmp_path / x.folder.id / "findings" / finding["id"] / "experiment.yaml"
+    spec = load_spec(written)
+    assert sorted(f.kind for f in plan(spec, spec.seed)) == sorted(BUG)
+    assert (written.parent / "evidence.txt").read_text().startswith(f"finding {finding['id']}")
+
+
+def test_no_bug_no_finding_and_passing_tries_are_pruned(tmp_path):
+    clock = FakeClock()
+    global BUG
+    saved, BUG = BUG, {"nonexistent-kind"}
+    try:
+        x = exploration(tmp_path, FakeRunner(clock), clock, max_tries=8)
+        x.execute()
+    finally:
+        BUG = saved
+    assert x.findings == {} and len(x.tries) == 8
+    assert all(t["verdict"] == "pass" and t["signature"] == [] for t in x.tries)
+
+
+def test_a_try_that_could_not_run_is_infrastructure_never_a_finding(tmp_path):
+    clock = FakeClock()
+    x = exploration(tmp_path, FakeRunner(clock, infra={2}), clock, max_tries=3)
+    x.execute()
+    row = x.tries[1]
+    assert row["status"] == ERROR and row["verdict"] == ERROR and row["signature"] == []
+    assert "died outside" in row["reason"]
+
+
+def test_three_tries_in_a_row_that_cannot_run_end_the_exploration(tmp_path):
+    clock = FakeClock()
+    x = exploration(tmp_path, FakeRunner(clock, infra={1, 2, 3}), clock, max_tries=10)
+    with pytest.raises(InfraError, match="3 tries in a row"):
+        x.execute()
+    assert len(x.folder.tries()) == 3  # journaled before it stopped
+
+
+def test_the_budget_stops_the_exploration(tmp_path):
+    clock = FakeClock()
+    x = exploration(tmp_path, FakeRunner(clock), clock, budget_s=55)
+    x.execute()
+    assert len([t for t in x.tries]) >= 1 and clock.now <= 55 + 10 * (16 + 5 + 1)
+
+
+def test_same_seed_same_tries_and_resume_continues_the_journal(tmp_path):
+    clock = FakeClock()
+    a = exploration(tmp_path / "a", FakeRunner(clock), clock, max_tries=6)
+    a.execute()
+    b = exploration(tmp_path / "b", FakeRunner(clock), clock, max_tries=3)
+    b.execute()
+    resumed = exploration(tmp_path, FakeRunner(clock), clock, max_tries=3, folder=b.folder)
+    assert resumed.corpus.seen == b.corpus.seen
+    resumed.execute()
+    assert [t["try"] for t in b.folder.tries()] == [1, 2, 3, 4, 5, 6]
+    assert [t["faults"] for t in b.folder.tries()] == [t["faults"] for t in a.folder.tries()]
+
+
+def test_random_exploration_draws_every_try_fresh(tmp_path):
+    clock = FakeClock()
+    x = exploration(tmp_path, FakeRunner(clock), clock, max_tries=10, guided=False)
+    x.execute()
+    assert {t["origin"] for t in x.tries} == {"fresh"}
+
+
+def test_a_journal_cut_short_by_a_kill_loses_only_its_last_line(tmp_path):
+    clock = FakeClock()
+    x = exploration(tmp_path, FakeRunner(clock), clock, max_tries=3)
+    x.execute()
+    journal = x.folder.path / "tries.jsonl"
+    journal.write_text(journal.read_text() + '{"try": 4, "fau')  # the kill landed mid-write
+    assert [t["try"] for t in x.folder.tries()] == [1, 2, 3]
