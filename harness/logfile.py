@@ -22,7 +22,7 @@ class FileLogger(logging.Logger):
         super().__init__(f"kafka-chaos.{path}", logging.DEBUG)
         path.parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(path)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         self.addHandler(handler)
 
     def close(self) -> None:

@@ -8,7 +8,9 @@
                           showed a finding (or --keep-all)
     findings/<id>/        experiment.yaml (the minimal schedule: `kafka-chaos run` reproduces it), finding.json,
                           evidence.txt, runs/ (the shrink's and the rate's run folders)
-    logs/                 the long-lived cluster's broker, proxy and admin logs; spark.log
+    cluster-<id>/         the long-lived cluster's folder (cluster/kept.py: its logs/ holds the broker, proxy and
+                          admin logs), a new one for each rebuild
+    logs/                 spark.log
     index.html            the exploration page
 
 The journals are append-only JSON lines written whole and flushed to disk, so a harness killed mid-try (even
@@ -22,7 +24,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..runfolder import LOGS, RunFolder, RunFolderError, _new_path, _write_atomic
+from ..runfolder import LOGS, RunFolderError, _new_path, _write_atomic
 
 MARKER = "exploration.json"
 TRIES = "tries.jsonl"
@@ -74,10 +76,6 @@ class ExplorationFolder:
     @property
     def report(self) -> Path:
         return self.path / "index.html"
-
-    def cluster_folder(self) -> RunFolder:
-        """Where the long-lived cluster keeps its logs (logs/broker-N.log, ...): this folder."""
-        return RunFolder(self.path)
 
     def tries_dir(self) -> Path:
         return self.path / "tries"

@@ -67,7 +67,9 @@ class ClusterRunner:
 
     # -- what the run saw ----------------------------------------------------------------------------
     def _broker_logs(self) -> list[Path]:
-        return sorted(self.folder.logs.glob("broker-*.log"))
+        """The brokers' logs of the kept cluster (cluster/kept.py: <folder>/cluster-<id>/logs/, a new folder
+        for each rebuild)."""
+        return sorted(self.folder.path.glob("cluster-*/logs/broker-*.log"))
 
     def _broker_log_sizes(self) -> dict[Path, int]:
         return {p: p.stat().st_size for p in self._broker_logs()}
@@ -76,7 +78,7 @@ class ClusterRunner:
         """What the brokers wrote while the run ran (from each log's size before it; a log begun anew by a
         rebuilt cluster is read whole), also kept in the run folder."""
         lines = []
-        for path in self._broker_logs():
+        for path in self._broker_logs():  # a rebuilt cluster's new logs are not in marks: read whole
             start = marks.get(path, 0)
             try:
                 with open(path, "rb") as f:
@@ -86,7 +88,7 @@ class ClusterRunner:
                     text = f.read(64 * 2**20).decode("utf-8", "replace")
             except OSError:
                 continue
-            lines += [f"{path.stem}: {x}" for x in text.splitlines()]
+            lines += [f"{path.parent.parent.name}/{path.stem}: {x}" for x in text.splitlines()]
         (run_folder.logs / DURING_RUN).write_text("\n".join(lines) + ("\n" if lines else ""))
         return lines
 
