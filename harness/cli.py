@@ -19,11 +19,11 @@ import click
 
 from . import __version__
 from .analysis.metrics import METRICS
-from .exits import Exit, UsageError, exit_for_exception, exit_for_verdict
+from .exits import Exit, InfraError, UsageError, exit_for_exception, exit_for_verdict
 from .status import COMPLETE, INTERRUPTED
 from .terminal import (ProgressListener, console, print_aggregate, print_checks, print_compare, print_summary, say,
                        say_error)
-from .verdict import PASS
+from .verdict import FAIL, PASS
 
 
 def _exit(code: Exit) -> None:
@@ -196,15 +196,16 @@ def _remove_stale_namespaces() -> None:
 
 
 def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_master: str | None,
-              junit: Path | None, heading: str = "", brief: bool = False, spark=None):
+              junit: Path | None, heading: str = "", brief: bool = False, spark=None, cluster=None):
     """One run in a new run folder: progress, summary, report and runs index. spark: a SharedSpark of a
-    series of runs (else the run starts its own). -> (folder, summary, what ended it early or None, exit status)."""
+    series of runs (else the run starts its own); cluster: a KeptCluster's get (else the run starts its own).
+    -> (folder, summary, what ended it early or None, exit status)."""
     from .run import Run
     from .runfolder import RunFolder
 
     listener = ProgressListener(spec.workload.messages)
     folder = RunFolder.create(out, spec.name)
-    the_run = Run(spec, folder, seed, listener, spark_master, schedule, spark)
+    the_run = Run(spec, folder, seed, listener, spark_master, schedule, spark, cluster)
     origin = f"replayed from {replay}" if replay else f"seed {the_run.seed}"
     say(f"{heading}{spec.name}: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
         f"{len(the_run.schedule)} planned fault(s), {origin}", "bold")
@@ -236,16 +237,20 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
     from .exits import Exit
     from .repeat import Series
 
+    from . import signals
+    from .cluster.kept import KeptCluster, topics_of
     from .engine.session import SharedSpark
 
     series = Series(spec, out, count, first_seed, same_seed, until_fail, replay, schedule, experiment)
     summaries_seconds: list[float] = []
     spark = SharedSpark(spark_master, series.folder.spark_log)  # one JVM for the series
+    kept = series.cluster = KeptCluster(spec.cluster, series.folder.path)  # one cluster for the series
 
     def run_one(index: int, seed: int, schedule):
         t = time.monotonic()
         folder, summary, failure, _ = _run_once(spec, schedule, out, seed, replay, spark_master, None,
-                                                heading=f"run {index + 1}/{count}: ", brief=True, spark=spark)
+                                                heading=f"run {index + 1}/{count}: ", brief=True, spark=spark,
+                                                cluster=kept.get)
         summary = folder.read_summary() or summary  # the report's rendering may have marked it interrupted
         summaries_seconds.append(time.monotonic() - t)
         if summary is not None:
@@ -253,12 +258,29 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
             if failure is not None:
                 line += f" ({exit_for_exception(failure)[1]})"
             say(f"{line} · {folder.path / 'index.html'}", "green" if summary.get("verdict") == PASS else "yellow")
+        code = signals.interrupt_code(failure) if failure is not None else signals.received()
+        last = index + 1 == count or (until_fail and (summary or {}).get("verdict") == FAIL)
+        if code is None and not last:  # the next run gets a healed, healthy cluster
+            try:
+                why = kept.restore(topics_of(summary), delete=(summary or {}).get("verdict") == PASS)
+            except InfraError as e:  # an external cluster, which the harness cannot rebuild
+                series.stopped = str(e)
+                say_error(f"{e}; the series stops after run {index + 1}/{count}")
+            else:
+                if why is not None:
+                    say(f"run {index + 1}/{count}: the cluster was not healthy after it, {why}; the next run starts "
+                        "a fresh one", "yellow")
+        elif code is None:
+            kept.close()  # now, so aggregate.json's cluster_seconds holds its stop too
         return folder, summary, failure
 
     try:
         doc = series.execute(run_one)
     finally:
-        spark.stop()
+        try:
+            spark.stop()
+        finally:
+            kept.close()
     if junit is not None:
         from .junit import write_series
 
@@ -449,6 +471,7 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
     """
     from . import signals
     from . import shrink as shrinking
+    from .cluster.kept import KeptCluster, topics_of
     from .engine.session import SharedSpark
     from .schedule import ScheduleError
     from .preflight import prepare
@@ -488,26 +511,35 @@ def shrink(run_dir: Path, experiment: Path | None, variant: str | None, metric: 
         "tries", "bold")
     tries = []
     spark = SharedSpark(spark_master, written.with_name(f"{written.stem}-spark.log"))  # one JVM for every try
+    # one cluster for every try, restored between tries (its logs in <out>/<run>-<variant>-shrunk-clusters/)
+    kept = KeptCluster(spec.cluster, written.with_name(f"{written.stem}-clusters"))
 
     def fails(subset) -> bool:
         tries.append(len(subset))
         heading = f"try {len(tries)} ({len(subset)} of {len(recorded)} faults): "
         folder_k, summary_k, failure, _ = _run_once(spec, sorted(subset, key=lambda f: (f.at, f.id)), out, seed,
                                                     None, spark_master, None, heading=heading, brief=True,
-                                                    spark=spark)
+                                                    spark=spark, cluster=kept.get)
         if failure is not None:
             say(f"partial results of the try kept in {folder_k.path}", err=True)
             raise failure
         verdict_k = shrinking.still_fails(summary_k, name, check)
         say(f"  {'still fails' if verdict_k else 'passes'} {check} · {folder_k.path}")
+        why = kept.restore(topics_of(summary_k), delete=summary_k.get("verdict") == PASS)
+        if why is not None:
+            say(f"  the cluster was not healthy after try {len(tries)}, {why}; the next try starts a fresh one",
+                "yellow")
         return verdict_k
 
     try:
         found = shrinking.shrink(recorded, fails, max_runs)
     except Exception as e:
         _fail(e)
-    finally:
-        spark.stop()
+    finally:  # also on _fail's exit
+        try:
+            spark.stop()
+        finally:
+            kept.close()
     rows = shrinking.replay_rows(rows, name, {f.id for f in found.faults})
     written.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     kept = ", ".join(f"{f.kind} at {f.at:g} s" for f in sorted(found.faults, key=lambda f: f.at))

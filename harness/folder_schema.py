@@ -105,7 +105,8 @@ AGGREGATE_VARIANT = _object(
 AGGREGATE_FIELDS = _object(
     "Aggregate", series_id=Text, experiment=Text | None, verdict=Text, status=Text, complete=Flag, requested=Count,
     same_seed=Flag, until_fail=Flag, started_at=Text | None, ended_at=Text | None, replayed_from=Text, refused=Text,
-    failed_run=Text, failed_faults=Text, seeds=_list(Int64, AGGREGATE_RUNS),
+    failed_run=Text, failed_faults=Text, seeds=_list(Int64, AGGREGATE_RUNS), stopped=Text,
+    rebuilds=_list(_object("AggregateRebuild", after_run=Count, reason=Text), AGGREGATE_RUNS),
     # run_id is checked where it is used (SeriesFolder.run_folder: a folder name beside the series)
     runs=_list(_object("AggregateRun", seed=Int64 | None, status=Text | None, verdict=Text | None), AGGREGATE_RUNS),
     verdicts=_dict(Count, 100),

@@ -12,6 +12,11 @@ goes to a folder of its own, <out>/<stamp>-<experiment>-repeat-<id>/ (runfolder.
 with the facts of the series: the seeds, how many runs were asked for, whether it completed and,
 with --until-fail, the run that failed (its faults.jsonl replays it). The caller (the CLI) draws
 progress and renders the reports; nothing here prints.
+
+The runs share one cluster (cluster/kept.py: the caller's KeptCluster, set as `cluster`), restored between
+runs and rebuilt when it is not healthy: aggregate.json lists each rebuild (`rebuilds`: after which run, why)
+and the seconds the series spent on its clusters (`cluster_seconds`: up, restoring, down). A cluster that can
+be neither restored nor rebuilt (an external one) stops the series (`stopped`, exit 3).
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ class Series:
         self.interrupted: int | None = None
         self.started_at = _now()
         self.aggregate: dict | None = None
+        self.cluster = None  # the series' KeptCluster (cluster/kept.py), for its rebuilds and seconds
+        self.stopped: str | None = None  # why the series could not go on (run_one sets it): exit 3
 
     def execute(self, run_one: RunOne) -> dict:
         """Run the series; always leaves aggregate.json (of what ran). An interrupt stops the series
@@ -97,6 +104,8 @@ class Series:
                 if self.until_fail and summary is not None and summary.get("verdict") == verdict.FAIL:
                     self.failed_run = folder
                     break
+                if self.stopped is not None:
+                    break
         except signals.Interrupted as e:  # between two runs
             self.interrupted = e.code
         with signals.deferred():
@@ -118,6 +127,8 @@ class Series:
     def exit_code(self) -> Exit:
         if self.refused is not None and self.interrupted is None:
             return Exit.USAGE
+        if self.stopped is not None and self.interrupted is None:
+            return Exit.INFRA
         return exit_code(self.summaries, self.interrupted)
 
     def _write(self) -> dict:
@@ -132,7 +143,7 @@ class Series:
             status = INTERRUPTED
         elif self.failed_run is not None:
             status = "stopped at the first failure"
-        elif self.refused is not None:
+        elif self.refused is not None or self.stopped is not None:
             status = INCOMPLETE
         else:
             status = COMPLETE if ran == self.count else INCOMPLETE
@@ -144,6 +155,11 @@ class Series:
             out["replayed_from"] = str(self.replay)
         if self.refused is not None:
             out["refused"] = str(self.refused)
+        if self.stopped is not None:
+            out["stopped"] = self.stopped
+        if self.cluster is not None:
+            out["rebuilds"] = list(self.cluster.rebuilds)
+            out["cluster_seconds"] = dict(self.cluster.seconds)
         if self.failed_run is not None:
             out["failed_run"] = self.failed_run.run_id
             out["failed_faults"] = str(self.failed_run.faults_path)

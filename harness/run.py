@@ -73,11 +73,15 @@ def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str
 
 class Run:
     def __init__(self, spec: ExperimentSpec, folder: RunFolder, seed: int, listener: Listener | None = None,
-                 spark_master: str | None = None, schedule: list[PlannedFault] | None = None, spark=None):
+                 spark_master: str | None = None, schedule: list[PlannedFault] | None = None, spark=None,
+                 cluster=None):
         self.spec, self.folder, self.seed = spec, folder, seed
         self.listener = listener or Listener()
         self.spark_master = spark_master
         self.shared_spark = spark  # engine.session.SharedSpark of a series; None: the run starts and stops its own
+        # A started cluster a series keeps (cluster/kept.py), or what returns it (KeptCluster.get: a start that
+        # fails is then this run's error, in its summary); the run neither starts nor stops it. None: its own.
+        self.shared_cluster = cluster
         self.schedule = schedule if schedule is not None else plan(spec, seed)
         self.warnings = warnings_for(spec, self.schedule)
         self.produced: dict[str, dict] = {}  # variant -> delivery counts, produce_seconds, topic
@@ -116,8 +120,11 @@ class Run:
             self._time("starting Spark")
             spark = self.shared_spark or _spark(self.spark_master, self.folder.spark_log)
             self._time("cluster up")
-            self.cluster = make_cluster(self.spec.cluster, self.folder.path)
-            self.cluster.up()
+            if self.shared_cluster is None:
+                self.cluster = make_cluster(self.spec.cluster, self.folder.path)
+                self.cluster.up()
+            else:
+                self.cluster = self.shared_cluster() if callable(self.shared_cluster) else self.shared_cluster
             self._time("starting Spark")  # get() waits for a session started in the background
             session = spark.get()
             self._time("cluster set-up")
@@ -145,8 +152,8 @@ class Run:
                 reason += f" (traceback in {self.folder.error_log})"
         with signals.deferred():  # a Ctrl-C now is recorded, not allowed to cut the clean-up short
             self.stop.set()
-            self._time("cluster down")
-            if self.cluster is not None:
+            if self.cluster is not None and self.shared_cluster is None:
+                self._time("cluster down")
                 self.cluster.down()
             self._time("stopping Spark")
             if spark is not None and self.shared_spark is None:
@@ -358,6 +365,8 @@ class Run:
                  "cluster": self.cluster.description if self.cluster else "", "started_at": self.started_at,
                  "ended_at": _now(), "reason": reason, "faults_planned": len(self.schedule),
                  "seconds": dict(self.seconds)}
+        if self.shared_cluster is not None and self.cluster is not None:  # its brokers' logs are not in logs/
+            facts["cluster_logs"] = str(self.cluster.files.logs)
         if getattr(self.spec.cluster, "broker_config", None):
             facts["broker_config"] = masked(self.spec.cluster.broker_config)
         variants = {}
@@ -397,7 +406,7 @@ def _mask_broker_config(facts: dict) -> None:
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason",
-                  "seconds")
+                  "seconds", "cluster_logs")
 KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "instances_replaced", "lso_stall_s",
                       "lso_stalled", "producer_error",
                       "client_fatal", "transactions", "consumer", "client")

@@ -25,6 +25,10 @@
                    <variant>/sink.sqlite       consumer variants: the group's sink (workload/sink.py)
     <out>/<series-id>/aggregate.json  a series of repeated runs (--repeat), summarised (aggregate.py)
                       index.html      its report (the runs themselves are ordinary run folders in <out>)
+                      spark.log       the series' Spark JVM
+                      cluster-<id>/   the cluster the series keeps (cluster/kept.py; one per rebuild): its
+                                      logs/ and kafka-data/ as a run's above; its runs' logs/ then hold only
+                                      their clients' logs, and their summaries name it (`cluster_logs`)
 
 A folder is data that arrives from elsewhere (a CI artifact, an attachment), never a program: every command
 (analyze, report, compare, shrink) and open_run read its files through one reader here (read_spec,

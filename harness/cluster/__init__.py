@@ -43,6 +43,12 @@ class Cluster(Protocol):
     def start_broker(self, broker: int) -> None: ...
     def settle(self, topic: str, partitions: int) -> None: ...  # heal all; wait until the topic is readable
     def check_alive(self) -> None: ...  # raise InfraError when a component died outside the schedule
+    # what a cluster kept for many runs needs (kept.py)
+    files: object  # runfolder.RunFolder of the folder the cluster was made with: its logs, its data
+    def heal_all(self) -> None: ...  # heal every fault, resume paused and start stopped brokers
+    def reset_settings(self) -> None: ...  # variants' broker settings and feature levels put back
+    def metadata(self, timeout: float = 10, topic: str | None = None): ...  # InfraError when none
+    def admin(self): ...  # the cluster's own AdminClient
 
 
 def _backend(spec: ClusterSpec):

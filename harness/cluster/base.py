@@ -91,6 +91,9 @@ class ProxiedCluster:
         self._restarted = False  # a broker started again since the last settle
         self._admin: AdminClient | None = None  # kept for lookups while faults run: no new connections
         self._admin_log: FileLogger | None = None
+        # What variants changed that outlives a run (a cluster kept for a series: kept.py puts it back):
+        self._config_set: set[str] = set()  # dynamic broker settings set, deleted again by reset_settings
+        self._features_baseline: dict[str, int] | None = None  # each set feature's level before its first change
 
     # -- what a backend provides ----------------------------------------------
     @classmethod
@@ -188,12 +191,20 @@ class ProxiedCluster:
             finally:
                 self.toxi.set_enabled(self.proxy_name(i), True)
 
-    def _metadata(self, timeout: float, topic: str | None = None):
+    def admin(self) -> AdminClient:
+        """The cluster's own admin client, made once (its log goes to the cluster's folder, not the terminal)."""
         if self._admin is None:  # its log (disconnects while faults run) goes to the run folder, not the terminal
             self._admin_log = self._admin_log or FileLogger(self.files.admin_log)
             self._admin = AdminClient({**self.client, "logger": self._admin_log})
+        return self._admin
+
+    def metadata(self, timeout: float = 10, topic: str | None = None):
+        """Cluster metadata (every topic, or one) through the cluster's admin client; InfraError when none."""
+        return self._metadata(timeout, topic)
+
+    def _metadata(self, timeout: float, topic: str | None = None):
         try:
-            return self._admin.list_topics(topic, timeout=timeout)
+            return self.admin().list_topics(topic, timeout=timeout)
         except KafkaException as e:
             raise InfraError(f"no metadata from {self.bootstrap}: {e.args[0].str()}") from e
 
@@ -296,6 +307,16 @@ class ProxiedCluster:
             raise InfraError(f"Kafka refused the broker settings {masked(config)}: {e.args[0].str()} (a variant's "
                              "broker_config takes settings Kafka changes while running; put others in "
                              "cluster.broker_config)") from e
+        self._config_set |= {key for key, value in config.items() if value is not None}
+        self._config_set -= {key for key, value in config.items() if value is None}
+
+    def reset_settings(self) -> None:
+        """Put back what variants changed that outlives a run: the dynamic broker settings they set go back to the
+        brokers' own, the feature levels to those the cluster started with (a cluster kept for many runs)."""
+        if self._config_set:
+            self.set_broker_config({key: None for key in sorted(self._config_set)})
+        if self._features_baseline:
+            self.set_features(self._features_baseline)
 
     def feature_levels(self) -> dict[str, int]:
         raise InfraError(f"backend {self.spec.backend} cannot read the cluster's feature levels")
@@ -351,6 +372,18 @@ class ProxiedCluster:
     def settle(self, topic: str, partitions: int, timeout: float = 120) -> None:
         """Heal every fault, start stopped brokers, wait until every broker is back and every partition
         has a leader and its full ISR (InfraError with the reason after `timeout`)."""
+        self.heal_all()
+        if self._restarted and self.memory_storage:
+            # A restarted memory-storage broker comes back without the topic (or with one the
+            # producer auto-created): give it its partitions back so the final read can count the loss.
+            restore_topic(self.client, topic, partitions)
+        self._restarted = False
+        wait_until_replicated(self.client, topic, partitions, brokers=len(self.brokers) or None, timeout=timeout,
+                              what="after healing")
+
+    def heal_all(self) -> None:
+        """Heal every fault: every proxy enabled and without toxics, every packet fault gone, paused brokers
+        resumed and stopped ones started (waiting for a start a fault's thread has under way)."""
         if self.toxi is not None:
             with self._state_lock:
                 self._cuts.clear()
@@ -365,13 +398,6 @@ class ProxiedCluster:
                 self.resume_broker(i)
             elif state == DOWN:
                 self.start_broker(i)
-        if self._restarted and self.memory_storage:
-            # A restarted memory-storage broker comes back without the topic (or with one the
-            # producer auto-created): give it its partitions back so the final read can count the loss.
-            restore_topic(self.client, topic, partitions)
-        self._restarted = False
-        wait_until_replicated(self.client, topic, partitions, brokers=len(self.brokers) or None, timeout=timeout,
-                              what="after healing")
 
     def check_alive(self) -> None:
         if not self._proxy_alive():

@@ -243,6 +243,10 @@ class LocalKafkaCluster(LocalCluster):
     def set_features(self, levels: dict[str, int]) -> None:
         """Upgrade or downgrade each feature to its level (kafka-features.sh: a JVM start per change)."""
         current = self.feature_levels()
+        baseline = self._features_baseline = self._features_baseline or {}  # what reset_settings puts back
+        for name in levels:
+            if name in current:
+                baseline.setdefault(name, current[name])
         for name, level in levels.items():
             if name not in current:
                 raise InfraError(f"this Kafka has no feature {name!r}; it has: {', '.join(sorted(current))}")
