@@ -649,9 +649,9 @@ def explore(experiment: Path | None, budget: str | None, max_tries: int | None, 
 
         folder = start(spec, yaml.safe_dump(spec.public_dict(), sort_keys=False), out,
                        spec.seed if seed is None else seed, not unguided)
+    limits = ([f"budget {budget_s / 60:g} min"] if budget_s else []) + ([f"{max_tries} tries"] if max_tries else [])
     say(f"exploring {spec.name}: {len(spec.variants)} variant(s), {len(spec.explore.kinds)} fault kind(s) · "
-        + (f"budget {budget_s / 60:g} min" if budget_s else "") + (f" · {max_tries} tries" if max_tries else "")
-        + f" · {folder.path}", "bold")
+        f"{' or '.join(limits)} · {folder.path}", "bold")
     progress = ExploreProgress(budget_s, max_tries, time.monotonic)
     try:
         with progress.status:

@@ -8,6 +8,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from ..exits import InfraError
+from ..offsets import admin_client
 
 
 def create_topic(client: dict, name: str, partitions: int, replication_factor: int, timeout: float = 60,
@@ -15,7 +16,7 @@ def create_topic(client: dict, name: str, partitions: int, replication_factor: i
     """Create the topic and return once every partition has a leader and a full ISR (InfraError after
     `timeout`). client: librdkafka connection settings (bootstrap.servers, security)."""
 
-    admin = AdminClient(client)
+    admin = admin_client(client)
     conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
     futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=conf)],
                                   operation_timeout=timeout)
@@ -47,7 +48,7 @@ def wait_until_replicated(client: dict, topic: str, partitions: int, brokers: in
                           timeout: float = 60, what: str = "", admin: AdminClient | None = None) -> None:
     """Poll the metadata until every partition has a leader and every replica in its ISR."""
 
-    admin = admin or AdminClient(client)
+    admin = admin or admin_client(client)
     deadline = time.monotonic() + timeout
     problem = "no metadata yet"
     while time.monotonic() < deadline:
@@ -63,7 +64,7 @@ def wait_until_replicated(client: dict, topic: str, partitions: int, brokers: in
 
 def restore_topic(client: dict, name: str, partitions: int, timeout: float = 30) -> None:
     """Make `name` exist with `partitions` partitions again (after a broker lost its storage)."""
-    admin = AdminClient(client)
+    admin = admin_client(client)
     md = admin.list_topics(timeout=timeout)
     existing = md.topics.get(name)
     if existing is None or existing.error is not None:

@@ -45,9 +45,9 @@ class ClusterRunner:
         status, reason = COMPLETE, ""
         marks = self._broker_log_sizes()
         run = None
-        try:
-            cluster = self.kept.get()
-            run = Run(spec, run_folder, seed, self.listener, self.spark_master, schedule, self.spark, cluster=cluster)
+        try:  # a cluster that cannot start is this run's error (kept.get is called by the run)
+            run = Run(spec, run_folder, seed, self.listener, self.spark_master, schedule, self.spark,
+                      cluster=self.kept.get)
             run.execute()
         except signals.Interrupted:
             raise
