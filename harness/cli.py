@@ -266,6 +266,8 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
             except InfraError as e:  # an external cluster, which the harness cannot rebuild
                 series.stopped = str(e)
                 say_error(f"{e}; the series stops after run {index + 1}/{count}")
+            except signals.Interrupted:  # recorded: the series keeps this run's summary and stops (signals.received)
+                return folder, summary, failure
             else:
                 if why is not None:
                     say(f"run {index + 1}/{count}: the cluster was not healthy after it, {why}; the next run starts "

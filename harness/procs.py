@@ -14,6 +14,7 @@ harness (a broker restarted by a nemesis thread would otherwise die with it).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import random
 import shutil
@@ -141,3 +142,17 @@ def tag_run(folder: Path) -> None:
     """Every process started from now on (brokers, proxy, Spark's JVM and workers) inherits
     KAFKA_CHAOS_RUN=<run folder>, so a test or a user can find what a run left behind."""
     os.environ[RUN_ENV] = str(Path(folder).resolve())
+
+
+@contextlib.contextmanager
+def tagged(folder: Path):
+    """tag_run(folder) for what starts inside the block (a kept cluster's processes), then the tag before it."""
+    before = os.environ.get(RUN_ENV)
+    tag_run(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(RUN_ENV, None)
+        else:
+            os.environ[RUN_ENV] = before

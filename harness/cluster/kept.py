@@ -19,8 +19,9 @@ InfraError.
 
 The cluster lives in a folder of its own, `<folder>/cluster-<6 hex>/` (a new one for each rebuild: its logs/
 holds the broker, proxy and admin logs, a local Kafka's kafka-data/ its data until it stops); a run's summary
-names it as `cluster_logs`, since its own logs/ then holds only the clients'. Its processes carry that folder in
-KAFKA_CHAOS_RUN (procs.tag_run) until a run starts, and die with the harness like a run's (procs.py).
+names it as `cluster_logs`, since its own logs/ then holds only the clients'. The processes it starts carry that
+folder in KAFKA_CHAOS_RUN (procs.tagged; a broker a fault restarts carries the run's), and die with the harness like
+a run's (procs.py).
 
 Every experiment can share a cluster across runs: a variant's `features` and `broker_config` are put back after
 each run (and a run reads the levels it falls back to from the restored cluster); a killed Tansu broker comes back
@@ -82,10 +83,10 @@ class KeptCluster:
             t = self._clock()
             files = self.folder / f"cluster-{uuid.uuid4().hex[:6]}"
             (files / "logs").mkdir(parents=True)
-            procs.tag_run(files)  # its processes carry its folder, as a run's carry the run's
             cluster = self._make(self.spec, files)
             try:
-                cluster.up()  # takes itself down when it fails
+                with procs.tagged(files):  # its processes carry its folder; what the run starts, the run's
+                    cluster.up()  # takes itself down when it fails
             finally:
                 self._add("cluster up", t)
             self.cluster = cluster

@@ -1,6 +1,7 @@
 """--repeat 2 end to end on the embedded default: two ordinary run folders, one series folder with
-aggregate.json (intervals), its page, one JUnit suite per run, and the runs index listing the series;
-and a series in the test's own process, which must not keep a descriptor of a finished run."""
+aggregate.json (intervals), its page, one JUnit suite per run, and the runs index listing the series; one
+cluster for the whole series, rebuilt when a broker died between runs; and a series in the test's own process,
+which must not keep a descriptor of a finished run."""
 
 import json
 import xml.etree.ElementTree as ET
@@ -37,6 +38,13 @@ def test_repeat_two_runs_writes_an_aggregate(tmp_path):
     assert series[0].name in (out / "index.html").read_text()
     suites = ET.parse(tmp_path / "junit.xml").getroot().findall("testsuite")
     assert [s.get("name") for s in suites] == ["tiny-repeat #1 (seed 11)", "tiny-repeat #2 (seed 12)"]
+    # one cluster for the series: its logs in the series folder, the runs' logs/ only their clients'
+    clusters = list(series[0].glob("cluster-*"))
+    assert len(clusters) == 1 and (clusters[0] / "logs" / "broker-0.log").exists() and doc["rebuilds"] == []
+    for p in runs:
+        assert json.loads((p / "summary.json").read_text())["cluster_logs"] == str(clusters[0] / "logs")
+        assert not (p / "logs" / "broker-0.log").exists() and (p / "logs" / "producer-idempotence-off.log").exists()
+    assert set(doc["cluster_seconds"]) == {"cluster up", "restoring the cluster", "cluster down"}
 
 
 def test_ctrl_c_stops_the_series_and_keeps_the_aggregate_of_what_ran(tmp_path):
@@ -65,6 +73,65 @@ def test_ctrl_c_stops_the_series_and_keeps_the_aggregate_of_what_ran(tmp_path):
     assert json.loads((second / "summary.json").read_text())["status"] == "interrupted"
     assert "interrupted after 2 of 3 runs; the aggregate covers the 1 complete one(s)" in output
     assert processes_of(second) == []
+    assert [processes_of(c) for c in series[0].glob("cluster-*")] == [[]]  # the series' kept cluster stopped too
+
+
+KILL_BETWEEN_RUNS = """
+import json, sys
+from harness import cli
+from harness.cluster import kept
+
+pids, restore = [], kept.KeptCluster.restore
+get = kept.KeptCluster.get
+
+def counted_get(self):
+    cluster = get(self)
+    pids.append(cluster.brokers[0].proc.pid)
+    return cluster
+
+def killing_restore(self, topics, delete=False):
+    if self.restores == 0:  # after run 1: its broker dies outside any fault schedule
+        self.cluster.brokers[0].proc.kill()
+        self.cluster.brokers[0].proc.wait()
+    return restore(self, topics, delete)
+
+kept.KeptCluster.get, kept.KeptCluster.restore = counted_get, killing_restore
+try:
+    cli.main(["run", sys.argv[1], "--out", sys.argv[2], "--repeat", "3"])
+finally:
+    print(json.dumps({"pids": pids}))
+"""
+
+
+def test_one_cluster_for_the_series_rebuilt_when_a_broker_died_between_runs(tmp_path):
+    """The series keeps one cluster (the same broker process for every run); a broker killed after run 1 (outside
+    the fault schedule) makes the series take it down, say why in yellow and in aggregate.json, and run 2 and 3
+    on a fresh cluster, which then again serves both."""
+    import subprocess
+    import sys
+
+    from tests.integration.test_quickstart import ROOT, processes_of
+
+    exp = tmp_path / "tiny.yaml"
+    exp.write_text(yaml.safe_dump(TINY))
+    out = tmp_path / "reports"
+    r = subprocess.run([sys.executable, "-c", KILL_BETWEEN_RUNS, str(exp), str(out)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    pids = json.loads(r.stdout.strip().splitlines()[-1])["pids"]
+    assert len(pids) == 3 and pids[0] != pids[1] == pids[2], pids  # run 1's cluster, then one for runs 2 and 3
+    series = [p for p in out.iterdir() if (p / "aggregate.json").exists()][0]
+    doc = json.loads((series / "aggregate.json").read_text())
+    assert doc["status"] == "complete" and doc["verdicts"] == {"pass": 3}
+    assert [b["after_run"] for b in doc["rebuilds"]] == [1], doc["rebuilds"]
+    assert doc["rebuilds"][0]["reason"].startswith("rebuilt: broker 0 died outside the fault schedule")
+    assert "run 1/3: the cluster was not healthy after it, rebuilt: broker 0 died outside the fault schedule" in r.stdout
+    clusters = sorted(series.glob("cluster-*"), key=lambda c: c.stat().st_mtime_ns)
+    assert len(clusters) == 2
+    logs = [json.loads((out / run["run_id"] / "summary.json").read_text())["cluster_logs"] for run in doc["runs"]]
+    assert logs[1] == logs[2] != logs[0] and {logs[0], logs[1]} == {str(c / "logs") for c in clusters}
+    assert 'data-rebuilt="1">rebuilt: broker 0 died' in (series / "index.html").read_text()
+    assert [processes_of(c) for c in clusters] == [[], []]
 
 
 SERIES_IN_ONE_PROCESS = """

@@ -37,6 +37,10 @@ def test_a_loss_shrinks_to_the_broker_kill_that_caused_it(tmp_path):
     assert [(x["kind"], x["variant"]) for x in rows] == [("broker-kill", "idempotence-off")]
     assert f"replay it with: kafka-chaos run {exp} --replay {written}" in r.stdout
     # every try is an ordinary run folder of the variant alone, and the last kept one lost data
-    summaries = [json.loads((p / "summary.json").read_text()) for p in tries.iterdir() if p.is_dir()]
+    summaries = [json.loads((p / "summary.json").read_text()) for p in tries.iterdir() if (p / "summary.json").exists()]
     assert 2 <= len(summaries) <= 6 and all(list(s["variants"]) == ["idempotence-off"] for s in summaries)
+    # the tries share one cluster, kept beside them (the embedded broker's kill empties it, and it is restarted)
+    [kept] = tries.glob("*-shrunk-clusters")
+    assert [c.name[:8] for c in kept.iterdir()] == ["cluster-"] and {s["cluster_logs"] for s in summaries} == {
+        str(next(kept.iterdir()) / "logs")}
     assert any(s["variants"]["idempotence-off"]["lost"] > 0 and s["faults_planned"] == 1 for s in summaries)

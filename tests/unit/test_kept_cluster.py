@@ -3,6 +3,7 @@ state machine, fake brokers, a fake Toxiproxy and a fake admin client): started 
 between runs, rebuilt when unhealthy (the reason said), an external one never rebuilt; and the series'
 aggregate.json and page that list the rebuilds. Time is a counter: a 60 s wait takes none."""
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ from harness import repeat
 from harness.cluster.base import DOWN, PAUSED, RUNNING, ProxiedCluster
 from harness.cluster.kept import KeptCluster, topics_of
 from harness.exits import InfraError
+from harness.procs import RUN_ENV, tag_run
 from harness.report import write_aggregate_report
 from harness.runfolder import SeriesFolder
 from harness.spec import ExperimentSpec, ExternalClusterSpec, LocalClusterSpec
@@ -122,6 +124,7 @@ class StandIn(ProxiedCluster):
 
     def up(self):
         self.started = True
+        self.tag = os.environ.get(RUN_ENV)
         self.toxi = Toxi(self.calls)
         self.brokers = [Broker(i, self.calls) for i in range(self.spec.brokers)]
         self.states = [RUNNING] * len(self.brokers)
@@ -142,8 +145,12 @@ def kept(tmp_path):
                        clock=clock)
 
 
-def test_get_starts_one_cluster_in_a_folder_of_its_own_and_keeps_it(kept, tmp_path):
+def test_get_starts_one_cluster_in_a_folder_of_its_own_and_keeps_it(kept, tmp_path, monkeypatch):
+    monkeypatch.setenv(RUN_ENV, "before")
+    tag_run(tmp_path / "run")  # a run calls get() after tagging its processes with its folder
     first = kept.get()
+    assert first.tag == str(first.files.path.resolve())  # the cluster's processes carry its folder
+    assert os.environ[RUN_ENV] == str((tmp_path / "run").resolve())  # what the run starts next, the run's
     assert kept.get() is first and kept.starts == 1 and len(StandIn.made) == 1 and first.started
     assert first.files.path.parent == tmp_path and first.files.path.name.startswith("cluster-")
     assert first.files.logs.is_dir() and "cluster up" in kept.seconds
