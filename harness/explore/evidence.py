@@ -9,7 +9,10 @@ import re
 from pathlib import Path
 
 CLIENT_TAIL = 30  # the last lines of a client log: how it ended
-MATCHING = 20  # lines naming the fatal error
+MATCHING = 20  # its error lines (the fatal one among them)
+# A client log line at error level or worse (logfile.py writes the level), or naming a fatal error: librdkafka
+# says "Fatal error: Local: Inconsistent state: ...", not the error's code name (_INCONSISTENT).
+CLIENT_ERROR = re.compile(r"^\S+ \S+ (ERROR|CRITICAL) |Fatal error|fatal", re.I)
 BROKER_LINES = 80
 BROKER_LEVEL = re.compile(r"\b(WARN|ERROR|FATAL)\b")
 DURING_RUN = "brokers-during-run.log"
@@ -37,9 +40,9 @@ def evidence_text(finding: dict, first: dict, try_folder: Path) -> str:
         out.append(f"== client log of {name} ({log}) ==")
         if not lines:
             out.append("(no client log kept)")
-        if fatal:
-            named = [x for x in lines if fatal in x][:MATCHING]
-            out += [f"-- lines naming {fatal} ({len(named)} shown) --", *named]
+        errors = [x for x in lines if CLIENT_ERROR.search(x) or (fatal and fatal in x)]
+        out += [f"-- its error lines ({len(errors)}; the last {min(MATCHING, len(errors))} shown)"
+                + (f"; it failed for good with {fatal}" if fatal else "") + " --", *errors[-MATCHING:]]
         out += [f"-- its last {min(CLIENT_TAIL, len(lines))} lines --", *lines[-CLIENT_TAIL:], ""]
     brokers = [x for x in _lines(try_folder / "logs" / DURING_RUN) if BROKER_LEVEL.search(x)]
     out.append(f"== broker WARN/ERROR lines while the try ran ({len(brokers)}; the last {BROKER_LINES} shown) ==")
