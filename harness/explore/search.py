@@ -72,10 +72,6 @@ def run_seed(seed: int, number: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}/{number}".encode()).digest()[:8], "big") >> 1
 
 
-def marks_of(sig) -> tuple[str, ...]:
-    return tuple(sig)
-
-
 def variants_of(sig) -> tuple[str, ...]:
     """The variants a signature's marks name ("v: metric" -> v)."""
     return tuple(sorted({m.split(": ", 1)[0] for m in sig}))
