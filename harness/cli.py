@@ -153,7 +153,6 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     kafka (KRaft nodes from KAFKA_HOME), compose (compose/docker-compose.yml:
     3 Apache Kafka brokers behind Toxiproxy) or external (bootstrap_servers).
     """
-    from . import signals
     from .preflight import check, prepare_clients
 
     try:
@@ -171,10 +170,7 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
         prepare_clients(spec, experiment)  # last: an install takes minutes, and bad input must not wait for it
     except Exception as e:
         _fail(e)
-    signals.install()
-    _remove_stale_namespaces()
-    for note in getattr(spec, "notes", []):  # e.g. matrix combinations librdkafka refuses
-        say(f"note: {note}", "yellow")
+    _begin(spec)
     if repeat is not None:
         _run_series(spec, schedule, experiment, out, spec.seed if seed is None else seed,
                     replay, spark_master, junit, repeat, same_seed, until_fail)
@@ -185,6 +181,16 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
         say(f"partial results kept in {folder.path}", err=True)
         _fail(failure)
     _exit(code)
+
+
+def _begin(spec) -> None:
+    """The input is checked: Ctrl-C from now on is the run's, what killed runs left goes, notes are said."""
+    from . import signals
+
+    signals.install()
+    _remove_stale_namespaces()
+    for note in getattr(spec, "notes", []):  # e.g. matrix combinations librdkafka refuses
+        say(f"note: {note}", "yellow")
 
 
 def _remove_stale_namespaces() -> None:
@@ -610,7 +616,6 @@ def explore(experiment: Path | None, budget: str | None, max_tries: int | None, 
     and written as an ordinary experiment (findings/<id>/experiment.yaml) that `kafka-chaos run` replays.
     Ctrl-C keeps what was learned; --resume continues.
     """
-    from . import signals
     from .explore.folder import ExplorationFolder
     from .explore.session import explore as exploring, start
     from .explore.check import check_explore
@@ -644,8 +649,7 @@ def explore(experiment: Path | None, budget: str | None, max_tries: int | None, 
         prepare_clients(spec, path)  # last: an install takes minutes, and bad input must not wait for it
     except Exception as e:
         _fail(e)
-    signals.install()
-    _remove_stale_namespaces()
+    _begin(spec)
     if folder is None:
         import yaml
 

@@ -30,7 +30,6 @@ def check(experiment: Path, seed: int | None, replay: Path | None, spark_master:
     """(spec, schedule) for `kafka-chaos run`, or SpecError / ScheduleError / UsageError: every check that
     installs nothing. The client versions are installed afterwards (prepare_clients), once the caller's own
     checks (run's --out) passed too: an install takes minutes and bad input must not wait for it."""
-    from .cluster import input_problems, unsupported_faults
 
     from .schedule import ScheduleError, load, plan
 
@@ -51,15 +50,23 @@ def check(experiment: Path, seed: int | None, replay: Path | None, spark_master:
             if problem:
                 raise ScheduleError(f"{replay}: fault {fault.id}: {problem} (in {experiment})")
     kinds = {f.kind for f in (schedule if replay is not None else spec.faults)}
+    check_cluster(spec, experiment, kinds, f"{replay or experiment}: faults")
+    return spec, schedule
+
+
+def check_cluster(spec: ExperimentSpec, experiment: Path, kinds: set[str], where: str) -> None:
+    """The backend can inject these fault kinds (`where` names the field that asks for them), its section's
+    inputs are right, and the variants' feature levels are the distribution's: SpecError otherwise."""
+    from .cluster import input_problems, unsupported_faults
+
     cannot = unsupported_faults(spec.cluster, kinds)
     if cannot:
-        raise SpecError(f"{replay or experiment}: faults: backend {spec.cluster.backend} with broker {spec.cluster.broker} "
+        raise SpecError(f"{where}: backend {spec.cluster.backend} with broker {spec.cluster.broker} "
                         f"cannot inject {', '.join(cannot)}")
     problems = input_problems(spec.cluster)
     if problems:
         raise SpecError("\n".join(f"{experiment}: {p}" for p in problems))
     check_features(spec, experiment)
-    return spec, schedule
 
 
 def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_master: str | None):

@@ -14,8 +14,7 @@ import random
 from pathlib import Path
 
 from ..faults.registry import KINDS
-from ..cluster import input_problems, unsupported_faults
-from ..preflight import check_consumer_configs, check_features, check_producer_configs, check_spark_master
+from ..preflight import check_cluster, check_consumer_configs, check_producer_configs, check_spark_master
 from ..schedule import ScheduleError
 from ..schema import MAX_FAULTS_PER_SECOND
 from ..space import as_field, window
@@ -82,13 +81,6 @@ def check_explore(experiment: Path, spark_master: str | None) -> ExperimentSpec:
                         "the fault space (see README)")
     check_producer_configs(spec, experiment)
     check_consumer_configs(spec, experiment)
-    cannot = unsupported_faults(spec.cluster, set(spec.explore.kinds))
-    if cannot:
-        raise SpecError(f"{experiment}: explore.kinds: backend {spec.cluster.backend} with broker "
-                        f"{spec.cluster.broker} cannot inject {', '.join(cannot)}")
-    problems = input_problems(spec.cluster)
-    if problems:
-        raise SpecError("\n".join(f"{experiment}: {p}" for p in problems))
-    check_features(spec, experiment)
+    check_cluster(spec, experiment, set(spec.explore.kinds), f"{experiment}: explore.kinds")
     check_space(spec, experiment)
     return spec
