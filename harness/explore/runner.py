@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from .. import signals
+from ..cluster.kept import topics_of
 from ..exits import exit_for_exception
 from ..run import Listener, Run
 from ..runfolder import RunFolder
@@ -54,14 +55,13 @@ class ClusterRunner:
         except Exception as e:  # the run's summary says it too (status error); the exploration goes on
             status, reason = ERROR, exit_for_exception(e)[1]
         summary = run.summary if run is not None else None
-        seconds = time.monotonic() - started
         passed = status == COMPLETE and (summary or {}).get("verdict") == "pass"
-        topics = [v.get("topic") for v in ((summary or {}).get("variants") or {}).values() if v.get("topic")]
-        rebuilt = self.kept.restore(topics, passed)
+        rebuilt = self.kept.restore(topics_of(summary), passed)
         lines = self._broker_lines(marks, run_folder)
         events = frozenset()
         if status == COMPLETE and summary is not None:
             events = frozenset(self._events(spec, run_folder, summary, lines))
+        seconds = time.monotonic() - started  # the whole try: the run, the cluster's restore, the events gathered
         workload = sum(v.get("produce_seconds") or 0.0 for v in ((summary or {}).get("variants") or {}).values())
         return Outcome(status, summary, events, seconds, workload, str(run_folder.path), reason, rebuilt)
 
