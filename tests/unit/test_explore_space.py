@@ -1,6 +1,8 @@
 """The explore: section (harness/space.py) and what a space can never give its experiment
 (harness/explore/check.py): every refusal names its field, defaults come from the kinds' own ranges."""
 
+from pathlib import Path
+
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -160,3 +162,17 @@ def test_kafka_chaos_run_on_a_file_with_a_bad_space_exits_2_naming_it(tmp_path, 
     path = write(tmp_path, with_space({"kinds": {"latency": {"latency_ms": [4000, 500]}}}))
     result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "reports")])
     assert result.exit_code == 2 and "explore.kinds.latency.latency_ms: range [4000, 500] is inverted" in result.output
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[2] / "experiments" / "explore").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_every_shipped_space_can_run_on_its_backend(path):
+    """What check_explore asks of a shipped space that needs no distribution: every kind injectable by its
+    backend, every value one its experiment takes, a plannable schedule drawable."""
+    from harness.cluster import unsupported_faults
+    from harness.explore.check import check_space
+
+    spec = load_spec(path)
+    assert spec.explore is not None and spec.faults == []
+    assert unsupported_faults(spec.cluster, set(spec.explore.kinds)) == []
+    check_space(spec, path)
