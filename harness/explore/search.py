@@ -210,7 +210,11 @@ class Exploration:
                "first_at_s": first["at_s"] + first["seconds"], "faults": len(faults), "minimal_faults": minimal,
                "one_minimal": complete, "shrink_runs": runs["shrink"], "rate": [hits, ran],
                "rate_interval": share_interval(hits, ran), "experiment": f"findings/{ident}/experiment.yaml"}
-        self.folder.write_finding(ident, row, yaml.safe_dump(doc, sort_keys=False), first)
+        said = (f"# Finding {ident} of an exploration: {'; '.join(sig)}.\n"
+                f"# First shown by try {first['try']}; this is its schedule shrunk to {len(minimal)} of {len(faults)} "
+                f"fault(s), which showed it in {hits} of {ran} runs. Replay it (the same seed, so the same plan):\n"
+                f"#   kafka-chaos run experiment.yaml --repeat {max(ran, 1)} --same-seed\n")
+        self.folder.write_finding(ident, row, said + yaml.safe_dump(doc, sort_keys=False), first)
         self.folder.add_finding(row)
         self.findings[sig] = row
         self.listener.found(row)
