@@ -580,8 +580,8 @@ def parse_budget(text: str) -> float:
           "start); what was learned is kept"))
 @click.argument("experiment", required=False, type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--budget", default=None, metavar="DURATION",
-              help="Stop starting tries after this long (90s, 30m, 1h30m; default 30m unless --tries is given). "
-                   "A finding being investigated stops at the budget too.")
+              help="Start no try after this long (90s, 30m, 1h30m; default 30m unless --tries is given). A finding "
+                   "shown before then is still shrunk and rated: at most --shrink-runs + --rate-runs runs more.")
 @click.option("--tries", "max_tries", type=click.IntRange(1, 1_000_000), default=None,
               help="Stop after this many tries (with --budget: whichever comes first).")
 @click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=None,

@@ -252,7 +252,7 @@ class ExploreProgress:
     def found(self, row: dict) -> None:
         self.findings += 1
         hits, ran = row["rate"]
-        how = "1-minimal" if row["one_minimal"] else "shrinking stopped by the budget"
+        how = "1-minimal" if row["one_minimal"] else "shrinking stopped at --shrink-runs"
         console.print(shown(f"finding {row['id']}: {' · '.join(row['signature'])}: {len(row['minimal_faults'])} of "
                             f"{row['faults']} fault(s) ({how}), shown in {hits} of {ran} runs", "bold red"))
         self._draw()

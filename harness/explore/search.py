@@ -8,8 +8,10 @@ it (the runner) and is judged as a run is; as a greybox fuzzer, a try that showe
 joins the corpus, and later tries are fresh draws or mutations of corpus entries. A try's signature
 (signature.py) names what went wrong; tries with the same signature are one finding. A new finding is
 investigated at once: its schedule is shrunk (shrink.py's ddmin, the finding's variants only, each subset
-run once) and the minimal schedule is run `rate_runs` more times for its rate (Wilson 95 % interval), then
-written as an ordinary experiment that `kafka-chaos run` reproduces.
+run once, at most `shrink_runs`) and the minimal schedule is run `rate_runs` more times for its rate (Wilson
+95 % interval), then written as an ordinary experiment that `kafka-chaos run` reproduces. The budget decides
+when no new try starts; an investigation begun before it ends is finished (at most shrink_runs + rate_runs
+runs of the finding's variants): a finding without its minimal schedule and rate would be half a finding.
 
 A try that could not run (status error: the cluster, Spark or the harness failed) is infrastructure, never
 a finding; three in a row end the exploration (InfraError). Everything here is pure but for the runner and
@@ -27,7 +29,7 @@ import yaml
 
 from ..aggregate import share_interval
 from ..exits import InfraError
-from ..shrink import BudgetSpent, shrink
+from ..shrink import shrink
 from ..status import COMPLETE, ERROR
 from .corpus import Corpus
 from .generate import experiment_doc, next_schedule
@@ -186,8 +188,6 @@ class Exploration:
             return self.runner(faults, seed, variants, f"{ident} {what} {runs[what]}")
 
         def still_shows(subset: list[dict]) -> bool:
-            if self.spent_for_findings():
-                raise BudgetSpent
             return shows(run(sorted(subset, key=lambda f: f["at"]), "shrink"), sig)
 
         faults = first["faults"]
@@ -198,8 +198,6 @@ class Exploration:
             minimal, complete = list(faults), True
         hits = ran = 0
         for _ in range(self.rate_runs):
-            if self.spent_for_findings():
-                break
             outcome = run(minimal, "rate")
             if outcome.status != COMPLETE:
                 continue  # could not run: not counted either way
@@ -219,6 +217,3 @@ class Exploration:
         self.findings[sig] = row
         self.listener.found(row)
 
-    def spent_for_findings(self) -> bool:
-        """An investigation stops at the budget too (it says how far it got: one_minimal, rate's runs)."""
-        return self.budget_s is not None and self.clock() - self.started >= self.budget_s

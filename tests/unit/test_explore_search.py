@@ -122,11 +122,19 @@ def test_three_tries_in_a_row_that_cannot_run_end_the_exploration(tmp_path):
     assert len(x.folder.tries()) == 3  # journaled before it stopped
 
 
-def test_the_budget_stops_the_exploration(tmp_path):
+def test_the_budget_stops_new_tries_but_a_finding_shown_before_it_is_investigated_to_the_end(tmp_path):
     clock = FakeClock()
-    x = exploration(tmp_path, FakeRunner(clock), clock, budget_s=55)
+    first = exploration(tmp_path / "a", FakeRunner(clock), clock, max_tries=40)
+    first.execute()
+    (finding,) = first.findings.values()
+    budget = finding["first_at_s"] - 5  # the failing try started before the budget ends, ended after it
+    clock = FakeClock()
+    x = exploration(tmp_path / "b", FakeRunner(clock), clock, budget_s=budget)
     x.execute()
-    assert len([t for t in x.tries]) >= 1 and clock.now <= 55 + 10 * (16 + 5 + 1)
+    assert all(t["at_s"] < budget for t in x.tries)  # no try starts after the budget
+    (f,) = x.findings.values()
+    assert f["one_minimal"] and f["rate"] == [5, 5]  # shrunk to the end and rated, past the budget
+    assert clock.now > budget + 10 * 5
 
 
 def test_same_seed_same_tries_and_resume_continues_the_journal(tmp_path):
