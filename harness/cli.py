@@ -633,6 +633,9 @@ def explore(experiment: Path | None, budget: str | None, max_tries: int | None, 
             if seed is not None and seed != facts["seed"]:
                 raise UsageError(f"--seed {seed}: {resume} explores with seed {facts['seed']}; a resumed "
                                  "exploration keeps its seed")
+            if unguided and facts.get("guided", True):
+                raise UsageError(f"--random: {resume} is a guided exploration; a resumed exploration keeps how it "
+                                 "draws its tries")
             if experiment is None:
                 from .shrink import folder_hazards
                 from .yamlfile import load as load_yaml

@@ -66,3 +66,13 @@ def test_a_space_that_can_never_run_is_refused_naming_the_field(tmp_path, explor
     assert code == 2, out
     assert said in out
     assert not (tmp_path / "out").exists()
+
+
+def test_resume_keeps_the_exploration_s_seed_and_guidance(tmp_path):
+    from harness.explore.folder import ExplorationFolder
+
+    folder = ExplorationFolder.create(tmp_path / "x", "bad-input", {"seed": 9, "guided": True}, yaml.safe_dump(SPACE))
+    code, out = explore(tmp_path, "--resume", str(folder.path), "--seed", "10")
+    assert code == 2 and "keeps its seed" in out
+    code, out = explore(tmp_path, "--resume", str(folder.path), "--random")
+    assert code == 2 and "keeps how it draws" in out
