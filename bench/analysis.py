@@ -5,7 +5,7 @@ anomalies (~0.1% duplicates in retried blocks of 1-3000 values, ~0.01% of acked 
 lost, some unknown sends half of which were written), laid out as a real run: one
 log file per partition in offset order, and one acks.parquet. Then, in this process:
 
-  (a) Spark: engine.partitions.analyze_variant, one task per partition (Spark start-up timed separately);
+  (a) Spark: engine.partitions.analyze_variant, a task per core (Spark start-up timed separately);
   (b) numpy: anomalies.check_partition over every partition in one process, on one core;
 
 checks that both give the same numbers, and prints both times, the ratio, and the peak
@@ -163,7 +163,7 @@ def main() -> None:
             warm_s = time.perf_counter() - t
             stop_session(spark)
         print(f"spark start-up    {startup_s:8.2f}s")
-        print(f"spark checks      {spark_s:8.2f}s (one task per partition)")
+        print(f"spark checks      {spark_s:8.2f}s (a task per core)")
         same = all(got[k] == v for k, v in reference.items())
         print(f"agree exactly     {same}")
         if not same:
