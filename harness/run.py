@@ -225,7 +225,7 @@ class Run:
             if after and not self.stop.is_set():
                 self._faults_on_group(group, nemesis, name)
         except TransactionsUnavailable as e:
-            raise InfraError(f"{name}: the broker refuses transactions ({e})") from None
+            raise InfraError(f"{name}: the transactional producer could not start ({e})") from None
         finally:  # whatever happened, keep what was recorded
             watchdog.stop()
             nemesis.stop()

@@ -59,7 +59,8 @@ STEP = 0.25  # seconds a commit or abort call waits before it is resumed (a rest
 
 
 class TransactionsUnavailable(RuntimeError):
-    """The broker refuses the transactions API (init_transactions failed for good): the run cannot test them."""
+    """The producer could not start its transactions: the broker refuses the API (init_transactions failed for
+    good), or init_transactions kept timing out until the workload's flush timeout. The run cannot test them."""
 
 
 @dataclass
@@ -154,7 +155,12 @@ class TransactionalWorkload:
                         and not self.stop.is_set():
                     continue
                 detail = err.str() if err is not None else str(e)
-                raise TransactionsUnavailable(f"init_transactions failed: {detail}") from None
+                if err is not None and err.retriable() and not err.fatal():  # it kept timing out: not a refusal
+                    raise TransactionsUnavailable(f"init_transactions did not complete in {self.flush_timeout:.0f} s "
+                                                  f"(last: {detail}); a fault that held or dropped its requests "
+                                                  "can do this") from None
+                raise TransactionsUnavailable(f"the broker refuses transactions: init_transactions failed: {detail}") \
+                    from None
 
     def _replace_instance(self) -> None:
         """The current instance is gone (closed or failed for good): a new session, a new instance."""
