@@ -144,8 +144,11 @@ def main(debug: bool) -> None:
 @click.option("--same-seed", is_flag=True, help="With --repeat: every run with the same seed (same fault plan).")
 @click.option("--until-fail", is_flag=True,
               help="With --repeat: stop at the first run whose verdict is fail and say how to replay it.")
+@click.option("--keep-data", is_flag=True,
+              help="Keep the brokers' log folders (a local Kafka's kafka-data/) whatever the verdict; they are kept "
+                   "anyway when it is fail. `kafka-chaos evidence` reads them.")
 def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spark_master: str | None,
-        junit: Path | None, repeat: int | None, same_seed: bool, until_fail: bool) -> None:
+        junit: Path | None, repeat: int | None, same_seed: bool, until_fail: bool, keep_data: bool) -> None:
     """Run EXPERIMENT (a YAML file) and write a report.
 
     The experiment's cluster section picks the brokers: backend local with
@@ -158,6 +161,9 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     try:
         if repeat is None and (same_seed or until_fail):
             raise UsageError(f"{'--same-seed' if same_seed else '--until-fail'} needs --repeat N")
+        if repeat is not None and keep_data:
+            raise UsageError("--keep-data: a series (--repeat) shares one cluster across its runs; keep one run's "
+                             "brokers' logs by running it alone (kafka-chaos run EXPERIMENT --seed S --keep-data)")
         spec, schedule = check(experiment, seed, replay, spark_master)  # the first run's plan
         if repeat is not None:  # each later run's plan is made when it starts (repeat.Series)
             from .repeat import check_seeds
@@ -176,11 +182,47 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
                     replay, spark_master, junit, repeat, same_seed, until_fail)
         return
     folder, summary, failure, code = _run_once(spec, schedule, out, spec.seed if seed is None else seed, replay,
-                                               spark_master, junit)
+                                               spark_master, junit, keep_data=keep_data)
     if failure is not None:
         say(f"partial results kept in {folder.path}", err=True)
         _fail(failure)
     _exit(code)
+
+
+@main.command(epilog=exit_help(
+    OK="the records are shown", FAILED="",
+    USAGE="RUN_DIR is not a run folder or kept no broker data, an unknown --variant or --partition, a malformed "
+          "--offsets, or no KAFKA_HOME",
+    INFRA="a damaged run folder (the message names the file), or kafka-dump-log.sh failed"))
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--variant", default=None,
+              help="The variant whose topic to read (default: the run's only variant, or the only one whose "
+                   "topic the brokers' logs hold).")
+@click.option("--partition", type=click.IntRange(0), default=None,
+              help="The partition (default: the topic's only one).")
+@click.option("--offsets", required=True, metavar="A-B", help="The offsets to show: A-B, or one offset.")
+@click.option("--json", "as_json", is_flag=True, help="Print the view as JSON instead of a table.")
+def evidence(run_dir: Path, variant: str | None, partition: int | None, offsets: str, as_json: bool) -> None:
+    """What each replica's log holds at some offsets of a stored local-Kafka run, and what the client was told.
+
+    Reads the run's kept brokers' log folders (kept when the verdict is fail, or with run --keep-data) with
+    KAFKA_HOME's kafka-dump-log.sh: per offset and replica the value, its batch's leader epoch, producer id
+    and epoch, sequence and transactional flag, joined with the delivery log (acks.parquet): what the client
+    was told about that value (acked at which offset, rejected, unknown) and which values were acked at that
+    offset. Example: kafka-chaos evidence reports/RUN --partition 0 --offsets 340-345
+    """
+    from .evidence import evidence as view_of
+    from .runfolder import RunFolder
+    from .terminal import print_evidence
+
+    try:
+        view = view_of(RunFolder(run_dir), variant, partition, offsets, os.environ.get("KAFKA_HOME"))
+    except Exception as e:
+        _fail(e)
+    if as_json:
+        click.echo(json.dumps(view, indent=1))
+    else:
+        print_evidence(view)
 
 
 def _begin(spec) -> None:
@@ -202,16 +244,18 @@ def _remove_stale_namespaces() -> None:
 
 
 def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_master: str | None,
-              junit: Path | None, heading: str = "", brief: bool = False, spark=None, cluster=None):
+              junit: Path | None, heading: str = "", brief: bool = False, spark=None, cluster=None,
+              keep_data: bool = False):
     """One run in a new run folder: progress, summary, report and runs index. spark: a SharedSpark of a
-    series of runs (else the run starts its own); cluster: a KeptCluster's get (else the run starts its own).
+    series of runs (else the run starts its own); cluster: a KeptCluster's get (else the run starts its own);
+    keep_data: keep the brokers' log folders whatever the verdict.
     -> (folder, summary, what ended it early or None, exit status)."""
     from .run import Run
     from .runfolder import RunFolder
 
     listener = ProgressListener(spec.workload.messages)
     folder = RunFolder.create(out, spec.name)
-    the_run = Run(spec, folder, seed, listener, spark_master, schedule, spark, cluster)
+    the_run = Run(spec, folder, seed, listener, spark_master, schedule, spark, cluster, keep_data)
     origin = f"replayed from {replay}" if replay else f"seed {the_run.seed}"
     say(f"{heading}{spec.name}: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
         f"{len(the_run.schedule)} planned fault(s), {origin}", "bold")

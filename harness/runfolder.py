@@ -9,7 +9,8 @@
                                      admin.log, producer-<variant>.log, consumer-<variant>-<member>.log,
                                      a local Kafka's kafka-N.properties and kafka-N/, compose.log,
                                      spark.log: the Spark JVM's output, harness-error.log)
-                   kafka-data/       a local Kafka cluster's log.dirs, node-N/ per broker
+                   kafka-data/       a local Kafka cluster's log.dirs, node-N/ per broker: kept only when the
+                                     verdict is fail or `run --keep-data` asked (summary.json's broker_data)
                    <variant>/acks.parquet      the delivery log (workload/deliverylog.py)
                    <variant>/transactions.parquet  one row per transaction (transactional variants:
                                                workload/transactional.py)
@@ -253,8 +254,21 @@ class RunFolder:
 
     @property
     def kafka_data(self) -> Path:
-        """A local Kafka cluster's data, removed when the cluster stops (the final read saved the log)."""
+        """A local Kafka cluster's data: removed once the run is judged (the final read saved the log), kept when
+        its verdict is fail or `run --keep-data` asked (summary.json then says so: `broker_data`)."""
         return self.path / KAFKA_DATA
+
+    def kept_brokers(self) -> dict[int, Path]:
+        """{broker: its log.dirs} of the kept data (kafka-data/node-N/), each proven to stay in the folder;
+        {} when the run kept none."""
+        if not self.kafka_data.is_dir():
+            return {}
+        found = {}
+        for p in self.inside(self.kafka_data).iterdir():
+            m = re.fullmatch(r"node-(\d{1,3})", p.name)
+            if m and p.is_dir():
+                found[int(m[1])] = self.inside(p)
+        return dict(sorted(found.items()))
 
     @property
     def spark_log(self) -> Path:

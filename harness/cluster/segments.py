@@ -26,6 +26,7 @@ from pathlib import Path
 HEADER = 61  # bytes of a magic-2 batch header, up to and including recordCount
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes batchLength does not count
 CHECKPOINT = "recovery-point-offset-checkpoint"
+LEADER_EPOCHS = "leader-epoch-checkpoint"  # in each partition's folder: the epochs its log holds, where each starts
 PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
 
 
@@ -65,6 +66,19 @@ def recovery_points(text: str) -> dict[tuple[str, int], int]:
     for line in lines[2:2 + int(lines[1])]:
         topic, partition, offset = line.rsplit(" ", 2)
         out[(topic, int(partition))] = int(offset)
+    return out
+
+
+def leader_epochs(text: str) -> list[tuple[int, int]]:
+    """A partition's leader-epoch-checkpoint: a version line (0), a count line, then "epoch start-offset" lines
+    -> [(epoch, the first offset written under it)], in the file's order (ValueError when it is not one)."""
+    lines = text.splitlines()
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError("not a leader-epoch checkpoint file of version 0")
+    out = []
+    for line in lines[2:2 + int(lines[1])]:
+        epoch, start = line.split()
+        out.append((int(epoch), int(start)))
     return out
 
 
