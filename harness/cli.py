@@ -146,7 +146,8 @@ def main(debug: bool) -> None:
               help="With --repeat: stop at the first run whose verdict is fail and say how to replay it.")
 @click.option("--keep-data", is_flag=True,
               help="Keep the brokers' log folders (a local Kafka's kafka-data/) whatever the verdict; they are kept "
-                   "anyway when it is fail. `kafka-chaos evidence` reads them.")
+                   "anyway when it is fail (with --repeat: those of the series' cluster). `kafka-chaos evidence` "
+                   "reads them.")
 def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spark_master: str | None,
         junit: Path | None, repeat: int | None, same_seed: bool, until_fail: bool, keep_data: bool) -> None:
     """Run EXPERIMENT (a YAML file) and write a report.
@@ -161,9 +162,6 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     try:
         if repeat is None and (same_seed or until_fail):
             raise UsageError(f"{'--same-seed' if same_seed else '--until-fail'} needs --repeat N")
-        if repeat is not None and keep_data:
-            raise UsageError("--keep-data: a series (--repeat) shares one cluster across its runs; keep one run's "
-                             "brokers' logs by running it alone (kafka-chaos run EXPERIMENT --seed S --keep-data)")
         spec, schedule = check(experiment, seed, replay, spark_master)  # the first run's plan
         if repeat is not None:  # each later run's plan is made when it starts (repeat.Series)
             from .repeat import check_seeds
@@ -179,7 +177,7 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     _begin(spec)
     if repeat is not None:
         _run_series(spec, schedule, experiment, out, spec.seed if seed is None else seed,
-                    replay, spark_master, junit, repeat, same_seed, until_fail)
+                    replay, spark_master, junit, repeat, same_seed, until_fail, keep_data)
         return
     folder, summary, failure, code = _run_once(spec, schedule, out, spec.seed if seed is None else seed, replay,
                                                spark_master, junit, keep_data=keep_data)
@@ -282,7 +280,8 @@ def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_m
 
 
 def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, replay: Path | None,
-                spark_master: str | None, junit: Path | None, count: int, same_seed: bool, until_fail: bool) -> None:
+                spark_master: str | None, junit: Path | None, count: int, same_seed: bool, until_fail: bool,
+                keep_data: bool = False) -> None:
     """--repeat: the runs one after another, then the aggregate, its report, JUnit and the runs index."""
     from .exits import Exit
     from .repeat import Series
@@ -300,7 +299,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
         t = time.monotonic()
         folder, summary, failure, _ = _run_once(spec, schedule, out, seed, replay, spark_master, None,
                                                 heading=f"run {index + 1}/{count}: ", brief=True, spark=spark,
-                                                cluster=kept.get)
+                                                cluster=kept.get, keep_data=keep_data)
         summary = folder.read_summary() or summary  # the report's rendering may have marked it interrupted
         summaries_seconds.append(time.monotonic() - t)
         if summary is not None:
@@ -338,6 +337,9 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
 
         write_series(junit, series.summaries, summaries_seconds)
     print_aggregate(doc)
+    for path in sorted({s["broker_data"]["path"] for s in series.summaries if isinstance(s.get("broker_data"), dict)}):
+        say(f"brokers' logs kept (a run failed, or --keep-data): {path}; show a run's offsets with: kafka-chaos "
+            "evidence RUN_DIR --partition P --offsets A-B")
     if series.failed_run is not None:
         say(f"failed run: {series.failed_run.path}; replay it with: kafka-chaos run {experiment} "
             f"--replay {series.failed_run.faults_path}", "bold")

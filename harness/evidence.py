@@ -27,7 +27,7 @@ from .cluster.dumplog import TOOL, Batch, DumpLogError, dump, parse
 from .cluster.segments import LEADER_EPOCHS, PARTITION_DIR, leader_epochs
 from .exits import InfraError, UsageError, one_line
 from .formats import Outcome
-from .runfolder import RunFolder, RunFolderError
+from .runfolder import RunFolder, RunFolderError, resolve_inside
 
 MAX_OFFSETS = 10_000  # offsets one call shows: a table per offset and replica, not a dump of the log
 NOT_KEPT = "this run did not keep its brokers' logs; rerun with --keep-data"
@@ -91,9 +91,11 @@ def _ranges(numbers) -> str:
     return ", ".join(str(n) for n in sorted(numbers))
 
 
-def choose(folder: RunFolder, variant: str | None, partition: int | None) -> tuple[str, str, int, dict[int, Path]]:
-    """(variant, its topic, partition, {broker: the partition's folder}) for the options given; UsageError naming
-    the option when one names nothing there, or when the run keeps more than one and none is named."""
+def choose(folder: RunFolder, variant: str | None,
+           partition: int | None) -> tuple[str, str, int, dict[int, Path], Path]:
+    """(variant, its topic, partition, {broker: the partition's folder}, the kept data folder) for the options
+    given; UsageError naming the option when one names nothing there, or when the run keeps more than one and
+    none is named."""
     if not folder.path.is_dir():
         raise UsageError(f"{folder.path}: no such run folder")
     summary = folder.read_summary()
@@ -103,7 +105,8 @@ def choose(folder: RunFolder, variant: str | None, partition: int | None) -> tup
     if variant is not None and variant not in topics:
         raise UsageError(f"--variant {variant}: no such variant in {folder.path.name}; it has: "
                          f"{', '.join(topics) or 'none'}")
-    brokers = folder.kept_brokers()
+    data = folder.kept_data(summary)
+    brokers = folder.kept_brokers(data) if data is not None else {}
     if not brokers:
         local = str(summary.get("cluster", "")).startswith("local · kafka")
         raise UsageError(NOT_KEPT if local else f"{NOT_KEPT} (only a local Apache Kafka run, backend local with "
@@ -128,7 +131,7 @@ def choose(folder: RunFolder, variant: str | None, partition: int | None) -> tup
     if partition not in parts:
         raise UsageError(f"--partition {partition}: no replica holds partition {partition} of topic "
                          f"{topics[variant]}; kept: {_ranges(parts)}")
-    return variant, topics[variant], partition, parts[partition]
+    return variant, topics[variant], partition, parts[partition], data
 
 
 def segment_files(partition_dir: Path, first: int, last: int) -> list[Path]:
@@ -139,24 +142,25 @@ def segment_files(partition_dir: Path, first: int, last: int) -> list[Path]:
             if base <= last and (i + 1 == len(segments) or segments[i + 1][0] > first)]
 
 
-def read_replicas(folder: RunFolder, kafka_home: str, parts: dict[int, Path], first: int,
+def read_replicas(folder: RunFolder, data: Path, kafka_home: str, parts: dict[int, Path], first: int,
                   last: int) -> dict[int, Replica]:
     """Each replica's batches at [first, last], read by one kafka-dump-log.sh over every replica's segments that
-    may hold them (paths relative to kafka-data/). InfraError when the tool fails or prints what cannot be read."""
-    root = folder.kafka_data.resolve()
+    may hold them (paths relative to the kept `data` folder). InfraError when the tool fails or prints what cannot
+    be read."""
+    root = data.resolve()
     replicas, files, owner = {}, [], {}
     for broker, pdir in sorted(parts.items()):
         r = replicas[broker] = Replica(broker, pdir)
         checkpoint = pdir / LEADER_EPOCHS
         if checkpoint.is_file():
             try:
-                r.leader_epochs = leader_epochs(folder.read_bytes(checkpoint, 1 << 20, "an epoch a line").decode())
+                r.leader_epochs = leader_epochs(_bounded(checkpoint, 1 << 20).decode())
             except (ValueError, UnicodeDecodeError):
                 r.leader_epochs = None  # a torn checkpoint (a crash while writing it): the log still says
         every = sorted(p.name for p in pdir.glob("*.log") if p.stem.isdigit())
         r.last_segment = every[-1] if every else ""
         for seg in segment_files(pdir, first, last):
-            rel = str(folder.inside(seg).resolve().relative_to(root))
+            rel = str(resolve_inside(root, seg).resolve().relative_to(root))
             r.segments.append(seg.name)
             files.append(rel)
             owner[rel] = broker
@@ -178,6 +182,15 @@ def read_replicas(folder: RunFolder, kafka_home: str, parts: dict[int, Path], fi
     for r in replicas.values():
         r.batches.sort(key=lambda b: b.base_offset)
     return replicas
+
+
+def _bounded(path: Path, limit: int) -> bytes:
+    """A small file's bytes, refused beyond `limit` (a checkpoint is a line an epoch)."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than {limit:,} bytes")
+    return data
 
 
 def delivery_rows(folder: RunFolder, variant: str, partition: int, values: set[int], first: int,
@@ -235,12 +248,12 @@ def evidence(folder: RunFolder, variant: str | None, partition: int | None, offs
     """The view `kafka-chaos evidence` prints (module docstring): UsageError on bad input, InfraError when the
     tool fails, RunFolderError on a damaged folder."""
     first, last = parse_offsets(offsets)
-    variant, topic, partition, parts = choose(folder, variant, partition)
+    variant, topic, partition, parts, data = choose(folder, variant, partition)
     home = kafka_tool(kafka_home)
     try:
-        replicas = read_replicas(folder, home, parts, first, last)
+        replicas = read_replicas(folder, data, home, parts, first, last)
     except OSError as e:
-        raise RunFolderError(f"{folder.kafka_data}: unreadable ({one_line(e)})", damaged=True) from None
+        raise RunFolderError(f"{data}: unreadable ({one_line(e)})", damaged=True) from None
     values = {v for r in replicas.values() for b in r.batches if not b.control for rec in b.records
               if (v := _value(rec.payload)) is not None}
     acks = delivery_rows(folder, variant, partition, values, first, last)

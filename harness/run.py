@@ -396,19 +396,22 @@ class Run:
         return s, None
 
     def _broker_data(self, run_verdict: str) -> dict:
-        """The brokers' log folders of the run's own cluster (a local Kafka's kafka-data/), once the run is judged:
-        kept when its verdict is fail or --keep-data asked, {"broker_data": {"path", "why", "bytes"}} for the
-        summary; else removed ({}). A cluster a series keeps is its owner's (cluster/kept.py)."""
-        folder = getattr(self.cluster, "data_folder", None) if self.shared_cluster is None else None
+        """The brokers' log folders (a local Kafka's kafka-data/), once the run is judged: kept when its verdict is
+        fail or --keep-data asked, {"broker_data": {"path", "why", "bytes"}} for the summary; else ({}) removed
+        when the cluster is the run's own. A cluster a series keeps (cluster/kept.py) is told to keep them when it
+        stops; a passed run's topics are deleted from it, a failed run's stay (kept.py)."""
+        folder = getattr(self.cluster, "data_folder", None)
         if folder is None or not folder.is_dir():
             return {}
         why = [x for x, yes in (("the verdict is fail", run_verdict == verdict.FAIL),
                                 ("--keep-data", self.keep_data)) if yes]
         if not why:
-            self.cluster.discard_data()
+            if self.shared_cluster is None:
+                self.cluster.discard_data()
             return {}
+        self.cluster.keep_data = True  # a series' cluster: kept when it stops, rebuilt or closed
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
-        return {"broker_data": {"path": str(folder), "why": " and ".join(why), "bytes": size}}
+        return {"broker_data": {"path": str(folder.resolve()), "why": " and ".join(why), "bytes": size}}
 
 
 def _spark(master: str | None, log: Path):

@@ -294,3 +294,26 @@ def test_a_kept_folder_that_leads_out_of_the_run_is_refused(tmp_path, monkeypatc
     os.symlink(elsewhere.parent, run_dir / "kafka-data")
     result = CliRunner().invoke(main, ["evidence", str(run_dir), "--offsets", "1"])
     assert result.exit_code == 3 and "leads out of the folder" in result.output, result.output
+
+
+def test_a_series_run_is_read_from_its_kept_cluster_beside_it_and_nowhere_else(tmp_path, monkeypatch):
+    run_dir = stored_run(tmp_path, kept={})
+    cluster = run_dir.parent / "20261127T000000Z-exp-repeat-abcdef" / "cluster-123abc" / "kafka-data"
+    part = cluster / "node-1" / "kc-a-abcdef-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(b"")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    # as the series wrote it, on another machine: only its last three parts are taken, beside the run
+    summary["broker_data"] = {"path": f"/ci/work/reports/{cluster.parent.parent.name}/cluster-123abc/kafka-data",
+                              "why": "the verdict is fail"}
+    RunFolder(run_dir).write_summary(summary)
+    fake_kafka(tmp_path, monkeypatch, {1: batches_only(batch_text(0, [0, 1, 2], 0))})
+    result = CliRunner().invoke(main, ["evidence", str(run_dir), "--offsets", "1-2", "--json"])
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.output)
+    assert [r["broker"] for r in view["replicas"]] == [1]
+    assert [x["replicas"][0]["record"]["value"] for x in view["at"]] == [1, 2]
+    summary["broker_data"]["path"] = "/etc"
+    RunFolder(run_dir).write_summary(summary)
+    result = CliRunner().invoke(main, ["evidence", str(run_dir), "--offsets", "1-2"])
+    assert result.exit_code == 3 and "broker_data.path: '/etc' is not a kept cluster's" in result.output

@@ -3,6 +3,7 @@ verdict is fail or --keep-data asked, and summary.json and the printed summary s
 cluster, the workload and the analysis are stand-ins: the decision is what is tested)."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -30,6 +31,7 @@ class _KafkaStandIn:
 
     def __init__(self, run_dir):
         self.data_folder = run_dir / "kafka-data"
+        self.files = SimpleNamespace(logs=run_dir / "logs")
 
     def up(self):
         (self.data_folder / "node-0" / "kc-a-0").mkdir(parents=True)
@@ -87,8 +89,23 @@ def test_keep_data_keeps_them_whatever_the_verdict(tmp_path, monkeypatch):
     assert summary["broker_data"]["why"] == "the verdict is fail and --keep-data"
 
 
-def test_keep_data_is_refused_for_a_series(tmp_path):
+def test_a_series_cluster_is_told_to_keep_them_by_a_failed_run_and_left_alone_by_a_passed_one(tmp_path, monkeypatch):
+    from harness.runfolder import RunFolder
+    from harness.spec import load_spec
+
+    sent = {"sent": 10, "acked": 10, "rejected": 0, "unknown": 0}
+    monkeypatch.setattr(run_mod.Run, "_run_variant",
+                        lambda self, session, v: self.produced.setdefault(v.name, {"topic": "kc-a", **sent}))
     exp = tmp_path / "exp.yaml"
     exp.write_text("name: keep\nworkload: {messages: 10, rate: 100}\nvariants: [{name: a}]\n")
-    result = CliRunner().invoke(main, ["run", str(exp), "--repeat", "2", "--keep-data"])
-    assert result.exit_code == 2 and "error: --keep-data: a series (--repeat) shares one cluster" in result.output
+    spec = load_spec(exp)
+    shared = _KafkaStandIn(tmp_path / "series" / "cluster-abc123")
+    shared.up()
+    for lost, kept in ((0, False), (4, True)):
+        monkeypatch.setattr(run_mod, "analyze_folder", lambda spark, folder, names, lost=lost, **k: {
+            n: {**{key: 0 for key in KEYS}, **sent, "lost": lost} for n in names})
+        folder = RunFolder.create(tmp_path / "reports", "keep")
+        summary = run_mod.Run(spec, folder, 1, spark=_Spark(), cluster=shared).execute()
+        assert shared.keep_data is kept and shared.data_folder.is_dir()  # the series stops it; never removed here
+        assert ("broker_data" in summary) is kept
+    assert summary["broker_data"]["path"] == str(shared.data_folder.resolve())
