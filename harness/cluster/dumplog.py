@@ -196,11 +196,12 @@ def dump(kafka_home: str | Path, cwd: Path, files: list[str], timeout: float = D
             yield proc.stdout
             for _ in proc.stdout:  # the rest, when the caller stopped early
                 pass
+            proc.wait()  # its end: the timer still kills it when it hangs
         finally:
             timer.cancel()
-            if proc.poll() is None:
+            if proc.poll() is None:  # the caller failed: the tool goes with it
                 _kill_group(proc)
-            proc.wait()
+                proc.wait()
             proc.stdout.close()
         if fired.is_set():
             raise DumpLogError(f"{tool} took longer than {timeout:g} s (killed)")

@@ -317,3 +317,18 @@ def test_a_series_run_is_read_from_its_kept_cluster_beside_it_and_nowhere_else(t
     RunFolder(run_dir).write_summary(summary)
     result = CliRunner().invoke(main, ["evidence", str(run_dir), "--offsets", "1-2"])
     assert result.exit_code == 3 and "broker_data.path: '/etc' is not a kept cluster's" in result.output
+
+
+def test_a_tool_that_ends_after_its_last_line_is_waited_for_and_one_that_hangs_is_killed(tmp_path):
+    from harness.cluster.dumplog import dump
+
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "kafka-dump-log.sh"
+    tool.write_text("#!/bin/sh\necho 'Dumping a.log'\nexec 1>&-\nsleep 0.5\nexit 0\n")  # output closed, then a pause
+    tool.chmod(0o755)
+    with dump(tmp_path, tmp_path, ["a.log"]) as lines:
+        assert list(parse(lines)) == ["a.log"]
+    tool.write_text("#!/bin/sh\necho 'Dumping a.log'\nexec sleep 60\n")
+    with pytest.raises(DumpLogError, match="took longer than 0.5 s"):
+        with dump(tmp_path, tmp_path, ["a.log"], timeout=0.5) as lines:
+            parse(lines)
