@@ -311,7 +311,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
         last = index + 1 == count or (until_fail and (summary or {}).get("verdict") == FAIL)
         if code is None and not last:  # the next run gets a healed, healthy cluster
             try:
-                why = kept.restore(topics_of(summary), delete=(summary or {}).get("verdict") == PASS)
+                why = kept.restore(topics_of(summary), delete=(summary or {}).get("verdict") == PASS and not keep_data)
             except InfraError as e:  # an external cluster, which the harness cannot rebuild
                 series.stopped = str(e)
                 say_error(f"{e}; the series stops after run {index + 1}/{count}")

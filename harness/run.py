@@ -11,6 +11,8 @@ never change a verdict. `reanalyze` is the same ending for a stored run folder.
 from __future__ import annotations
 
 import errno
+import os
+import stat
 import threading
 import time
 import traceback
@@ -410,8 +412,21 @@ class Run:
                 self.cluster.discard_data()
             return {}
         self.cluster.keep_data = True  # a series' cluster: kept when it stops, rebuilt or closed
-        size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
-        return {"broker_data": {"path": str(folder.resolve()), "why": " and ".join(why), "bytes": size}}
+        return {"broker_data": {"path": str(folder.resolve()), "why": " and ".join(why), "bytes": _bytes_in(folder)}}
+
+
+def _bytes_in(folder: Path) -> int:
+    """The bytes of the files under `folder` (links not followed); a file removed meanwhile (a live cluster's
+    segment deleted) counts nothing."""
+    total = 0
+    for base, _, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(base, name))
+            except OSError:
+                continue
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
 
 
 def _spark(master: str | None, log: Path):

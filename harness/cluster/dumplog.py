@@ -168,7 +168,8 @@ def parse(lines: Iterable[str], first: int | None = None, last: int | None = Non
 
 
 @contextmanager
-def dump(kafka_home: str | Path, cwd: Path, files: list[str], timeout: float = DUMP_TIMEOUT_S) -> Iterator[Iterable[str]]:
+def dump(kafka_home: str | Path, cwd: Path, files: list[str],
+         timeout: float = DUMP_TIMEOUT_S) -> Iterator[Iterable[str]]:
     """The lines kafka-dump-log.sh prints for `files` (paths relative to `cwd`, so that no comma in a folder's name
     splits the tool's --files list), read as it prints them. The tool runs tied to the harness (procs.LAUNCHER:
     it dies with it) in a session of its own (killed whole after `timeout` seconds). DumpLogError when it cannot

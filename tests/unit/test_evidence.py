@@ -37,8 +37,8 @@ def batch_text(base: int, values: list, epoch: int, pid: int = 7, pepoch: int = 
              f"size: 90 magic: 2 compresscodec: none crc: 2045139734 isvalid: true"]
     for i, v in enumerate(values):
         s = seq + i if pid >= 0 and control is None else -1
-        head = f"| offset: {base + i} {TIME} keySize: {4 if control else -1} valueSize: {6 if control else len(str(v))} " \
-               f"sequence: {s} headerKeys: []"
+        sizes = f"keySize: {4 if control else -1} valueSize: {6 if control else len(str(v))}"
+        head = f"| offset: {base + i} {TIME} {sizes} sequence: {s} headerKeys: []"
         lines.append(head + (f" endTxnMarker: {control} coordinatorEpoch: 0" if control else f" payload: {v}"))
     return lines
 
@@ -60,7 +60,8 @@ def test_a_batch_line_gives_every_field_the_evidence_shows():
 
 
 def test_a_record_line_keeps_a_payload_with_spaces_and_a_marker():
-    r = record_line(f"| offset: 9 {TIME} keySize: 3 valueSize: 7 sequence: 4 headerKeys: [a,b] key: k 1 payload: x y: 1")
+    r = record_line(f"| offset: 9 {TIME} keySize: 3 valueSize: 7 sequence: 4 headerKeys: [a,b] key: k 1 "
+                    "payload: x y: 1")
     assert (r.offset, r.sequence, r.payload, r.marker) == (9, 4, "x y: 1", None)
     r = record_line(f"| offset: 10 {TIME} keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: ABORT "
                     "coordinatorEpoch: 0")
@@ -149,7 +150,8 @@ def test_a_record_that_is_not_the_workload_s_and_a_marker_keep_their_text():
 
 
 def test_the_offsets_option(monkeypatch):
-    assert parse_offsets("340-345") == (340, 345) and parse_offsets("7") == (7, 7) and parse_offsets(" 1 - 2 ") == (1, 2)
+    assert parse_offsets("340-345") == (340, 345) and parse_offsets("7") == (7, 7)
+    assert parse_offsets(" 1 - 2 ") == (1, 2)
     for bad in ("", "a-b", "5-3", "-3", "1-2-3", "0-20000", "1.5"):
         with pytest.raises(UsageError, match="--offsets"):
             parse_offsets(bad)
