@@ -275,8 +275,23 @@ def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_m
             write(junit, summary, time.monotonic() - started)
         if failure is None and not brief:
             print_summary(summary, folder.path)
+            _evidence_commands(folder, summary)
         code = _publish(folder, out, code)
     return folder, summary, failure, code
+
+
+def _evidence_commands(folder, summary: dict) -> None:
+    """A run that kept its brokers' logs and failed: the evidence command at each failed variant's first affected
+    offset. Only said: a table that cannot be read here is left out, the verdict stands."""
+    if not isinstance(summary.get("broker_data"), dict):
+        return
+    from .evidence import commands
+
+    try:
+        for line in commands(folder, summary):
+            say(f"  {line}")
+    except Exception:  # the anomaly tables are the report's business; this is a hint
+        pass
 
 
 def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, replay: Path | None,

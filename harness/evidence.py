@@ -243,6 +243,39 @@ def join(replicas: dict[int, Replica], acks: list[dict], first: int, last: int) 
     return out
 
 
+# The anomaly tables whose rows name an offset the client was told (or the log holds), most telling first.
+AFFECTED = ("lost", "truncated_acks", "inconsistent_offsets", "base_offset_minus_one", "rejected_visible",
+            "duplicates", "unexpected")
+
+
+def first_affected(folder: RunFolder, variant: str) -> tuple[str, int, int] | None:
+    """(table, partition, offset) of the lowest offset in the first of AFFECTED that has a row, or None."""
+    for table in AFFECTED:
+        found = folder.read_table(variant, table)
+        if found is None or "offset" not in found.schema.names or "partition" not in found.schema.names:
+            continue
+        rows = [r for r in found.select(["partition", "offset"]).to_pylist() if r["offset"] is not None]
+        if rows:
+            first = min(rows, key=lambda r: (r["offset"], r["partition"]))
+            return table, first["partition"], first["offset"]
+    return None
+
+
+def commands(folder: RunFolder, summary: dict) -> list[str]:
+    """For each failed variant of a run that kept its brokers' logs: the evidence command at its first affected
+    offset (two on each side), with what is there, e.g. "lost: kafka-chaos evidence RUN --variant v ..."."""
+    out = []
+    for name, v in (summary.get("variants") or {}).items():
+        if not isinstance(v, dict) or v.get("verdict") != "fail":
+            continue
+        found = first_affected(folder, name)
+        if found is not None:
+            table, p, o = found
+            out.append(f"{name}: first {table} at partition {p} offset {o}: kafka-chaos evidence {folder.path} "
+                       f"--variant {name} --partition {p} --offsets {max(0, o - 2)}-{o + 2}")
+    return out
+
+
 def evidence(folder: RunFolder, variant: str | None, partition: int | None, offsets: str,
              kafka_home: str | None) -> dict:
     """The view `kafka-chaos evidence` prints (module docstring): UsageError on bad input, InfraError when the

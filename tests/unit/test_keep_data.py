@@ -109,3 +109,23 @@ def test_a_series_cluster_is_told_to_keep_them_by_a_failed_run_and_left_alone_by
         assert shared.keep_data is kept and shared.data_folder.is_dir()  # the series stops it; never removed here
         assert ("broker_data" in summary) is kept
     assert summary["broker_data"]["path"] == str(shared.data_folder.resolve())
+
+
+def test_a_failed_run_names_the_evidence_command_at_its_first_affected_offset(tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    from harness.analysis.anomalies import TABLES
+
+    real = run_mod.Run._write_summary
+
+    def with_tables(self, status, reason):  # what the analysis would have written: two lost values
+        schema = pa.schema(TABLES["lost"])
+        self.folder.write_tables("a", {"lost": pa.Table.from_pylist(
+            [{"partition": 0, "value": 9, "offset": 341}, {"partition": 0, "value": 8, "offset": 340}], schema)})
+        return real(self, status, reason)
+
+    monkeypatch.setattr(run_mod.Run, "_write_summary", with_tables)
+    result, run_dir, _ = run(tmp_path, monkeypatch, 2)
+    assert result.exit_code == 1, result.output
+    assert (f"a: first lost at partition 0 offset 340: kafka-chaos evidence {run_dir} --variant a --partition 0 "
+            "--offsets 338-342") in " ".join(result.output.split())
