@@ -90,3 +90,58 @@ def test_evidence_prints_each_replica_s_records_with_epochs_and_sequences_and_th
     assert table.returncode == 0, table.stdout[-3000:] + table.stderr[-3000:]
     assert f"offsets {first}-{first_cut}" in table.stdout and "absent from its log" in table.stdout
     assert "broker 2: read 00000000000000000000.log" in table.stdout and f"log end {first_cut:,}" in table.stdout
+
+
+TRUNCATION = {
+    "name": "evidence-truncation",
+    "seed": 46,
+    "cluster": {"backend": "local", "broker": "kafka", "brokers": 1},
+    "topic": {"partitions": 1, "replication_factor": 1},
+    "workload": {"messages": 6000, "rate": 2000},
+    # acks=1 without idempotence: what the broker acknowledged and then lost is not sent again
+    "producer": {"acks": "1", "enable.idempotence": False, "retries": 10000000, "linger.ms": 5,
+                 "request.timeout.ms": 5000},
+    "variants": [{"name": "acks-1"}],
+    # the broker loses power at 1 s: its last 5 batches go, and it is back 1 s later
+    "faults": [{"kind": "lose-unflushed", "at": 1.0, "downtime": 1.0, "target": {"broker": 0}, "drop_batches": 5}],
+}
+
+
+def test_a_failed_run_keeps_its_logs_and_evidence_shows_kafka_s_own_truncation(tmp_path):
+    exp = tmp_path / "evidence-truncation.yaml"
+    exp.write_text(yaml.safe_dump(TRUNCATION))
+    out = tmp_path / "reports"
+    r = kafka_chaos("run", str(exp), "--out", str(out))  # no --keep-data: the failed verdict keeps them
+    [run_dir] = list(run_dirs(out))
+    wait_for(lambda: processes_of(run_dir) == [], timeout=30, what="every process of the run to exit")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    variant = summary["variants"]["acks-1"]
+    assert r.returncode == 1 and variant["lost"] > 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert summary["broker_data"]["why"] == "the verdict is fail"
+    said = " ".join(r.stdout.split())
+    assert "acks-1: first lost at partition 0 offset " in said and f"kafka-chaos evidence {run_dir} " in said
+    [fault] = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
+    [cut] = fault["effect"]["0"]["cut"]
+    first, last = cut["first_offset"], cut["last_offset"]
+    e = kafka_chaos("evidence", str(run_dir), "--offsets", f"{first - 1}-{last}", "--json", timeout=300)
+    assert e.returncode == 0, e.stdout[-3000:] + e.stderr[-3000:]
+    view = json.loads(e.stdout)
+    [replica] = view["replicas"]
+    assert replica["broker"] == 0 and replica["log_end"] == variant["read"]["end"][0]
+    before, *cut_offsets = view["at"]
+    old_epoch = before["replicas"][0]["record"]["leader_epoch"]
+    lost = {row["value"] for row in pq.read_table(run_dir / "acks-1" / "anomalies" / "lost.parquet").to_pylist()}
+    twice = 0
+    for at in cut_offsets:
+        rec = at["replicas"][0]["record"]
+        # the offset was written again, after the restart, by a later leader epoch; both values were acknowledged
+        # there, and the one the log lost is lost
+        assert rec is not None and rec["leader_epoch"] > old_epoch, (at, old_epoch)
+        assert rec["value"] in at["acked"] and {"outcome": "acked", "offset": at["offset"]}.items() <= \
+            rec["told"][0].items(), at
+        if len(at["acked"]) == 2:
+            twice += 1
+            [gone] = set(at["acked"]) - {rec["value"]}
+            assert gone in lost, (at, gone)
+        assert rec["producer_id"] == -1 and rec["sequence"] == -1  # not idempotent: no producer id, no sequence
+    assert twice > 0
