@@ -334,3 +334,40 @@ def test_a_tool_that_ends_after_its_last_line_is_waited_for_and_one_that_hangs_i
     with pytest.raises(DumpLogError, match="took longer than 0.5 s"):
         with dump(tmp_path, tmp_path, ["a.log"], timeout=0.5) as lines:
             parse(lines)
+
+
+# -- real output -----------------------------------------------------------------------------------------------------
+# Kafka 4.1.0's kafka-dump-log.sh --print-data-log --deep-iteration over tests/data/kafka-4.1.0/segment-4-batches.log
+# (named 00000000000000000000.log) as "whole/...", then over its first 300 bytes as "torn/..." (a torn last batch).
+REAL = Path(__file__).parents[1] / "data" / "kafka-4.1.0" / "dump-log-segment-4-batches.txt"
+
+
+def test_real_output_gives_every_batch_and_record_of_the_segment():
+    found = parse(REAL.read_text().splitlines())
+    assert list(found) == ["whole/00000000000000000000.log", "torn/00000000000000000000.log"]
+    whole = found["whole/00000000000000000000.log"]
+    assert [(b.base_offset, b.last_offset, b.position) for b in whole.batches] == [(0, 2, 0), (3, 3, 85), (4, 8, 154),
+                                                                                  (9, 10, 255)]
+    assert {(b.producer_id, b.producer_epoch, b.leader_epoch, b.transactional, b.control) for b in whole.batches} == {
+        (0, 0, 0, False, False)}
+    records = [r for b in whole.batches for r in b.records]
+    assert [(r.offset, r.sequence, r.payload) for r in records] == [(i, i, str(i)) for i in range(11)]
+    assert whole.start == 0 and whole.trailing_bytes == 0 and whole.last_offset == 10
+
+
+def test_real_output_of_a_torn_segment_names_the_bytes_after_its_last_whole_batch():
+    torn = parse(REAL.read_text().splitlines(), first=8, last=20)["torn/00000000000000000000.log"]
+    assert [(b.base_offset, [r.offset for r in b.records]) for b in torn.batches] == [(4, [8])]
+    assert torn.trailing_bytes == 45 and torn.last_offset == 8  # 300 bytes: the batch at 255 lacks 33 of its 78
+
+
+def test_real_output_joined_with_a_delivery_log():
+    segments = parse(REAL.read_text().splitlines(), first=7, last=10)
+    replicas = {b: Replica(b, Path(name), batches=seg.batches) for b, (name, seg) in enumerate(segments.items())}
+    told = acks(*((v, "acked", v, None, 0, None) for v in range(11)))
+    at = join(replicas, told, 7, 10)
+    assert [[(x["record"] or {}).get("value") for x in row["replicas"]] for row in at] == [[7, 7], [8, 8], [9, None],
+                                                                                         [10, None]]
+    assert all(row["acked"] == [row["offset"]] for row in at)
+    assert at[3]["replicas"][0]["record"]["told"] == [{"outcome": "acked", "offset": 10, "error": None, "session": 0,
+                                                       "txn": None}]
