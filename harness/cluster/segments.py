@@ -97,7 +97,12 @@ def cut_unflushed(log_dir: Path, topic: str, drop_batches: int | None = None) ->
     one journal entry per partition: topic, partition, the segment, bytes and batches cut, and the offsets
     from/to that went (nothing cut: cut_bytes 0)."""
     checkpoint = log_dir / CHECKPOINT
-    flushed = recovery_points(checkpoint.read_text()) if checkpoint.is_file() else {}
+    try:
+        flushed = recovery_points(checkpoint.read_text()) if checkpoint.is_file() else {}
+    except ValueError:  # a checkpoint a kill left empty: only a cut back to the recovery point needs it
+        if drop_batches is None:
+            raise
+        flushed = {}
     cuts = []
     for folder in sorted(p for p in log_dir.iterdir() if p.is_dir()):
         m = PARTITION_DIR.fullmatch(folder.name)
@@ -114,7 +119,7 @@ def cut_unflushed(log_dir: Path, topic: str, drop_batches: int | None = None) ->
         gone = [b for b in found if b.position >= at]
         entry = {"topic": key[0], "partition": key[1], "segment": active.name, "cut_bytes": len(data) - at,
                  "cut_batches": len(gone), "cut_records": sum(b.records for b in gone),
-                 "recovery_point": flushed.get(key, 0)}
+                 "recovery_point": flushed.get(key, 0 if drop_batches is None else None)}
         if gone:
             entry.update(first_offset=gone[0].base_offset, last_offset=gone[-1].last_offset)
         if at < len(data):
