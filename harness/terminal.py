@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -332,6 +333,9 @@ def print_evidence(view: dict) -> None:
             table.add_row(str(at["offset"]) if i == 0 else "", str(rep["broker"]), *map(shown, cells),
                           here if i == 0 else "", style="yellow" if odd else None,
                           end_section=i + 1 == len(at["replicas"]))
-    console.print(table)
+    # Piped or captured (not a terminal: 80 columns), the table keeps its natural width: a row a line, to grep.
+    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    wide = console if console.is_terminal or needed <= console.width else Console(width=needed, highlight=False)
+    wide.print(table)
     say("epoch: the partition leader epoch its batch was written under · producer: id/epoch (none: not idempotent) · "
         "seq: the record's sequence · told: the delivery log's outcome of each send of that value", "dim")

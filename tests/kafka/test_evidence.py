@@ -24,7 +24,8 @@ EXPERIMENT = {
     "topic": {"partitions": 1, "replication_factor": 3, "config": {"min.insync.replicas": 2}},
     "workload": {"messages": 3000, "rate": 1500},
     # idempotent, one producer session, one partition: the value v is the v-th send, so its sequence is v
-    "producer": {"acks": "all", "enable.idempotence": True, "linger.ms": 5},
+    # batches of at most 50 records: the workload hands the client 1,024 sends at a time
+    "producer": {"acks": "all", "enable.idempotence": True, "linger.ms": 5, "batch.num.messages": 50},
     "variants": [{"name": "idempotent"}],
     "expectations": {"idempotent": {"duplicates": 0, "lost": 0}},
 }
@@ -54,7 +55,7 @@ def test_evidence_prints_each_replica_s_records_with_epochs_and_sequences_and_th
     # The planted truncation: broker 2's log loses its last 2 batches (the cluster is down; its files are kept).
     [cut] = cut_unflushed(run_dir / "kafka-data" / "node-2", topic, drop_batches=2)
     first_cut, last_cut = cut["first_offset"], cut["last_offset"]
-    assert last_cut == end - 1 and cut["cut_records"] == end - first_cut
+    assert last_cut == end - 1 and cut["cut_records"] == end - first_cut and 2 <= end - first_cut <= 100, cut
     first = first_cut - 3  # three offsets every replica holds, then the cut ones
     e = kafka_chaos("evidence", str(run_dir), "--partition", "0", "--offsets", f"{first}-{end - 1}", "--json",
                     timeout=300)
