@@ -299,7 +299,8 @@ def print_evidence(view: dict) -> None:
     """`kafka-chaos evidence`: a line per replica (its segments read, its leader epochs, its end), then a row per
     offset and replica: the record's value, its batch's partition leader epoch, producer id/epoch, the record's
     sequence, transactional flag, what the client was told about that value, and (first row of an offset) the
-    values acknowledged at it. A row where the replica disagrees with what was acknowledged there is yellow."""
+    values acknowledged at it. A row where the replica disagrees with what was acknowledged there, or where more
+    than one value was acknowledged at the offset, is yellow."""
     first, last = view["offsets"]
     say(f"{view['run']} · variant {view['variant']} · topic {view['topic']} partition {view['partition']} · "
         f"offsets {first}-{last}", "bold")
@@ -329,7 +330,7 @@ def print_evidence(view: dict) -> None:
                 cells = [value, str(rec["leader_epoch"]), producer, str(rec["sequence"]),
                          "yes" if rec["transactional"] else "no",
                          "" if rec["control"] else told_text(rec["told"], at["offset"])]
-                odd = bool(acked) and rec["value"] not in acked
+                odd = len(acked) > 1 or (bool(acked) and rec["value"] not in acked)
             table.add_row(str(at["offset"]) if i == 0 else "", str(rep["broker"]), *map(shown, cells),
                           here if i == 0 else "", style="yellow" if odd else None,
                           end_section=i + 1 == len(at["replicas"]))

@@ -100,8 +100,9 @@ TRUNCATION = {
     "topic": {"partitions": 1, "replication_factor": 1},
     "workload": {"messages": 6000, "rate": 2000},
     # acks=1 without idempotence: what the broker acknowledged and then lost is not sent again
+    # (batches of at most 20 records: the workload hands the client 1,024 sends at a time)
     "producer": {"acks": "1", "enable.idempotence": False, "retries": 10000000, "linger.ms": 5,
-                 "request.timeout.ms": 5000},
+                 "request.timeout.ms": 5000, "batch.num.messages": 20},
     "variants": [{"name": "acks-1"}],
     # the broker loses power at 1 s: its last 5 batches go, and it is back 1 s later
     "faults": [{"kind": "lose-unflushed", "at": 1.0, "downtime": 1.0, "target": {"broker": 0}, "drop_batches": 5}],
