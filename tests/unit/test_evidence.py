@@ -371,3 +371,23 @@ def test_real_output_joined_with_a_delivery_log():
     assert all(row["acked"] == [row["offset"]] for row in at)
     assert at[3]["replicas"][0]["record"]["told"] == [{"outcome": "acked", "offset": 10, "error": None, "session": 0,
                                                        "txn": None}]
+
+
+# An excerpt of Kafka 4.1.0's dump of a partition that lose-unflushed cut on a 1-node run (tests/kafka/test_evidence.py,
+# acks=1, no idempotence): its header, then the last batch of leader epoch 0 and the first batch written at the cut
+# offsets after the restart, under leader epoch 2.
+TRUNCATED = Path(__file__).parents[1] / "data" / "kafka-4.1.0" / "dump-log-truncated-excerpt.txt"
+
+
+def test_real_output_of_a_truncated_partition_shows_the_new_epoch_at_the_cut_offsets():
+    [seg] = parse(TRUNCATED.read_text().splitlines()).values()
+    assert [(b.base_offset, b.last_offset, b.leader_epoch, b.producer_id, b.base_sequence) for b in seg.batches] == [
+        (1944, 1963, 0, -1, -1), (1964, 1983, 2, -1, -1)]
+    assert [r.payload for r in seg.batches[1].records][:2] == ["2048", "2049"]
+    # values 1964-1983 were acknowledged at 1964-1983 before the cut; 2048-2067 there after it
+    told = acks(*((v, "acked", v, None, 0, None) for v in range(1944, 1984)),
+                *((v, "acked", v - 84, None, 0, None) for v in range(2048, 2068)))
+    at = {row["offset"]: row for row in join({0: Replica(0, Path("node-0"), batches=seg.batches)}, told, 1963, 1964)}
+    assert at[1963]["acked"] == [1963] and at[1963]["replicas"][0]["record"]["leader_epoch"] == 0
+    rec = at[1964]["replicas"][0]["record"]
+    assert at[1964]["acked"] == [1964, 2048] and (rec["value"], rec["leader_epoch"], rec["sequence"]) == (2048, 2, -1)
