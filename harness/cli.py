@@ -144,8 +144,12 @@ def main(debug: bool) -> None:
 @click.option("--same-seed", is_flag=True, help="With --repeat: every run with the same seed (same fault plan).")
 @click.option("--until-fail", is_flag=True,
               help="With --repeat: stop at the first run whose verdict is fail and say how to replay it.")
+@click.option("--keep-data", is_flag=True,
+              help="Keep the brokers' log folders (a local Kafka's kafka-data/) whatever the verdict; they are kept "
+                   "anyway when it is fail (with --repeat: those of the series' cluster). `kafka-chaos evidence` "
+                   "reads them.")
 def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spark_master: str | None,
-        junit: Path | None, repeat: int | None, same_seed: bool, until_fail: bool) -> None:
+        junit: Path | None, repeat: int | None, same_seed: bool, until_fail: bool, keep_data: bool) -> None:
     """Run EXPERIMENT (a YAML file) and write a report.
 
     The experiment's cluster section picks the brokers: backend local with
@@ -173,14 +177,50 @@ def run(experiment: Path, out: Path, seed: int | None, replay: Path | None, spar
     _begin(spec)
     if repeat is not None:
         _run_series(spec, schedule, experiment, out, spec.seed if seed is None else seed,
-                    replay, spark_master, junit, repeat, same_seed, until_fail)
+                    replay, spark_master, junit, repeat, same_seed, until_fail, keep_data)
         return
     folder, summary, failure, code = _run_once(spec, schedule, out, spec.seed if seed is None else seed, replay,
-                                               spark_master, junit)
+                                               spark_master, junit, keep_data=keep_data)
     if failure is not None:
         say(f"partial results kept in {folder.path}", err=True)
         _fail(failure)
     _exit(code)
+
+
+@main.command(epilog=exit_help(
+    OK="the records are shown", FAILED="",
+    USAGE="RUN_DIR is not a run folder or kept no broker data, an unknown --variant or --partition, a malformed "
+          "--offsets, or no KAFKA_HOME",
+    INFRA="a damaged run folder (the message names the file), or kafka-dump-log.sh failed"))
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--variant", default=None,
+              help="The variant whose topic to read (default: the run's only variant, or the only one whose "
+                   "topic the brokers' logs hold).")
+@click.option("--partition", type=click.IntRange(0), default=None,
+              help="The partition (default: the topic's only one).")
+@click.option("--offsets", required=True, metavar="A-B", help="The offsets to show: A-B, or one offset.")
+@click.option("--json", "as_json", is_flag=True, help="Print the view as JSON instead of a table.")
+def evidence(run_dir: Path, variant: str | None, partition: int | None, offsets: str, as_json: bool) -> None:
+    """What each replica's log holds at some offsets of a stored local-Kafka run, and what the client was told.
+
+    Reads the run's kept brokers' log folders (kept when the verdict is fail, or with run --keep-data) with
+    KAFKA_HOME's kafka-dump-log.sh: per offset and replica the value, its batch's leader epoch, producer id
+    and epoch, sequence and transactional flag, joined with the delivery log (acks.parquet): what the client
+    was told about that value (acked at which offset, rejected, unknown) and which values were acked at that
+    offset. Example: kafka-chaos evidence reports/RUN --partition 0 --offsets 340-345
+    """
+    from .evidence import evidence as view_of
+    from .runfolder import RunFolder
+    from .terminal import print_evidence
+
+    try:
+        view = view_of(RunFolder(run_dir), variant, partition, offsets, os.environ.get("KAFKA_HOME"))
+    except Exception as e:
+        _fail(e)
+    if as_json:
+        click.echo(json.dumps(view, indent=1))
+    else:
+        print_evidence(view)
 
 
 def _begin(spec) -> None:
@@ -202,16 +242,18 @@ def _remove_stale_namespaces() -> None:
 
 
 def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_master: str | None,
-              junit: Path | None, heading: str = "", brief: bool = False, spark=None, cluster=None):
+              junit: Path | None, heading: str = "", brief: bool = False, spark=None, cluster=None,
+              keep_data: bool = False):
     """One run in a new run folder: progress, summary, report and runs index. spark: a SharedSpark of a
-    series of runs (else the run starts its own); cluster: a KeptCluster's get (else the run starts its own).
+    series of runs (else the run starts its own); cluster: a KeptCluster's get (else the run starts its own);
+    keep_data: keep the brokers' log folders whatever the verdict.
     -> (folder, summary, what ended it early or None, exit status)."""
     from .run import Run
     from .runfolder import RunFolder
 
     listener = ProgressListener(spec.workload.messages)
     folder = RunFolder.create(out, spec.name)
-    the_run = Run(spec, folder, seed, listener, spark_master, schedule, spark, cluster)
+    the_run = Run(spec, folder, seed, listener, spark_master, schedule, spark, cluster, keep_data)
     origin = f"replayed from {replay}" if replay else f"seed {the_run.seed}"
     say(f"{heading}{spec.name}: {len(spec.variants)} variant(s) × {spec.workload.messages:,} messages, "
         f"{len(the_run.schedule)} planned fault(s), {origin}", "bold")
@@ -233,12 +275,28 @@ def _run_once(spec, schedule, out: Path, seed: int, replay: Path | None, spark_m
             write(junit, summary, time.monotonic() - started)
         if failure is None and not brief:
             print_summary(summary, folder.path)
+            _evidence_commands(folder, summary)
         code = _publish(folder, out, code)
     return folder, summary, failure, code
 
 
+def _evidence_commands(folder, summary: dict) -> None:
+    """A run that kept its brokers' logs and failed: the evidence command at each failed variant's first affected
+    offset. Only said: a table that cannot be read here is left out, the verdict stands."""
+    if not isinstance(summary.get("broker_data"), dict):
+        return
+    from .evidence import commands
+
+    try:
+        for line in commands(folder, summary):
+            say(f"  {line}")
+    except Exception:  # the anomaly tables are the report's business; this is a hint
+        pass
+
+
 def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, replay: Path | None,
-                spark_master: str | None, junit: Path | None, count: int, same_seed: bool, until_fail: bool) -> None:
+                spark_master: str | None, junit: Path | None, count: int, same_seed: bool, until_fail: bool,
+                keep_data: bool = False) -> None:
     """--repeat: the runs one after another, then the aggregate, its report, JUnit and the runs index."""
     from .exits import Exit
     from .repeat import Series
@@ -256,7 +314,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
         t = time.monotonic()
         folder, summary, failure, _ = _run_once(spec, schedule, out, seed, replay, spark_master, None,
                                                 heading=f"run {index + 1}/{count}: ", brief=True, spark=spark,
-                                                cluster=kept.get)
+                                                cluster=kept.get, keep_data=keep_data)
         summary = folder.read_summary() or summary  # the report's rendering may have marked it interrupted
         summaries_seconds.append(time.monotonic() - t)
         if summary is not None:
@@ -268,7 +326,7 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
         last = index + 1 == count or (until_fail and (summary or {}).get("verdict") == FAIL)
         if code is None and not last:  # the next run gets a healed, healthy cluster
             try:
-                why = kept.restore(topics_of(summary), delete=(summary or {}).get("verdict") == PASS)
+                why = kept.restore(topics_of(summary), delete=(summary or {}).get("verdict") == PASS and not keep_data)
             except InfraError as e:  # an external cluster, which the harness cannot rebuild
                 series.stopped = str(e)
                 say_error(f"{e}; the series stops after run {index + 1}/{count}")
@@ -294,6 +352,9 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
 
         write_series(junit, series.summaries, summaries_seconds)
     print_aggregate(doc)
+    for path in sorted({s["broker_data"]["path"] for s in series.summaries if isinstance(s.get("broker_data"), dict)}):
+        say(f"brokers' logs kept (a run failed, or --keep-data): {path}; show a run's offsets with: kafka-chaos "
+            "evidence RUN_DIR --partition P --offsets A-B")
     if series.failed_run is not None:
         say(f"failed run: {series.failed_run.path}; replay it with: kafka-chaos run {experiment} "
             f"--replay {series.failed_run.faults_path}", "bold")

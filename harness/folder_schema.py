@@ -85,6 +85,7 @@ SUMMARY = _object(
     seed=Annotated[Int64, Field(description="a 64-bit integer, or absent")], cluster=Text | None,
     started_at=Text | None, ended_at=Text | None, reason=Text | None,
     warnings=_list(Text, FAULT_LINES + 1000), faults_planned=Count,  # a warning per late fault, and a few
+    broker_data=_object("BrokerData", ("path", "why"), path=Text, why=Text, bytes=Count) | None,
     variants=_dict(SUMMARY_VARIANT, MAX_VARIANTS, f"an object of at most {MAX_VARIANTS} variants, each an object"))
 SECONDS = Annotated[float, Field(ge=0, le=MAX_SECONDS, description=f"a finite number, 0 to {MAX_SECONDS:,g}")]
 FAULT_ROW = _object(  # a line of faults.jsonl

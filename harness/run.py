@@ -11,12 +11,14 @@ never change a verdict. `reanalyze` is the same ending for a stored run folder.
 from __future__ import annotations
 
 import errno
+import os
+import stat
 import threading
 import time
 import traceback
 from datetime import datetime, timezone
 
-from . import procs, signals, summary as summary_mod
+from . import procs, signals, summary as summary_mod, verdict
 from .analysis.metrics import accounting_holds
 from .cluster import Cluster, make_cluster
 from .cluster.apiversions import CONSUMER_GROUP_HEARTBEAT, supported_apis
@@ -74,8 +76,9 @@ def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str
 class Run:
     def __init__(self, spec: ExperimentSpec, folder: RunFolder, seed: int, listener: Listener | None = None,
                  spark_master: str | None = None, schedule: list[PlannedFault] | None = None, spark=None,
-                 cluster=None):
+                 cluster=None, keep_data: bool = False):
         self.spec, self.folder, self.seed = spec, folder, seed
+        self.keep_data = keep_data  # keep the brokers' log folders whatever the verdict (run --keep-data)
         self.listener = listener or Listener()
         self.spark_master = spark_master
         self.shared_spark = spark  # engine.session.SharedSpark of a series; None: the run starts and stops its own
@@ -122,6 +125,7 @@ class Run:
             self._time("cluster up")
             if self.shared_cluster is None:
                 self.cluster = make_cluster(self.spec.cluster, self.folder.path)
+                self.cluster.keep_data = True  # its data stays until the run is judged (_broker_data)
                 self.cluster.up()
             else:
                 self.cluster = self.shared_cluster() if callable(self.shared_cluster) else self.shared_cluster
@@ -378,6 +382,7 @@ class Run:
             variants[v.name] = summary_mod.variant_entry({**self.produced[v.name], **(analysed or {})},
                                                           self.spec.rules(v.name), v.allow, incomplete)
         s = summary_mod.build(self.folder.run_id, self.spec.name, status, variants, facts)
+        s.update(self._broker_data(s["verdict"]))
         try:
             self.folder.write_summary(s)
         except OSError as e:
@@ -385,11 +390,43 @@ class Run:
                 raise
             # A full disk: keep whatever fits, the status and the reason first; the run ends in exit 3.
             full = OSError(errno.ENOSPC, "No space left on device", str(self.folder.path))
+            kept = {k: s[k] for k in ("broker_data",) if k in s}
             s = summary_mod.build(self.folder.run_id, self.spec.name, ERROR, {},
-                                  {"reason": f"no space left on the device holding {self.folder.path}"})
+                                  {"reason": f"no space left on the device holding {self.folder.path}", **kept})
             self.folder.write_summary(s)
             return s, full
         return s, None
+
+    def _broker_data(self, run_verdict: str) -> dict:
+        """The brokers' log folders (a local Kafka's kafka-data/), once the run is judged: kept when its verdict is
+        fail or --keep-data asked, {"broker_data": {"path", "why", "bytes"}} for the summary; else ({}) removed
+        when the cluster is the run's own. A cluster a series keeps (cluster/kept.py) is told to keep them when it
+        stops; a passed run's topics are deleted from it, a failed run's stay (kept.py)."""
+        folder = getattr(self.cluster, "data_folder", None)
+        if folder is None or not folder.is_dir():
+            return {}
+        why = [x for x, yes in (("the verdict is fail", run_verdict == verdict.FAIL),
+                                ("--keep-data", self.keep_data)) if yes]
+        if not why:
+            if self.shared_cluster is None:
+                self.cluster.discard_data()
+            return {}
+        self.cluster.keep_data = True  # a series' cluster: kept when it stops, rebuilt or closed
+        return {"broker_data": {"path": str(folder.resolve()), "why": " and ".join(why), "bytes": _bytes_in(folder)}}
+
+
+def _bytes_in(folder: Path) -> int:
+    """The bytes of the files under `folder` (links not followed); a file removed meanwhile (a live cluster's
+    segment deleted) counts nothing."""
+    total = 0
+    for base, _, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(base, name))
+            except OSError:
+                continue
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
 
 
 def _spark(master: str | None, log: Path):
@@ -406,7 +443,7 @@ def _mask_broker_config(facts: dict) -> None:
 
 # Facts only the live run knew; kept when a stored run is analysed again.
 KEPT_RUN_FACTS = ("seed", "cluster", "broker_config", "started_at", "ended_at", "faults_planned", "warnings", "reason",
-                  "seconds", "cluster_logs")
+                  "seconds", "cluster_logs", "broker_data")
 KEPT_VARIANT_FACTS = ("produce_seconds", "topic", "features", "broker_config", "instances_replaced", "lso_stall_s",
                       "lso_stalled", "producer_error",
                       "client_fatal", "transactions", "consumer", "client")

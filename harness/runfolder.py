@@ -9,7 +9,8 @@
                                      admin.log, producer-<variant>.log, consumer-<variant>-<member>.log,
                                      a local Kafka's kafka-N.properties and kafka-N/, compose.log,
                                      spark.log: the Spark JVM's output, harness-error.log)
-                   kafka-data/       a local Kafka cluster's log.dirs, node-N/ per broker
+                   kafka-data/       a local Kafka cluster's log.dirs, node-N/ per broker: kept only when the
+                                     verdict is fail or `run --keep-data` asked (summary.json's broker_data)
                    <variant>/acks.parquet      the delivery log (workload/deliverylog.py)
                    <variant>/transactions.parquet  one row per transaction (transactional variants:
                                                workload/transactional.py)
@@ -253,8 +254,37 @@ class RunFolder:
 
     @property
     def kafka_data(self) -> Path:
-        """A local Kafka cluster's data, removed when the cluster stops (the final read saved the log)."""
+        """A local Kafka cluster's data: removed once the run is judged (the final read saved the log), kept when
+        its verdict is fail or `run --keep-data` asked (summary.json then says so: `broker_data`)."""
         return self.path / KAFKA_DATA
+
+    def kept_data(self, summary: dict | None) -> Path | None:
+        """Where the run's kept brokers' log folders are (None: it kept none): its own kafka-data/, or for a run of a
+        series (a shrink's try) the kafka-data/ of the cluster it shared, which summary.json's broker_data names:
+        looked for as <series>/cluster-<id>/kafka-data beside this folder (where the series put it, wherever the
+        folders were moved since), never followed elsewhere."""
+        if self.kafka_data.is_dir() or self.kafka_data.is_symlink():
+            return self.inside(self.kafka_data)
+        named = ((summary or {}).get("broker_data") or {}).get("path")
+        if not isinstance(named, str):
+            return None
+        parts = Path(named).parts[-3:]
+        if len(parts) < 3 or parts[2] != KAFKA_DATA or not parts[1].startswith("cluster-"):
+            raise RunFolderError(f"{self.path / SUMMARY}: broker_data.path: {named[:200]!r} is not a kept cluster's "
+                                 f"<series>/cluster-<id>/{KAFKA_DATA}", damaged=True)
+        for name in parts[:2]:
+            entry_name(name, "folder", self.path / SUMMARY)
+        there = self.path.parent / Path(*parts)
+        return resolve_inside(self.path.parent, there) if there.is_dir() else None
+
+    def kept_brokers(self, data: Path) -> dict[int, Path]:
+        """{broker: its log.dirs} of kept data (`data`/node-N/), each proven to stay in `data`."""
+        found = {}
+        for p in data.iterdir():
+            m = re.fullmatch(r"node-(\d{1,3})", p.name)
+            if m and p.is_dir():
+                found[int(m[1])] = resolve_inside(data, p)
+        return dict(sorted(found.items()))
 
     @property
     def spark_log(self) -> Path:

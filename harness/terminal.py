@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -98,6 +99,11 @@ def print_summary(summary: dict, run_dir: Path | None = None) -> None:
             console.print(Text.assemble("  ", mark, visible(f"  {name}: {c['metric']} {c['rule']} (actual {actual})")))
     if summary.get("reason"):
         say(summary["reason"], "yellow")
+    kept = summary.get("broker_data")
+    if isinstance(kept, dict):
+        size = f", {kept['bytes'] / 2**20:,.1f} MiB" if isinstance(kept.get("bytes"), int) else ""
+        say(f"brokers' logs kept ({kept.get('why')}{size}): {kept.get('path')}; show offsets with: kafka-chaos "
+            f"evidence {run_dir or summary.get('run_id')} --partition P --offsets A-B")
     if run_dir is not None:
         say(f"report: {run_dir / 'index.html'}")
 
@@ -273,3 +279,64 @@ class _StageListener:
 
     def warning(self, text: str) -> None:
         pass
+
+
+def told_text(told: list[dict], offset: int) -> str:
+    """What the delivery log says the client was told about one value: "acked here", "acked @341", "rejected
+    (MSG_TIMED_OUT)", "unknown (...)", each send of it in turn; "not sent" when it holds no row of it."""
+    if not told:
+        return "not sent"
+    out = []
+    for row in told:
+        if row.get("outcome") == "acked":
+            out.append("acked here" if row.get("offset") == offset else f"acked @{row.get('offset')}")
+        else:
+            out.append(f"{row.get('outcome')}" + (f" ({row['error']})" if row.get("error") else ""))
+    return ", ".join(out)
+
+
+def print_evidence(view: dict) -> None:
+    """`kafka-chaos evidence`: a line per replica (its segments read, its leader epochs, its end), then a row per
+    offset and replica: the record's value, its batch's partition leader epoch, producer id/epoch, the record's
+    sequence, transactional flag, what the client was told about that value, and (first row of an offset) the
+    values acknowledged at it. A row where the replica disagrees with what was acknowledged there, or where more
+    than one value was acknowledged at the offset, is yellow."""
+    first, last = view["offsets"]
+    say(f"{view['run']} · variant {view['variant']} · topic {view['topic']} partition {view['partition']} · "
+        f"offsets {first}-{last}", "bold")
+    for r in view["replicas"]:
+        epochs = ", ".join(f"{e}@{o}" for e, o in r["leader_epochs"]) if r["leader_epochs"] is not None else "none"
+        end = f" · log end {r['log_end']:,}" if r["log_end"] is not None else ""
+        torn = f" · {r['trailing_bytes']:,} bytes of a torn batch at a segment's end" if r["trailing_bytes"] else ""
+        say(f"  broker {r['broker']}: read {', '.join(r['segments']) or 'no segment'} · leader epochs (epoch@start "
+            f"offset) {epochs}{end}{torn}")
+    table = Table(title_justify="left")
+    for name, justify in (("offset", "right"), ("broker", "right"), ("value", "right"), ("epoch", "right"),
+                          ("producer", "right"), ("seq", "right"), ("txn", "left"), ("told (this value)", "left"),
+                          ("acked at offset", "left")):
+        table.add_column(name, justify=justify)
+    for at in view["at"]:
+        acked = at["acked"]
+        for i, rep in enumerate(at["replicas"]):
+            rec = rep["record"]
+            here = ", ".join(map(str, acked)) if acked else "none"
+            if rec is None:
+                cells = ["-", "", "", "", "", "absent from its log"]
+                odd = bool(acked)
+            else:
+                value = (f"{rec['marker']} marker" if rec["control"] else
+                         str(rec["value"]) if rec["value"] is not None else repr(rec["payload"])[:40])
+                producer = f"{rec['producer_id']}/{rec['producer_epoch']}" if rec["producer_id"] >= 0 else "none"
+                cells = [value, str(rec["leader_epoch"]), producer, str(rec["sequence"]),
+                         "yes" if rec["transactional"] else "no",
+                         "" if rec["control"] else told_text(rec["told"], at["offset"])]
+                odd = len(acked) > 1 or (bool(acked) and rec["value"] not in acked)
+            table.add_row(str(at["offset"]) if i == 0 else "", str(rep["broker"]), *map(shown, cells),
+                          here if i == 0 else "", style="yellow" if odd else None,
+                          end_section=i + 1 == len(at["replicas"]))
+    # Piped or captured (not a terminal: 80 columns), the table keeps its natural width: a row a line, to grep.
+    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    wide = console if console.is_terminal or needed <= console.width else Console(width=needed, highlight=False)
+    wide.print(table)
+    say("epoch: the partition leader epoch its batch was written under · producer: id/epoch (none: not idempotent) · "
+        "seq: the record's sequence · told: the delivery log's outcome of each send of that value", "dim")

@@ -22,6 +22,9 @@ class Cluster(Protocol):
 
     def up(self) -> None: ...  # start everything and run the preflight; InfraError on failure
     def down(self) -> None: ...  # stop everything it started; safe to call twice
+    keep_data: bool  # True: down() leaves the brokers' log folders (data_folder) for the owner to keep or discard
+    data_folder: Path | None  # where they are on this machine (a local Kafka's kafka-data/), else None
+    def discard_data(self) -> None: ...
     def toxiproxy(self): ...  # a ToxiproxyClient
     def proxy_name(self, broker: int) -> str: ...
     def leader_of(self, topic: str, partition: int) -> int: ...

@@ -75,6 +75,9 @@ class ProxiedCluster:
     """Brokers 0..N-1, broker i reached by clients only through Toxiproxy proxy `proxy_names[i]`."""
 
     memory_storage = False  # True when a killed broker comes back empty (Tansu's memory storage)
+    # False: down() removes the brokers' data (a local Kafka's kafka-data/). True: down() leaves it, and its
+    # owner keeps it or calls discard_data() (a run decides once it is judged: run.py).
+    keep_data = False
     start_errors: tuple[type[BaseException], ...] = (OSError, RuntimeError, TimeoutError)
 
     def __init__(self, spec: BaseClusterSpec, run_dir: Path):
@@ -160,6 +163,14 @@ class ProxiedCluster:
             self._admin = None  # the client goes (its sockets with it), then its log file
             if self._admin_log is not None:
                 self._admin_log.close()
+
+    @property
+    def data_folder(self) -> Path | None:
+        """Where the brokers' log folders are on this machine (None: not here, or in memory)."""
+        return None
+
+    def discard_data(self) -> None:
+        """Remove the brokers' log folders left by down() with keep_data (nothing when there are none)."""
 
     def preflight(self) -> None:
         """Prove that all client traffic crosses the proxies, before any workload.

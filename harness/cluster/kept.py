@@ -18,7 +18,8 @@ and `rebuilds` lists every one. An external cluster (backend external) is never 
 InfraError.
 
 The cluster lives in a folder of its own, `<folder>/cluster-<6 hex>/` (a new one for each rebuild: its logs/
-holds the broker, proxy and admin logs, a local Kafka's kafka-data/ its data until it stops); a run's summary
+holds the broker, proxy and admin logs, a local Kafka's kafka-data/ its data until it stops, or after when a run
+on it failed or asked --keep-data: run.py sets the cluster's keep_data); a run's summary
 names it as `cluster_logs`, since its own logs/ then holds only the clients'. The processes it starts carry that
 folder in KAFKA_CHAOS_RUN (procs.tagged; a broker a fault restarts carries the run's), and die with the harness like
 a run's (procs.py).

@@ -120,7 +120,8 @@ def kafka_storage(home: str, *args: str) -> tuple[int, str]:
 
 
 class LocalKafkaCluster(LocalCluster):
-    """Apache Kafka KRaft nodes from KAFKA_HOME: data under the run folder, removed at the end. With
+    """Apache Kafka KRaft nodes from KAFKA_HOME: data under the run folder, removed at the end (unless keep_data:
+    then its owner decides). With
     `network: namespaces` each node runs in a network namespace of its own (netns.py), its peers reached
     across a bridge and its clients still through its proxy on loopback."""
 
@@ -286,5 +287,12 @@ class LocalKafkaCluster(LocalCluster):
         finally:
             if self.network is not None:  # the namespaces go, and their links, qdiscs and firewall tables with them
                 self.network.down()
-        # The final read already saved the log; broker data is large and useless now.
+        if not self.keep_data:  # the final read already saved the log; broker data is large, and evidence only
+            self.discard_data()  # when a run failed (its owner decides then: keep_data)
+
+    @property
+    def data_folder(self) -> Path:
+        return self.files.kafka_data
+
+    def discard_data(self) -> None:
         shutil.rmtree(self.files.kafka_data, ignore_errors=True)

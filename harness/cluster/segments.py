@@ -26,6 +26,7 @@ from pathlib import Path
 HEADER = 61  # bytes of a magic-2 batch header, up to and including recordCount
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes batchLength does not count
 CHECKPOINT = "recovery-point-offset-checkpoint"
+LEADER_EPOCHS = "leader-epoch-checkpoint"  # in each partition's folder: the epochs its log holds, where each starts
 PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
 
 
@@ -68,6 +69,19 @@ def recovery_points(text: str) -> dict[tuple[str, int], int]:
     return out
 
 
+def leader_epochs(text: str) -> list[tuple[int, int]]:
+    """A partition's leader-epoch-checkpoint: a version line (0), a count line, then "epoch start-offset" lines
+    -> [(epoch, the first offset written under it)], in the file's order (ValueError when it is not one)."""
+    lines = text.splitlines()
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError("not a leader-epoch checkpoint file of version 0")
+    out = []
+    for line in lines[2:2 + int(lines[1])]:
+        epoch, start = line.split()
+        out.append((int(epoch), int(start)))
+    return out
+
+
 def cut_position(found: list[Batch], flushed: int, drop_batches: int | None) -> int:
     """Where to cut a segment: after the last batch wholly below the flushed offset, or before the last
     `drop_batches` batches when that is given."""
@@ -83,7 +97,12 @@ def cut_unflushed(log_dir: Path, topic: str, drop_batches: int | None = None) ->
     one journal entry per partition: topic, partition, the segment, bytes and batches cut, and the offsets
     from/to that went (nothing cut: cut_bytes 0)."""
     checkpoint = log_dir / CHECKPOINT
-    flushed = recovery_points(checkpoint.read_text()) if checkpoint.is_file() else {}
+    try:
+        flushed = recovery_points(checkpoint.read_text()) if checkpoint.is_file() else {}
+    except ValueError:  # a checkpoint a kill left empty: only a cut back to the recovery point needs it
+        if drop_batches is None:
+            raise
+        flushed = {}
     cuts = []
     for folder in sorted(p for p in log_dir.iterdir() if p.is_dir()):
         m = PARTITION_DIR.fullmatch(folder.name)
@@ -100,7 +119,7 @@ def cut_unflushed(log_dir: Path, topic: str, drop_batches: int | None = None) ->
         gone = [b for b in found if b.position >= at]
         entry = {"topic": key[0], "partition": key[1], "segment": active.name, "cut_bytes": len(data) - at,
                  "cut_batches": len(gone), "cut_records": sum(b.records for b in gone),
-                 "recovery_point": flushed.get(key, 0)}
+                 "recovery_point": flushed.get(key, 0 if drop_batches is None else None)}
         if gone:
             entry.update(first_offset=gone[0].base_offset, last_offset=gone[-1].last_offset)
         if at < len(data):

@@ -27,7 +27,7 @@ LAYERS = [
     ("workloads and faults", ["harness.workload", "harness.nemesis"]),
     ("analysis engine", ["harness.engine"]),
     ("one run, its checks and its pages", ["harness.run", "harness.preflight", "harness.report", "harness.doctor",
-                                           "harness.repeat"]),
+                                           "harness.repeat", "harness.evidence"]),
     ("exploration", ["harness.explore"]),
     ("entry points", ["harness.cli", "harness.terminal", "harness.job", "harness.__main__"]),
 ]

@@ -87,3 +87,12 @@ def test_drop_batches_cuts_the_active_segment_only_and_a_flushed_partition_loses
     flushed = cut_unflushed(_log_dir(tmp_path / "again", "0\n1\nkc-a-1 0 11\n"), "kc-a-1")
     assert flushed[0] == {"topic": "kc-a-1", "partition": 0, "segment": NAME, "cut_bytes": 0, "cut_batches": 0,
                           "cut_records": 0, "recovery_point": 11}
+
+
+def test_a_checkpoint_a_kill_left_empty_is_needed_only_to_cut_back_to_the_recovery_point(tmp_path):
+    # Seen on Kafka 4.1.0: a follower SIGKILLed as a run's cluster stopped left recovery-point-offset-checkpoint empty.
+    log_dir = _log_dir(tmp_path, "")
+    [cut] = [c for c in cut_unflushed(log_dir, "kc-a-1", drop_batches=1) if c["partition"] == 0]
+    assert (cut["cut_batches"], cut["first_offset"], cut["recovery_point"]) == (1, 9, None)
+    with pytest.raises(ValueError, match="not an offset checkpoint"):
+        cut_unflushed(log_dir, "kc-a-1")
