@@ -430,3 +430,15 @@ def test_a_page_lists_at_most_the_fault_cap_those_that_went_wrong_first(tmp_path
     html = write_report(folder).read_text()
     assert html.count('class="fault-row"') == FAULT_CAP < len(rows)
     assert f"{FAULT_CAP} of {len(rows)} faults shown" in html and "applied 0.9 s late" in html
+
+
+def test_a_failed_run_that_kept_its_brokers_logs_links_the_evidence_command_at_the_first_affected_offset(tmp_path):
+    folder, summary, _ = make_run(tmp_path, off_lost=12)  # off lost values 0..11 at offsets 0..11, partition 0
+    assert 'id="evidence"' not in html_of(folder)  # nothing kept: no command to give
+    rewrite_summary(folder, {**summary, "broker_data": {"path": str(folder.path / "kafka-data"),
+                                                        "why": "the verdict is fail", "bytes": 1}})
+    html = unescape(html_of(folder))
+    assert "The brokers' log folders were kept (the verdict is fail)" in html
+    assert (f"off: first lost at partition 0 offset 0: kafka-chaos evidence {folder.path} --variant off "
+            "--partition 0 --offsets 0-2") in html
+    assert "--variant on" not in html  # the variant that passed has nothing to show
