@@ -55,6 +55,7 @@ from .deliverylog import CHUNK, DeliveryLog, drain, masked_fatal
 from .producer import ProduceResult, client_conf, client_error_text, close_now
 
 BLOCK = 64  # sends between two looks at the workload faults inside a transaction
+SOCKET_TIMEOUT_MS = 60_000  # librdkafka's default socket.timeout.ms
 STEP = 0.25  # seconds a commit or abort call waits before it is resumed (a restart may come in between)
 
 
@@ -144,7 +145,11 @@ class TransactionalWorkload:
     def _new_instance(self) -> Producer:
         """A producer with the variant's transactional.id, initialised (fencing any earlier instance)."""
         producer = Producer(self.conf)
-        deadline = time.monotonic() + self.flush_timeout
+        # A request the network swallowed (a dropped request on a live connection) is retried by librdkafka only
+        # once socket.timeout.ms has passed: the wait outlasts it, or the client's own recovery is never seen
+        # (an exploration's try gave up at 60 s, the default of both, and was taken for infrastructure).
+        wait = max(self.flush_timeout, float(self.conf.get("socket.timeout.ms", SOCKET_TIMEOUT_MS)) / 1000 + 10)
+        deadline = time.monotonic() + wait
         while True:
             try:
                 producer.init_transactions(max(1.0, deadline - time.monotonic()))
@@ -156,7 +161,7 @@ class TransactionalWorkload:
                     continue
                 detail = err.str() if err is not None else str(e)
                 if err is not None and err.retriable() and not err.fatal():  # it kept timing out: not a refusal
-                    raise TransactionsUnavailable(f"init_transactions did not complete in {self.flush_timeout:.0f} s "
+                    raise TransactionsUnavailable(f"init_transactions did not complete in {wait:.0f} s "
                                                   f"(last: {detail}); a fault that held or dropped its requests "
                                                   "can do this") from None
                 raise TransactionsUnavailable(f"the broker refuses transactions: init_transactions failed: {detail}") \

@@ -37,23 +37,31 @@ def workload(tmp_path, monkeypatch):
     clock = Clock()
     monkeypatch.setattr(transactional.time, "monotonic", clock.monotonic)
 
-    def make(error):
+    def make(error, config=None):
         producer = fake_producer(clock, error)
         monkeypatch.setattr(transactional, "Producer", producer)
-        w = TransactionalWorkload({"bootstrap.servers": "127.0.0.1:9"}, "t", 3, 10, {"transactional.id": "x"},
+        w = TransactionalWorkload({"bootstrap.servers": "127.0.0.1:9"}, "t", 3, 10,
+                                  {"transactional.id": "x", **(config or {})},
                                   DeliveryLog(tmp_path / "acks.parquet", 3), TransactionsLog(tmp_path / "tx.parquet"),
                                   size=5, abort_ratio=0.0, seed=1, flush_timeout=30.0)
         return w, producer
     return make
 
 
-def test_an_init_that_keeps_timing_out_is_said_as_a_timeout_not_a_refusal(workload):
-    w, producer = workload(KafkaError(KafkaError._TIMED_OUT, "Timed out waiting for operation to finish",
-                                      retriable=True))
+TIMED_OUT = KafkaError(KafkaError._TIMED_OUT, "Timed out waiting for operation to finish", retriable=True)
+
+
+@pytest.mark.parametrize("config, waited", [
+    ({}, 70),  # past librdkafka's default socket.timeout.ms (60 s), when it retries a request never answered
+    ({"socket.timeout.ms": 5000}, 30),  # the workload's flush timeout, when that is longer
+])
+def test_an_init_that_keeps_timing_out_waits_past_the_client_s_socket_timeout_and_says_it_timed_out(
+        workload, config, waited):
+    w, producer = workload(TIMED_OUT, config)
     with pytest.raises(TransactionsUnavailable) as e:
         w._new_instance()
-    assert "did not complete in 30 s" in str(e.value) and "refuses" not in str(e.value)
-    assert producer.calls == 1  # the one call waited the whole timeout: none after the deadline
+    assert f"did not complete in {waited} s" in str(e.value) and "refuses" not in str(e.value)
+    assert producer.calls == 1  # the one call waited the whole time: none after the deadline
 
 
 def test_a_broker_that_refuses_the_api_is_said_so(workload):
