@@ -1,7 +1,7 @@
 /*
  * A stale transaction-verification entry makes a partition leader refuse a producer's next, in-order batch.
  *
- * Standalone reproduction for Apache Kafka 4.1.0 (transaction protocol version 1: Produce v10, AddPartitionsToTxn v1,
+ * Standalone reproduction for Apache Kafka 4.1.0 (transaction protocol version 1: Produce v10, AddPartitionsToTxn v0,
  * EndTxn v1, the versions librdkafka 2.x sends, which does not speak KIP-890 part 2). It speaks
  * the Kafka protocol itself over one TCP connection, using only kafka-clients' request and response classes,
  * so it can send a Produce request again after its transaction ended, as a request held in the network and
@@ -71,10 +71,10 @@ import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 
 public class StaleVerification {
-    // the versions librdkafka uses (its Produce maximum is 10, AddPartitionsToTxn and EndTxn 1); transaction
+    // the versions librdkafka uses (Produce at most v10, AddPartitionsToTxn v0, EndTxn at most v1); transaction
     // version 2 would be Produce v12+, EndTxn v5+
     static final short PRODUCE_V = 10;
-    static final short ADD_PARTITIONS_V = 1;
+    static final short ADD_PARTITIONS_V = 0;
     static final short END_TXN_V = 1;
     static final short INIT_PID_V = 4;
 
