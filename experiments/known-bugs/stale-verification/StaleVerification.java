@@ -40,6 +40,7 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.message.EndTxnRequestData;
+import org.apache.kafka.common.message.FindCoordinatorRequestData;
 import org.apache.kafka.common.message.InitProducerIdRequestData;
 import org.apache.kafka.common.message.ProduceRequestData;
 import org.apache.kafka.common.message.ProduceResponseData;
@@ -53,6 +54,8 @@ import org.apache.kafka.common.requests.AddPartitionsToTxnRequest;
 import org.apache.kafka.common.requests.AddPartitionsToTxnResponse;
 import org.apache.kafka.common.requests.EndTxnRequest;
 import org.apache.kafka.common.requests.EndTxnResponse;
+import org.apache.kafka.common.requests.FindCoordinatorRequest;
+import org.apache.kafka.common.requests.FindCoordinatorResponse;
 import org.apache.kafka.common.requests.InitProducerIdRequest;
 import org.apache.kafka.common.requests.InitProducerIdResponse;
 import org.apache.kafka.common.requests.ProduceRequest;
@@ -164,6 +167,16 @@ public class StaleVerification {
                 in = new DataInputStream(socket.getInputStream());
                 out = new DataOutputStream(socket.getOutputStream());
 
+                // FindCoordinator first: it creates __transaction_state on first use (the coordinator is this broker)
+                for (int attempt = 0; ; attempt++) {
+                    FindCoordinatorResponse r = (FindCoordinatorResponse) send(new FindCoordinatorRequest.Builder(
+                        new FindCoordinatorRequestData().setKey(txnId)
+                            .setKeyType(FindCoordinatorRequest.CoordinatorType.TRANSACTION.id())).build((short) 3));
+                    if (r.error() == Errors.NONE) break;
+                    if (attempt > 100) throw new IllegalStateException("FindCoordinator: " + r.error());
+                    Thread.sleep(200);
+                }
+
                 long producerId = -1;
                 short epoch = -1;
                 for (int attempt = 0; ; attempt++) {
@@ -175,7 +188,7 @@ public class StaleVerification {
                         epoch = r.data().producerEpoch();
                         break;
                     }
-                    if (!(r.error().exception() instanceof RetriableException) || attempt > 50)
+                    if (!(r.error().exception() instanceof RetriableException) || attempt > 100)
                         throw new IllegalStateException("InitProducerId: " + r.error());
                     Thread.sleep(200);
                 }
