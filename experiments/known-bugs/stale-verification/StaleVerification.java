@@ -7,7 +7,7 @@
  * so it can send a Produce request again after its transaction ended, as a request held in the network and
  * delivered late would arrive:
  *
- *   1. InitProducerId; transaction 1: AddPartitionsToTxn(p0), Produce(p0, base sequence 0, 5 records), EndTxn(commit)
+ *   1. FindCoordinator, InitProducerId; transaction 1: AddPartitionsToTxn(p0), Produce(p0, base sequence 0, 5 records), EndTxn(commit)
  *   2. wait until the coordinator reports the transaction CompleteCommit (its marker is written at p0)
  *   3. the same Produce request again (sequence 0, same epoch): the late duplicate. The leader starts a
  *      verification for it (the transaction it belonged to has ended), the coordinator answers that p0 is not in
