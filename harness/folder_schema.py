@@ -77,7 +77,8 @@ SUMMARY_VARIANT = _object(
     allowed=_list(Text, 1000, "a list of metric names"), verdict=Text, incomplete=Text | None, client=Text | None,
     client_fatal=Text | None, producer_error=Text | None, topic=Text | None, produce_seconds=Figure | None,
     latency_ms=LATENCY, unavailable_s=Figure | None, unavailable_from_ms=Number | None, lso_stall_s=Figure | None,
-    lso_stalled=Flag, dedup_window_ms=WINDOW, dedup_window_records=WINDOW, instances_replaced=_dict(Count, 1000),
+    lso_stalled=_dict(Annotated[list[Count], Field(min_length=2, max_length=2)], 100_000,
+                      "partition -> [last stable offset, high watermark], for those still behind"), dedup_window_ms=WINDOW, dedup_window_records=WINDOW, instances_replaced=_dict(Count, 1000),
     consumer=Mapping | None, fault_periods=_list(_object("FaultPeriod", id=Count, kind=Text, latency_ms=LATENCY,
                                                          unavailable_s=Figure | None), MAX_FAULTS))
 SUMMARY = _object(

@@ -442,3 +442,12 @@ def test_a_failed_run_that_kept_its_brokers_logs_links_the_evidence_command_at_t
     assert (f"off: first lost at partition 0 offset 0: kafka-chaos evidence {folder.path} --variant off "
             "--partition 0 --offsets 0-2") in html
     assert "--variant on" not in html  # the variant that passed has nothing to show
+
+
+def test_a_partition_left_behind_by_an_open_transaction_renders_as_at_least_the_stall(tmp_path):
+    # run.py writes lso_stalled as {partition: [last stable offset, high watermark]}; the schema once said true/false
+    # and the report of such a run (hanging-transaction, 2026-11-27) failed to render.
+    folder, summary, _ = make_run(tmp_path)
+    summary["variants"]["off"].update(lso_stall_s=15.0, lso_stalled={"0": [418, 6878]})
+    rewrite_summary(folder, summary)
+    assert "\u2265 15.0" in unescape(html_of(folder))
