@@ -263,7 +263,18 @@ def first_affected(folder: RunFolder, variant: str) -> tuple[str, int, int] | No
 
 def commands(folder: RunFolder, summary: dict) -> list[str]:
     """For each failed variant of a run that kept its brokers' logs: the evidence command at its first affected
-    offset (two on each side), with what is there, e.g. "lost: kafka-chaos evidence RUN --variant v ..."."""
+    offset (two on each side), with what is there, e.g. "lost: kafka-chaos evidence RUN --variant v ...".
+    None when the run kept nothing. A hint, for the terminal and the report: a table that cannot be read here
+    is left out (the report's own business), the verdict stands."""
+    if not isinstance(summary.get("broker_data"), dict):
+        return []
+    try:
+        return _commands(folder, summary)
+    except Exception:
+        return []
+
+
+def _commands(folder: RunFolder, summary: dict) -> list[str]:
     out = []
     for name, v in (summary.get("variants") or {}).items():
         if not isinstance(v, dict) or v.get("verdict") != "fail":

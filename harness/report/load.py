@@ -19,6 +19,7 @@ from ..analysis.anomalies import TABLES
 from ..analysis.consumption import TABLES as CONSUMER_TABLES
 from ..analysis.metrics import BY_KEY
 from ..aggregate import ranking
+from ..evidence import commands
 from ..formats import Outcome, TxnCause, TxnOutcome
 from ..runfolder import SUMMARY, RunFolder, RunFolderError, SeriesFolder, entry_name, runs_in, series_in
 from ..spec import masked
@@ -161,19 +162,6 @@ def _latency_cloud(folder: RunFolder, variant: str) -> dict | None:
             "sends": int(len(order)), "counts": counts, "every": every}
 
 
-def _evidence(folder: RunFolder, summary: dict) -> list[str]:
-    """A failed run that kept its brokers' logs: the `kafka-chaos evidence` command at each failed variant's first
-    affected offset (evidence.commands); none when nothing was kept or a table cannot be read here."""
-    if not isinstance(summary.get("broker_data"), dict):
-        return []
-    from ..evidence import commands
-
-    try:
-        return commands(folder, summary)
-    except Exception:  # a hint: an unreadable table is the rest of the page's business
-        return []
-
-
 def load(folder: RunFolder) -> dict:
     """The view of one run: summary, settings, faults and, per variant, its tables."""
     summary = folder.read_summary()
@@ -202,7 +190,8 @@ def load(folder: RunFolder) -> dict:
     for var in summary.get("variants", {}).values():  # one status per check, whatever release wrote it
         var["expectations"] = [{**c, "status": status_of(c)} for c in var.get("expectations", [])]
         var.setdefault("allowed", [])
-    return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary), "evidence": _evidence(folder, summary),
+    return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary),
+            "evidence": commands(folder, summary),
             "setting_keys": keys, "settings": settings, "faults": fault_rows(faults), "faults_total": len(faults),
             "variants": variants,
             "tables": list(TABLES) + [t for t in CONSUMER_TABLES if any(v["consumer"] for v in variants.values())],
