@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Producer  # noqa: E402
 
-from harness import procs  # noqa: E402
+from harness import ports  # noqa: E402
 from harness.cluster.brokers import BrokerProcess, tansu_command  # noqa: E402
 from harness.cluster.local import LocalTansuCluster  # noqa: E402
 from harness.spec import LocalClusterSpec  # noqa: E402
@@ -92,7 +92,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         cluster = LocalTansuCluster(LocalClusterSpec(), work)
-        port = procs.free_port()
+        port = ports.free_port()
         direct_address = f"127.0.0.1:{port}"
         direct = BrokerProcess(9, tansu_command(9, port, direct_address), port, work / "direct.log")
         try:

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.producer import bare_loop  # noqa: E402
-from harness import procs  # noqa: E402
+from harness import ports, procs  # noqa: E402
 from harness.cluster.brokers import BrokerProcess, tansu_command  # noqa: E402
 from harness.cluster.topic import create_topic  # noqa: E402
 
@@ -48,7 +48,7 @@ def api(port: int, path: str, body: dict) -> None:
 
 
 def proxy(mode: str, listen: str, upstream: str, log: Path):
-    port = procs.free_port()
+    port = ports.free_port()
     code = ["-c", OFF] if mode == "off" else ["-m", "harness.proxy"]
     proc = procs.spawn([sys.executable, *code, "--host", "127.0.0.1", "--port", str(port)], log)
     procs.wait_for_port("127.0.0.1", port, timeout=15, proc=proc)
@@ -67,7 +67,7 @@ def main() -> None:
     rates: dict[str, list[float]] = {"off": [], "on": [], "toxic": []}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        broker_port, listen_port = procs.free_port(), procs.free_port()
+        broker_port, listen_port = ports.free_port(), ports.free_port()
         listen = f"127.0.0.1:{listen_port}"
         broker = BrokerProcess(0, tansu_command(0, broker_port, listen), broker_port, work / "tansu.log")
         broker.start()

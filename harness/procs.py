@@ -16,13 +16,11 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
-import random
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -87,39 +85,6 @@ def stop(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
         proc.wait()
     except ProcessLookupError:
         pass
-
-
-def _ephemeral_low() -> int:
-    """Where the kernel's range for outgoing connections' local ports starts."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 49152  # the IANA range, used outside Linux
-
-
-_PORT_FLOOR = 10000
-_port_lock = threading.Lock()
-_next_port = [0]  # this process's cursor: a random start, then upwards (two runs rarely meet)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that is free now, below the kernel's ephemeral range: no outgoing connection can take it
-    before the process it is meant for binds it (a Kafka node binds its listeners late in its start,
-    after many connections to its peers). Races with other programs are retried by callers."""
-    low = _ephemeral_low()
-    with _port_lock:
-        if not _next_port[0]:
-            _next_port[0] = random.randrange(_PORT_FLOOR, low)
-        for _ in range(low - _PORT_FLOOR):
-            port = _next_port[0]
-            _next_port[0] = port + 1 if port + 1 < low else _PORT_FLOOR
-            with socket.socket() as s:
-                try:
-                    s.bind((host, port))
-                    return port
-                except OSError:
-                    continue
-    raise OSError(f"no free port on {host} between {_PORT_FLOOR} and {low}")
 
 
 def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen | None = None) -> None:

@@ -14,6 +14,7 @@ their own threads, so the state is guarded by one lock.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -192,7 +193,7 @@ class ProxiedCluster:
             raise InfraError(
                 f"preflight failed: brokers advertise {sorted(advertised)} but the proxies listen on "
                 f"{self.proxy_listens}; clients would connect to {bypass or 'other brokers'} directly, "
-                "bypassing the proxies, so no network fault would reach them")
+                f"bypassing the proxies, so no network fault would reach them{self._exited_brokers()}")
         for i, address in enumerate(self.endpoints):
             self.toxi.set_enabled(self.proxy_name(i), False)
             try:
@@ -201,6 +202,21 @@ class ProxiedCluster:
                                      "disabled")
             finally:
                 self.toxi.set_enabled(self.proxy_name(i), True)
+
+    def _exited_brokers(self) -> str:
+        """Which brokers exited since they started, each with the first error its log gives (a port taken by
+        another program, ...): what a preflight failure usually comes from."""
+        notes = []
+        for i, b in enumerate(self.brokers):
+            if not b.alive():
+                try:
+                    text = Path(b.log_path).read_text(errors="replace")
+                except OSError:
+                    text = ""
+                error = re.search(r"(?:Exception|Error): (.+)", text)
+                said = f": {error.group(1).strip()}" if error else ""
+                notes.append(f"broker {i} exited{said} (its log: {b.log_path})")
+        return "; " + "; ".join(notes) if notes else ""
 
     def admin(self) -> AdminClient:
         """The cluster's own admin client, made once (its log goes to the cluster's folder, not the terminal)."""

@@ -23,7 +23,7 @@ from toxiproxy.exceptions import NotFound
 from toxiproxy.proxy import Proxy
 from toxiproxy.server import Toxiproxy
 
-from .. import procs
+from .. import ports, procs
 
 EMBEDDED, REAL = "embedded", "toxiproxy"
 
@@ -79,7 +79,7 @@ class ToxiproxyServer:
 
     def start(self) -> "ToxiproxyClient":
         for _ in range(3):  # the free port may be taken before the server binds it
-            self.port = procs.free_port()
+            self.port = ports.free_port()
             if self.program:
                 cmd = [self.program, "-host", "127.0.0.1", "-port", str(self.port)]
             else:

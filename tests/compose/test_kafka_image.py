@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
-from harness import procs
+from harness import ports
 
 STARTED = "Kafka Server started"
 
@@ -27,7 +27,7 @@ def kafka_image() -> str:
 
 
 def test_kafka_settings_from_the_environment_and_storage_formatted_once(docker_client):
-    port = procs.free_port()
+    port = ports.free_port()
     env = {"CLUSTER_ID": "4L6g3nShT-eMCtK--X86sw", "KAFKA_NODE_ID": "1", "KAFKA_PROCESS_ROLES": "broker,controller",
            "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
            "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import procs
+from harness import ports
 from harness.exits import InfraError
 from harness.cluster.brokers import BrokerProcess, tansu_command
 from harness.cluster.compose import ComposeCluster
@@ -74,7 +74,7 @@ class FakeDocker:
 def stand_in(tmp_path, monkeypatch):
     server = ToxiproxyServer(tmp_path / "logs" / "toxiproxy.log")
     toxi = server.start()
-    port, proxy_port = procs.free_port(), procs.free_port()
+    port, proxy_port = ports.free_port(), ports.free_port()
     toxi.create_proxy("broker-0", upstream=f"127.0.0.1:{port}", listen=f"127.0.0.1:{proxy_port}")
     broker = BrokerProcess(0, tansu_command(0, port, f"127.0.0.1:{proxy_port}"), port, tmp_path / "broker.log")
     docker = FakeDocker({"kafka-1": FakeContainer("kafka-chaos-kafka-1-1", broker),
@@ -162,7 +162,7 @@ def test_what_a_killed_run_left_behind_is_taken_down_before_a_fresh_start(tmp_pa
 
 
 def test_no_docker_engine_is_an_infrastructure_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{procs.free_port()}")  # nothing listens there
+    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{ports.free_port()}")  # nothing listens there
     spec = cluster_spec(backend="compose", broker="kafka", brokers=3,
                        compose_file=str(ROOT / "compose" / "docker-compose.yml"))
     cluster = ComposeCluster(spec, tmp_path / "run")

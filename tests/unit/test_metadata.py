@@ -55,3 +55,24 @@ def test_the_preflight_waits_until_every_broker_has_registered_then_gives_up_at_
     md = every_broker_registered(lambda: SimpleNamespace(brokers={1: "a"}), 3, timeout=2,
                                  sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
     assert len(md.brokers) == 1 and now[0] == 2.0  # the caller then says which broker is missing
+
+
+def test_a_preflight_failure_names_the_broker_that_exited_and_the_error_its_log_gives(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.cluster.base import ProxiedCluster
+
+    dead = tmp_path / "broker-0.log"
+    dead.write_text("[..] INFO starting\n[..] ERROR Unable to start acceptor for INTERNAL_3\n"
+                    "org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:10218: "
+                    "Address already in use.\n")
+    cluster = ProxiedCluster.__new__(ProxiedCluster)
+    cluster.brokers = [SimpleNamespace(alive=lambda: False, log_path=dead),
+                       SimpleNamespace(alive=lambda: True, log_path=tmp_path / "broker-1.log"),
+                       SimpleNamespace(alive=lambda: False, log_path=tmp_path / "no-such.log")]
+    note = cluster._exited_brokers()
+    assert "broker 0 exited: Socket server failed to bind to 127.0.0.1:10218: Address already in use." in note
+    assert "broker 1" not in note
+    assert f"broker 2 exited (its log: {tmp_path / 'no-such.log'})" in note
+    cluster.brokers = cluster.brokers[1:2]
+    assert cluster._exited_brokers() == ""

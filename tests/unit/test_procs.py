@@ -67,14 +67,3 @@ def test_spawn_passes_env_and_log(tmp_path):
     p = procs.spawn(["sh", "-c", "echo $KC_PROBE"], tmp_path / "out.log", env={**os.environ, "KC_PROBE": "hello"})
     assert p.wait(10) == 0
     assert (tmp_path / "out.log").read_text() == "hello\n"
-
-
-def test_free_ports_are_distinct_free_and_below_the_ephemeral_range():
-    import socket
-
-    ports = [procs.free_port() for _ in range(50)]
-    assert len(set(ports)) == 50
-    assert all(10000 <= p < procs._ephemeral_low() for p in ports)  # never an outgoing connection's port
-    for p in ports[:5]:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", p))

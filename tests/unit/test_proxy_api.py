@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import pytest
 import requests
 
-from harness import procs
+from harness import ports, procs
 
 
 @contextmanager
@@ -24,7 +24,7 @@ def embedded_api(tmp_path, host="127.0.0.1"):
     every request and then stops cleanly on SIGTERM."""
     env = {**os.environ, "KAFKA_CHAOS_RUN": str(tmp_path)}
     for _ in range(3):  # the free port may be taken before the server binds it
-        port = procs.free_port()
+        port = ports.free_port()
         log = tmp_path / f"proxy-{port}.log"
         proc = procs.spawn([sys.executable, "-m", "harness.proxy", "--host", host, "--port", str(port)], log, env=env)
         try:
