@@ -24,7 +24,8 @@ from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import ports, procs
+from .. import procs
+from ..ports import free_port
 from ..exits import InfraError
 from ..faults.kind import Means
 from ..spec import LocalClusterSpec
@@ -65,7 +66,7 @@ class LocalCluster(ProxiedCluster):
 
     def _start(self) -> str:
         self.toxi = self.server.start()
-        ports = [ports.free_port() for _ in range(self.spec.brokers)]
+        ports = [free_port() for _ in range(self.spec.brokers)]
         self.proxy_listens = [self.toxi.create_proxy(self.proxy_name(i), upstream=f"{self._host(i)}:{port}")
                               for i, port in enumerate(ports)]
         self.brokers = self._brokers(ports, self.proxy_listens)
@@ -203,7 +204,7 @@ class LocalKafkaCluster(LocalCluster):
     def _brokers(self, client_ports, listens):
         home = Path(kafka_home(self.spec))
         n = len(client_ports)
-        ports = [NodePorts(c, ports.free_port(), tuple(ports.free_port() for _ in range(n))) for c in client_ports]
+        ports = [NodePorts(c, free_port(), tuple(free_port() for _ in range(n))) for c in client_ports]
         # In namespaces, peers meet across the bridge, where isolate drops their packets; else through proxies.
         routes = self._peer_routes(ports) if self.network is None else self._namespace_routes(ports)
         cid = cluster_id()

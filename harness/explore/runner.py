@@ -27,6 +27,22 @@ from .search import Outcome
 from .signature import broker_events, client_events, error_events
 
 
+def own_transactional_ids(spec, suffix: str):
+    """The try's spec with each transactional.id suffixed by the try's own: tries share one cluster, and a
+    transactional.id reused over tries carries its coordinator's state (producer id, epoch, a transaction
+    left open) from one try into the next, which a finding's replay on a fresh cluster does not have (the
+    embedded exploration of 2026-11-27 found a transactional anomaly in 3 tries of 5 that its replay did
+    not show). "kc-" makes the suffix one the signature ignores (signature._NAME); the run folder's spec.yaml
+    holds the id as used."""
+    variants = []
+    for v in spec.variants:
+        tid = spec.producer_config(v).get("transactional.id")
+        if tid is not None:
+            v = v.model_copy(update={"producer": {**v.producer, "transactional.id": f"{tid}-kc-{suffix}"}})
+        variants.append(v)
+    return spec.model_copy(update={"variants": variants})
+
+
 class ClusterRunner:
     def __init__(self, spec, folder, kept, spark, spark_master: str | None = None,
                  listener: Listener | None = None):
@@ -42,6 +58,7 @@ class ClusterRunner:
         where = (self.folder.tries_dir() if purpose.startswith("try")
                  else self.folder.finding_dir(purpose.split()[0]) / "runs")
         run_folder = RunFolder.create(where, spec.name)
+        spec = own_transactional_ids(spec, run_folder.run_id[-6:])
         started = time.monotonic()
         status, reason = COMPLETE, ""
         marks = self._broker_log_sizes()

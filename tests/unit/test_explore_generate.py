@@ -180,3 +180,24 @@ def test_a_try_of_a_shipped_experiment_with_its_own_faults_is_that_experiment(pa
     spec = load_spec(path)
     given = {k: v for k, v in spec.public_dict().items() if k != "explore"}
     assert try_spec(spec, spec.public_dict()["faults"]).public_dict() == given
+
+
+def test_each_try_gets_its_own_transactional_ids_and_the_space_keeps_its_own(tmp_path):
+    from harness.explore.runner import own_transactional_ids
+
+    doc = {**DOC, "producer": {"transactional.id": "shared"},
+           "variants": [{"name": "a"}, {"name": "b", "producer": {"transactional.id": "mine"}},
+                        {"name": "c", "producer": {"acks": 1}}]}
+    spaced = load_spec(write(tmp_path, doc))
+    tried = own_transactional_ids(spaced, "abc123")
+    ids = {v.name: tried.producer_config(v).get("transactional.id") for v in tried.variants}
+    assert ids == {"a": "shared-kc-abc123", "b": "mine-kc-abc123", "c": "shared-kc-abc123"}
+    assert {v.name: spaced.producer_config(v)["transactional.id"] for v in spaced.variants} == \
+        {"a": "shared", "b": "mine", "c": "shared"}  # the space itself is untouched
+    (tmp_path / "plain").mkdir()
+    plain = load_spec(write(tmp_path / "plain", DOC))
+    assert own_transactional_ids(plain, "z").variants == plain.variants
+    from harness.explore import signature  # the suffix is one a signature ignores: a try's events stay comparable
+
+    assert signature._NAME.sub("<name>", "txn explore-kc-abc123 fenced") == \
+        signature._NAME.sub("<name>", "txn explore-kc-9f00e1 fenced")
