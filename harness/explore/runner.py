@@ -28,12 +28,11 @@ from .signature import broker_events, client_events, error_events
 
 
 def own_transactional_ids(spec, suffix: str):
-    """The try's spec with each transactional.id suffixed by the try's own: tries share one cluster, and a
-    transactional.id reused over tries carries its coordinator's state (producer id, epoch, a transaction
-    left open) from one try into the next, which a finding's replay on a fresh cluster does not have (the
-    embedded exploration of 2026-11-27 found a transactional anomaly in 3 tries of 5 that its replay did
-    not show). "kc-" makes the suffix one the signature ignores (signature._NAME); the run folder's spec.yaml
-    holds the id as used."""
+    """The try's spec with each transactional.id suffixed by the try's own, as each try has its own topic: tries
+    share one cluster, and a transactional.id reused over tries carries its coordinator's state (producer id,
+    epoch, a transaction a failed try left open, which the next try's init_transactions would have to abort)
+    from one try into the next, which a finding's replay on a fresh cluster does not have. "kc-" makes the
+    suffix one the signature ignores (signature._NAME); the run folder's spec.yaml holds the id as used."""
     variants = []
     for v in spec.variants:
         tid = spec.producer_config(v).get("transactional.id")
