@@ -287,6 +287,91 @@ def _commands(folder: RunFolder, summary: dict) -> list[str]:
     return out
 
 
+# A Kafka broker's log line: "[2026-11-27 15:58:21,124] WARN ..." (log4j, the machine's local time).
+_KAFKA_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (WARN|ERROR|FATAL) ")
+AROUND = (1.0, 2.0)  # seconds of the brokers' logs shown before a fault took effect and after it healed
+LINES = 40  # lines shown at most, a variant
+
+
+def fault_lines(folder: RunFolder, summary: dict) -> dict[str, dict]:
+    """For each failed variant with an affected offset, the fault nearest in time to the send of its first
+    affected value, and the WARN and ERROR lines the run's brokers logged from AROUND[0] s before that fault
+    took effect to AROUND[1] s after it healed (at most LINES): what the report shows beside the evidence
+    command. Only a run folder's own brokers' logs are read (logs/broker-N.log, a local Kafka's); a hint like
+    commands(): a variant whose tables, faults or logs cannot be read is left out, the verdict stands."""
+    logs = sorted(folder.logs.glob("broker-*.log")) if folder.logs.is_dir() else []
+    if not logs:
+        return {}
+    try:
+        faults = folder.read_faults()
+    except RunFolderError:
+        return {}
+    out = {}
+    for name, v in (summary.get("variants") or {}).items():
+        if not isinstance(v, dict) or v.get("verdict") != "fail":
+            continue
+        try:
+            found = first_affected(folder, name)
+            mine = [f for f in faults if f.get("variant") == name and f.get("applied_at")]
+            if found is None or not mine:
+                continue
+            sent = _sent_at(folder, name, *found)
+            fault = min(mine, key=lambda f: abs(_stamp(f["applied_at"]) - sent)) if sent is not None else mine[0]
+            start = _stamp(fault["applied_at"]) - AROUND[0]
+            end = _stamp(fault.get("healed_at") or fault["applied_at"]) + AROUND[1]
+            table, p, o = found
+            out[name] = {"first": f"{table} at partition {p} offset {o}",
+                         "fault": f"{fault.get('kind')} #{fault.get('id')}, took effect {fault['applied_at']}"
+                                  + (f", healed {fault['healed_at']}" if fault.get("healed_at") else ""),
+                         "nearest": sent is not None, "lines": _lines_between(logs, start, end),
+                         "window": f"from {AROUND[0]:g} s before it took effect to {AROUND[1]:g} s after it healed"}
+        except Exception:  # noqa: BLE001 (a hint: never the reason a report fails to render)
+            continue
+    return out
+
+
+def _stamp(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso).timestamp()
+
+
+def _sent_at(folder: RunFolder, variant: str, table: str, partition: int, offset: int) -> float | None:
+    """When the value at the first affected offset was handed to the client (epoch seconds), None when the table
+    names no value or the delivery log has none."""
+    import pyarrow.compute as pc
+
+    rows = folder.read_table(variant, table)
+    if rows is None or "value" not in rows.schema.names:
+        return None
+    at = rows.filter(pc.and_(pc.equal(rows["partition"], partition), pc.equal(rows["offset"], offset)))
+    values = [x for x in at["value"].to_pylist() if x is not None]
+    if not values:
+        return None
+    acks = folder.read_dataset(folder.acks_path(variant), "acks")
+    sent = acks.filter(pc.and_(pc.equal(acks["partition"], partition), pc.equal(acks["value"], values[0])))
+    stamps = [t for t in sent["sent_at"].to_pylist() if t is not None]
+    return min(stamps).timestamp() if stamps else None
+
+
+def _lines_between(logs: list[Path], start: float, end: float) -> list[str]:
+    """The WARN/ERROR/FATAL lines of the brokers' logs stamped within [start, end] (epoch seconds), in time
+    order, each prefixed with its file's name; at most LINES."""
+    from datetime import datetime
+
+    found = []
+    for log in logs:
+        with open(log, errors="replace") as f:
+            for line in f:
+                m = _KAFKA_LINE.match(line)
+                if m is None:
+                    continue
+                t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()  # local time, as log4j
+                if start <= t <= end:
+                    found.append((t, f"{log.stem}: {line.rstrip()[:400]}"))
+    return [text for _, text in sorted(found)[:LINES]]
+
+
 def evidence(folder: RunFolder, variant: str | None, partition: int | None, offsets: str,
              kafka_home: str | None) -> dict:
     """The view `kafka-chaos evidence` prints (module docstring): UsageError on bad input, InfraError when the

@@ -19,7 +19,7 @@ from ..analysis.anomalies import TABLES
 from ..analysis.consumption import TABLES as CONSUMER_TABLES
 from ..analysis.metrics import BY_KEY
 from ..aggregate import ranking
-from ..evidence import commands
+from ..evidence import commands, fault_lines
 from ..formats import Outcome, TxnCause, TxnOutcome
 from ..runfolder import SUMMARY, RunFolder, RunFolderError, SeriesFolder, entry_name, runs_in, series_in
 from ..spec import masked
@@ -191,7 +191,7 @@ def load(folder: RunFolder) -> dict:
         var["expectations"] = [{**c, "status": status_of(c)} for c in var.get("expectations", [])]
         var.setdefault("allowed", [])
     return {"summary": summary, "verdict": summary.get("verdict") or run_verdict(summary),
-            "evidence": commands(folder, summary),
+            "evidence": commands(folder, summary), "fault_lines": fault_lines(folder, summary),
             "setting_keys": keys, "settings": settings, "faults": fault_rows(faults), "faults_total": len(faults),
             "variants": variants,
             "tables": list(TABLES) + [t for t in CONSUMER_TABLES if any(v["consumer"] for v in variants.values())],

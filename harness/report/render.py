@@ -228,6 +228,7 @@ def render_run(view: dict) -> str:
         has_lso=any("lso_stall_s" in x for x in s.get("variants", {}).values()),
         setting_keys=view["setting_keys"], settings=view["settings"], faults=view["faults"],
         faults_total=view.get("faults_total", len(view["faults"])), variants=variants, evidence=view.get("evidence", []),
+        fault_lines=view.get("fault_lines", {}),
         detail_tables=DETAIL_TABLES, cap=LISTING_CAP, tables=view["tables"], duration=_duration(s),
         ranking=view.get("ranking", []), ranked=RANKED, ci=interval_text,
         allowed_fatal={name: 1 for name, x in s.get("variants", {}).items() if x.get("allowed")})

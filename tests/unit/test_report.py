@@ -451,3 +451,31 @@ def test_a_partition_left_behind_by_an_open_transaction_renders_as_at_least_the_
     summary["variants"]["off"].update(lso_stall_s=15.0, lso_stalled={"0": [418, 6878]})
     rewrite_summary(folder, summary)
     assert "\u2265 15.0" in unescape(html_of(folder))
+
+
+def test_a_failed_run_shows_its_brokers_warnings_around_the_fault_nearest_its_first_affected_send(tmp_path):
+    from datetime import datetime, timezone
+
+    import pyarrow.parquet as pq
+
+    from harness.formats import ACKS_SCHEMA
+
+    folder, summary, _ = make_run(tmp_path, off_lost=2)  # off lost values 0 and 1 at offsets 0 and 1, partition 0
+    sent = [datetime.fromtimestamp(T0 + 3.9 + v, tz=timezone.utc) for v in (0, 1)]
+    pq.write_table(pa.Table.from_pylist(
+        [{"partition": 0, "value": v, "outcome": "acked", "offset": v, "error": None, "sent_at": sent[v],
+          "latency_ms": 1.0, "session": 0, "txn": None} for v in (0, 1)], schema=ACKS_SCHEMA),
+        folder.acks_path("off"))
+
+    def line(at, level, text):  # log4j's format, in the machine's local time as a broker writes it
+        return f"[{datetime.fromtimestamp(T0 + at).strftime('%Y-%m-%d %H:%M:%S,%f')[:-3]}] {level} {text}\n"
+
+    folder.broker_log(0).write_text(line(3.5, "WARN", "fetch failed before") + line(4.1, "INFO", "just info")
+                                    + "  at a.stack.Frame(Line.java:1)\n" + line(8.0, "ERROR", "too late"))
+    folder.broker_log(1).write_text(line(4.2, "ERROR", "truncating [kc-x-0]"))
+    html = unescape(re.sub(r"<[^>]+>", "", html_of(folder)))
+    # value 0 was sent at 3.9 s: the nearest fault is lost-acks #1 at 4.0 s (not #0 at 1.0 s nor #2 at 7.5 s)
+    assert "off: first lost at partition 0 offset 0; the fault nearest in time to its value's send: lost-acks #1" in html
+    shown = re.findall(r"broker-\d: \[[^\]]+\] \w+ [^\n]+", html)
+    assert [s.split("] ", 1)[1] for s in shown] == ["WARN fetch failed before", "ERROR truncating [kc-x-0]"]
+    assert "on: first" not in html  # the variant that passed has nothing to show
