@@ -28,7 +28,7 @@ from ..spec import BROKER_OWNED_WHY, SECRET_KEY, broker_owned
 @dataclass(frozen=True)
 class NodePorts:
     client: int
-    controller: int
+    controller: tuple[int, ...]  # controller[k]: the port node k's controller traffic arrives on (CONTROLLER_<k+1>)
     replication: tuple[int, ...]  # replication[k]: the port node k's fetches arrive on (listener INTERNAL_<k+1>)
 
 
@@ -55,6 +55,16 @@ def replication_listener(follower: int) -> str:
     return f"INTERNAL_{node_id(follower)}"
 
 
+def controller_listener(src: int) -> str:
+    """The controller listener node src's controller traffic (votes, quorum fetches, its broker's requests to
+    the active controller) arrives on at every node: one per peer, like replication_listener, because a KRaft
+    follower fetches from the address the leader advertises for the follower's own controller listener name
+    (BeginQuorumEpoch's leader endpoints), not from its voters setting. With one CONTROLLER listener every
+    follower reached the leader directly, past the proxies, and `isolate` of the active controller cut nothing
+    the quorum needed (no election in 230 s; Kafka 4.1.0, 2026-11-27)."""
+    return f"CONTROLLER_{node_id(src)}"
+
+
 def property_text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -78,26 +88,33 @@ def node_properties(index: int, ports: list[NodePorts], advertised_client: str, 
     replication = min(3, n)
     min_isr = min(2, replication)
 
-    def controller(dst: int) -> str:
-        return routes.get(("controller", index, dst), f"127.0.0.1:{ports[dst].controller}")
+    def controller(dst: int) -> str:  # where this node reaches node dst's controller
+        return routes.get(("controller", index, dst), f"127.0.0.1:{ports[dst].controller[index]}")
+
+    def controlled_by(src: int) -> str:  # where node src reaches this node's controller
+        return routes.get(("controller", src, index), f"127.0.0.1:{me.controller[src]}")
 
     def fetched_by(src: int) -> str:  # where node src fetches from this node
         return routes.get(("replication", src, index), f"127.0.0.1:{me.replication[src]}")
 
     internal = [replication_listener(k) for k in range(n)]
+    controllers = [controller_listener(k) for k in range(n)]
     return {
         "process.roles": "broker,controller",
         "node.id": str(node_id(index)),
         "controller.quorum.voters": ",".join(f"{node_id(j)}@{controller(j)}" for j in range(n)),
-        "controller.listener.names": "CONTROLLER",
+        # The first is the one this node connects with, so the one whose address it takes from the leader.
+        "controller.listener.names": ",".join([controllers[index], *(c for c in controllers if c != controllers[index])]),
         "inter.broker.listener.name": replication_listener(index),
-        "listeners": ",".join([f"CLIENT://{host}:{me.client}", f"CONTROLLER://{host}:{me.controller}"]
+        "listeners": ",".join([f"CLIENT://{host}:{me.client}"]
+                              + [f"{name}://{host}:{me.controller[k]}" for k, name in enumerate(controllers)]
                               + [f"{name}://{host}:{me.replication[k]}" for k, name in enumerate(internal)]),
-        # Clients are sent to this node's proxy, never to the node itself; followers to their own route.
+        # Clients are sent to this node's proxy, never to the node itself; peers to their own route.
         "advertised.listeners": ",".join([f"CLIENT://{advertised_client}"]
+                                         + [f"{name}://{controlled_by(k)}" for k, name in enumerate(controllers)]
                                          + [f"{name}://{fetched_by(k)}" for k, name in enumerate(internal)]),
         "listener.security.protocol.map": ",".join(f"{name}:PLAINTEXT"
-                                                   for name in ["CLIENT", "CONTROLLER", *internal]),
+                                                   for name in ["CLIENT", *controllers, *internal]),
         "log.dirs": data_dir,
         "num.partitions": "1",
         "default.replication.factor": str(replication),

@@ -204,7 +204,8 @@ class LocalKafkaCluster(LocalCluster):
     def _brokers(self, client_ports, listens):
         home = Path(kafka_home(self.spec))
         n = len(client_ports)
-        ports = [NodePorts(c, free_port(), tuple(free_port() for _ in range(n))) for c in client_ports]
+        ports = [NodePorts(c, tuple(free_port() for _ in range(n)), tuple(free_port() for _ in range(n)))
+                 for c in client_ports]
         # In namespaces, peers meet across the bridge, where isolate drops their packets; else through proxies.
         routes = self._peer_routes(ports) if self.network is None else self._namespace_routes(ports)
         cid = cluster_id()
@@ -272,7 +273,7 @@ class LocalKafkaCluster(LocalCluster):
             for dst in range(len(ports)):
                 if src != dst:
                     for kind, port in (("replication", ports[dst].replication[src]),
-                                       ("controller", ports[dst].controller)):
+                                       ("controller", ports[dst].controller[src])):
                         routes[(kind, src, dst)] = self.toxi.create_proxy(f"{kind}-{src}-{dst}",
                                                                           upstream=f"127.0.0.1:{port}")
         return routes
@@ -280,7 +281,8 @@ class LocalKafkaCluster(LocalCluster):
     def _namespace_routes(self, ports: list[NodePorts]) -> dict[tuple[str, int, int], str]:
         return {(kind, src, dst): f"{self._host(dst)}:{port}"
                 for src in range(len(ports)) for dst in range(len(ports))  # a node reaches itself there too
-                for kind, port in (("replication", ports[dst].replication[src]), ("controller", ports[dst].controller))}
+                for kind, port in (("replication", ports[dst].replication[src]),
+                                   ("controller", ports[dst].controller[src]))}
 
     def _stop(self) -> None:
         try:

@@ -31,7 +31,11 @@ def test_three_kraft_brokers_one_cluster_full_quorum():
         e = s["environment"]
         assert e["KAFKA_PROCESS_ROLES"] == "broker,controller"
         voters = dict(v.split("@") for v in e["KAFKA_CONTROLLER_QUORUM_VOTERS"].split(","))
-        assert sorted(voters) == ["1", "2", "3"] and voters[str(e["KAFKA_NODE_ID"])] == f"{name}:9093"
+        own = f"CONTROLLER_{e['KAFKA_NODE_ID']}"
+        assert sorted(voters) == ["1", "2", "3"]
+        assert voters[str(e["KAFKA_NODE_ID"])] == f"{name}:" + listeners(e["KAFKA_LISTENERS"])[own][1:]
+        names = e["KAFKA_CONTROLLER_LISTENER_NAMES"].split(",")
+        assert names[0] == own and sorted(names) == ["CONTROLLER_1", "CONTROLLER_2", "CONTROLLER_3"]
         assert (e["KAFKA_DEFAULT_REPLICATION_FACTOR"], e["KAFKA_MIN_INSYNC_REPLICAS"]) == (3, 2)
         # one variable switches to the images compose/build-images.sh makes; unset, the registry's
         assert s["image"] == "${KAFKA_CHAOS_IMAGES:-apache}/kafka:4.1.0" and s["healthcheck"]["test"]
@@ -66,20 +70,24 @@ def test_healthchecks_make_up_wait_meaningful():
 
 
 def test_every_peer_link_crosses_its_own_proxy_so_isolate_can_cut_it():
-    """Node s reaches node d's controller through controller-(s-1)-(d-1), and fetches from node d through
-    replication-(s-1)-(d-1), which ends at d's listener INTERNAL_s; nothing between brokers is direct."""
+    """Node s reaches node d's controller through controller-(s-1)-(d-1), which ends at d's listener CONTROLLER_s,
+    and fetches from node d through replication-(s-1)-(d-1), which ends at d's listener INTERNAL_s; nothing between
+    brokers is direct. Both for the addresses in s's own settings (its voters) and for those d advertises for s's
+    listener names, which a KRaft follower takes from the leader (BeginQuorumEpoch) and a broker from metadata."""
     services, proxies = load()
     by_address = {f"toxiproxy:{p['listen'].rsplit(':', 1)[1]}": p for p in proxies}
     env = {n: services[f"kafka-{n}"]["environment"] for n in (1, 2, 3)}
     for s in (1, 2, 3):
         voters = dict(v.split("@") for v in env[s]["KAFKA_CONTROLLER_QUORUM_VOTERS"].split(","))
         fetch = env[s]["KAFKA_INTER_BROKER_LISTENER_NAME"]
+        control = env[s]["KAFKA_CONTROLLER_LISTENER_NAMES"].split(",")[0]
         for d in (1, 2, 3):
             if s == d:
                 continue
-            controller = by_address[voters[str(d)]]
-            assert controller["name"] == f"controller-{s - 1}-{d - 1}"
-            assert controller["upstream"] == f"kafka-{d}:" + listeners(env[d]["KAFKA_LISTENERS"])["CONTROLLER"][1:]
+            for address in (voters[str(d)], listeners(env[d]["KAFKA_ADVERTISED_LISTENERS"])[control]):
+                controller = by_address[address]
+                assert controller["name"] == f"controller-{s - 1}-{d - 1}"
+                assert controller["upstream"] == f"kafka-{d}:" + listeners(env[d]["KAFKA_LISTENERS"])[control][1:]
             replication = by_address[listeners(env[d]["KAFKA_ADVERTISED_LISTENERS"])[fetch]]
             assert replication["name"] == f"replication-{s - 1}-{d - 1}"
             assert replication["upstream"] == f"kafka-{d}:" + listeners(env[d]["KAFKA_LISTENERS"])[fetch][1:]

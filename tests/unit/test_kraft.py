@@ -7,8 +7,9 @@ import pytest
 
 from harness.cluster.kraft import NodePorts, cluster_id, node_properties, render_properties, secrets_from_environment
 
-PORTS = [NodePorts(10001, 10021, (10101, 10102, 10103)), NodePorts(10002, 10022, (10201, 10202, 10203)),
-         NodePorts(10003, 10023, (10301, 10302, 10303))]
+PORTS = [NodePorts(10001, (10011, 10012, 10013), (10101, 10102, 10103)),
+         NodePorts(10002, (10021, 10022, 10023), (10201, 10202, 10203)),
+         NodePorts(10003, (10031, 10032, 10033), (10301, 10302, 10303))]
 PROXIES = ["127.0.0.1:20001", "127.0.0.1:20002", "127.0.0.1:20003"]
 # (kind, src, dst) -> the proxy src uses to reach dst, as LocalKafkaCluster makes them
 ROUTES = {(kind, s, d): f"127.0.0.1:3{k}{s}{d}0" for k, kind in enumerate(("replication", "controller"))
@@ -28,10 +29,10 @@ def test_three_nodes_one_quorum_distinct_ids_and_ports():
     assert [p["node.id"] for p in props] == ["1", "2", "3"]
     for i, p in enumerate(props):  # each node names the same voters, reached through its own proxies
         voters = dict(v.split("@") for v in p["controller.quorum.voters"].split(","))
-        assert voters == {str(j + 1): ROUTES[("controller", i, j)] if j != i else f"127.0.0.1:{PORTS[i].controller}"
+        assert voters == {str(j + 1): ROUTES[("controller", i, j)] if j != i else f"127.0.0.1:{PORTS[i].controller[i]}"
                           for j in range(3)}
     bound = [addr for p in props for addr in listeners(p["listeners"]).values()]
-    assert len(bound) == len(set(bound)) == 15 and all(a.startswith("127.0.0.1:") for a in bound)
+    assert len(bound) == len(set(bound)) == 21 and all(a.startswith("127.0.0.1:") for a in bound)
     assert len({p["log.dirs"] for p in props}) == 3
 
 
@@ -40,42 +41,50 @@ def test_clients_are_sent_to_the_proxy_and_each_follower_fetches_through_its_own
     for i, p in enumerate(props):
         advertised, bound = listeners(p["advertised.listeners"]), listeners(p["listeners"])
         assert advertised["CLIENT"] == PROXIES[i]
-        assert "CONTROLLER" not in advertised
-        assert bound["CONTROLLER"] == f"127.0.0.1:{PORTS[i].controller}"
-        assert p["inter.broker.listener.name"] == f"INTERNAL_{i + 1}" and p["controller.listener.names"] == "CONTROLLER"
+        assert p["inter.broker.listener.name"] == f"INTERNAL_{i + 1}"
+        assert p["controller.listener.names"].split(",")[0] == f"CONTROLLER_{i + 1}"  # the name it connects with
+        assert set(p["controller.listener.names"].split(",")) == {"CONTROLLER_1", "CONTROLLER_2", "CONTROLLER_3"}
+        for src in range(3):  # node src reaches node i's controller at the route (src -> i), ending at its listener
+            name = f"CONTROLLER_{src + 1}"
+            assert bound[name] == f"127.0.0.1:{PORTS[i].controller[src]}"
+            assert advertised[name] == (ROUTES[("controller", src, i)] if src != i else bound[name])
         assert set(listeners(p["listener.security.protocol.map"].replace(":", "://"))) == set(bound)
         for src in range(3):  # node src fetches from node i at the route (src -> i), which ends at i's listener
             name = f"INTERNAL_{src + 1}"
             assert bound[name] == f"127.0.0.1:{PORTS[i].replication[src]}"
             assert advertised[name] == (ROUTES[("replication", src, i)] if src != i else bound[name])
-    # a follower uses its own listener name at every leader, so it meets its own routes only
+    # A follower uses its own listener name at every leader, so it meets its own routes only: the partition
+    # leader's advertised address for its replication fetches, the KRaft leader's for its quorum fetches (a
+    # KRaft follower takes the leader's address from the leader, not from its voters setting).
     for src, p in enumerate(props):
-        used = p["inter.broker.listener.name"]
-        assert {listeners(q["advertised.listeners"])[used] for d, q in enumerate(props) if d != src} == \
-            {ROUTES[("replication", src, d)] for d in range(3) if d != src}
+        for kind, used in (("replication", p["inter.broker.listener.name"]),
+                           ("controller", p["controller.listener.names"].split(",")[0])):
+            assert {listeners(q["advertised.listeners"])[used] for d, q in enumerate(props) if d != src} == \
+                {ROUTES[(kind, src, d)] for d in range(3) if d != src}
 
 
 def test_without_routes_every_node_is_reached_directly():
     p = nodes(routes=None)[0]
     assert listeners(p["advertised.listeners"])["INTERNAL_2"] == "127.0.0.1:10102"
-    assert "2@127.0.0.1:10022" in p["controller.quorum.voters"]
+    assert "2@127.0.0.1:10021" in p["controller.quorum.voters"]  # node 2's listener for node 1's traffic
 
 
 def test_in_namespaces_each_node_listens_on_its_own_address_and_peers_meet_there():
     hosts = ["10.200.7.1", "10.200.7.2", "10.200.7.3"]
-    routes = {(kind, s, d): f"{hosts[d]}:{PORTS[d].controller if kind == 'controller' else PORTS[d].replication[s]}"
+    routes = {(kind, s, d): f"{hosts[d]}:{(PORTS[d].controller if kind == 'controller' else PORTS[d].replication)[s]}"
               for kind in ("replication", "controller") for s in range(3) for d in range(3)}  # as LocalKafkaCluster
     props = [node_properties(i, PORTS, PROXIES[i], f"/data/node-{i}", routes, host=hosts[i]) for i in range(3)]
     for i, p in enumerate(props):
         assert all(a.startswith(hosts[i] + ":") for a in listeners(p["listeners"]).values())
         assert listeners(p["advertised.listeners"])["CLIENT"] == PROXIES[i]  # clients still through the proxy
         voters = dict(v.split("@") for v in p["controller.quorum.voters"].split(","))
-        assert voters == {str(j + 1): f"{hosts[j]}:{PORTS[j].controller}" for j in range(3)}
+        assert voters == {str(j + 1): f"{hosts[j]}:{PORTS[j].controller[i]}" for j in range(3)}
 
 
 @pytest.mark.parametrize("n, rf, isr", [(1, "1", "1"), (2, "2", "2"), (3, "3", "2"), (5, "3", "2")])
 def test_replication_follows_the_cluster_size(n, rf, isr):
-    ports = [NodePorts(100 + i, 200 + i, tuple(300 + 10 * i + k for k in range(n))) for i in range(n)]
+    ports = [NodePorts(100 + i, tuple(200 + 10 * i + k for k in range(n)), tuple(300 + 10 * i + k for k in range(n)))
+             for i in range(n)]
     p = node_properties(0, ports, "127.0.0.1:1", "/d")
     assert (p["default.replication.factor"], p["min.insync.replicas"]) == (rf, isr)
     assert p["offsets.topic.replication.factor"] == rf and p["unclean.leader.election.enable"] == "false"
