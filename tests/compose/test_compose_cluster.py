@@ -66,16 +66,19 @@ def test_broker_kill_pause_and_restart_act_on_the_containers(cluster):
     cluster.check_alive()
 
 
-def active_controller(cluster) -> int:
-    """The KRaft quorum leader's node id, as a broker container's quorum tool reports it."""
-    out = cluster.brokers[0].container.exec_run(["/opt/kafka/bin/kafka-metadata-quorum.sh", "--bootstrap-controller",
-                                                 "localhost:9093", "describe", "--status"]).output.decode()
-    return int(re.search(r"LeaderId:\s*(\d+)", out).group(1))
+def active_controller(cluster, via: int = 1) -> int | None:
+    """The KRaft quorum leader's node id, as node `via`'s quorum tool reports it (asking its own controller
+    listener, CONTROLLER_<via> on port 1908<via>); None when it cannot tell."""
+    out = cluster.brokers[via - 1].container.exec_run(
+        ["timeout", "40", "/opt/kafka/bin/kafka-metadata-quorum.sh", "--bootstrap-controller", f"localhost:1908{via}",
+         "describe", "--status"]).output.decode()
+    found = re.search(r"LeaderId:\s*(\d+)", out)
+    return int(found.group(1)) if found else None
 
 
 def test_isolate_cuts_a_broker_from_its_peers_through_the_inter_broker_proxies(cluster):
-    # A broker that is not the quorum leader: with the leader isolated, one CI run saw the other two keep naming
-    # it as controller for 90 s (no new election), reported in the issue note; fencing needs a working controller.
+    # A broker that is not the quorum leader: fencing needs a working controller (the leader's isolation is the
+    # next test's).
     leader = active_controller(cluster)
     node = next(n for n in (1, 2, 3) if n != leader)  # Kafka node ids; harness broker index = node - 1
     peers = [n for n in (1, 2, 3) if n != node]
@@ -101,3 +104,18 @@ def test_isolate_cuts_a_broker_from_its_peers_through_the_inter_broker_proxies(c
     finally:
         cluster.rejoin_broker(node - 1)
     wait_for(lambda: seen_by_its_peers() == [1, 2, 3], timeout=120, what=f"broker {node} to rejoin")
+
+
+def test_isolating_the_active_controller_makes_the_other_two_elect_a_new_one(cluster):
+    # Before each node had a controller listener per peer, followers reached the leader directly (the address it
+    # advertises, not their voters setting) and one CI run saw them keep the isolated leader for 90 s.
+    leader = active_controller(cluster)
+    assert leader is not None
+    other = next(n for n in (1, 2, 3) if n != leader)
+    cluster.isolate_broker(leader - 1)
+    try:
+        wait_for(lambda: active_controller(cluster, via=other) not in (leader, None), timeout=60,
+                 what=f"nodes other than {leader} to elect a new KRaft leader")
+    finally:
+        cluster.rejoin_broker(leader - 1)
+    wait_for(lambda: brokers_seen(PROXIES[0]) == [1, 2, 3], timeout=120, what=f"broker {leader} to rejoin")
