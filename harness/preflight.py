@@ -12,6 +12,8 @@ from .faults.registry import KINDS
 from .runfolder import RunFolder, RunFolderError
 from .spec import (SECRET_KEY, ExperimentSpec, SpecError, load_spec, masked_selector, matrix_value, matrix_variants,
                    setting_text, validation_message)
+from .clients import FOREIGN
+from .workload import foreignenv
 from .workload.clientenv import ClientEnvError, ensure
 
 # A Spark master URL, the whole text in ASCII (re.match with "$" took "local\n", and \d takes "２").
@@ -77,12 +79,25 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
 
 
 def prepare_clients(spec: ExperimentSpec, path: Path) -> None:
-    """Every client version the variants name is installed (once, into the cache) and answers as itself."""
+    """Every client version the variants name is installed (once, into the cache) and answers as itself; a
+    foreign implementation (harness/clients.py) also builds each variant's producer from its settings, connecting
+    nowhere: what it refuses is bad input, in its own words."""
     for version in sorted({spec.client_version(v) for v in spec.variants} - {None}):
         try:
             ensure(version)
         except ClientEnvError as e:
             raise SpecError(f"{path}: {e}") from None
+    for i, variant in enumerate(spec.variants):
+        library = spec.client_library(variant)
+        if library is None or library[0] not in FOREIGN:
+            continue
+        try:
+            env = foreignenv.ensure(*library)
+        except ClientEnvError as e:
+            raise SpecError(f"{path}: variants.{i} ({variant.name}): {e}") from None
+        said = foreignenv.check_settings(env, spec.producer_config(variant))
+        if said:
+            raise SpecError(f"{path}: variants.{i}.producer ({variant.name}): {' '.join(library)} refuses it: {said}")
 
 
 def check_features(spec: ExperimentSpec, path: Path) -> None:
@@ -206,6 +221,10 @@ def check_producer_configs(spec: ExperimentSpec, path: Path) -> None:
     refused: dict[str, str] = {}  # matrix variant -> librdkafka's reason
     kept = []
     for i, variant in enumerate(spec.variants):
+        library = spec.client_library(variant)
+        if library is not None and library[0] in FOREIGN:  # its own names, judged by it (prepare_clients)
+            kept.append(variant)
+            continue
         conf = {**spec.producer_config(variant), **spec.cluster.client_settings(),
                 "bootstrap.servers": "127.0.0.1:9", "logger": quiet}
         try:

@@ -216,7 +216,7 @@ class Run:
                           spec.workload.rate, spec.workload.flush_timeout, self.stop,
                           lambda n: self.listener.sent(name, n, spec.workload.messages), logger,
                           None if after else nemesis.workload)
-        producer = make_producer(sending, spec.client_version(variant), spec.transactional(variant),
+        producer = make_producer(sending, spec.client_library(variant), spec.transactional(variant),
                                  self.folder.transactions_path(name), spec.workload.transaction_size,
                                  spec.workload.abort_ratio, self.seed)
         # Before the final flush the faults still due are applied (at most a grace past their planned times),

@@ -20,6 +20,7 @@ from pydantic import (AfterValidator, BeforeValidator, Discriminator, Field, Pla
                       PrivateAttr, Tag, ValidationError, ValidationInfo, field_validator, model_validator)
 
 from . import yamlfile
+from .clients import CONFLUENT_KAFKA, FOREIGN, LIBRARIES, library_words
 from .space import ExploreSpec, cross_check
 from .faults.kind import BrokerTarget, FollowerTarget
 from .faults.registry import KINDS, Fault
@@ -98,7 +99,7 @@ def _producer_settings(settings: dict) -> dict:
 
 ProducerSettings = Annotated[dict[str, Union[str, int, float, bool]], AfterValidator(_producer_settings)]
 
-CLIENT_LIBRARY = "confluent-kafka"
+CLIENT_LIBRARY = CONFLUENT_KAFKA
 # A client version, which reaches pip's command line: the whole text, ASCII digits only (re.match with "$" took
 # "2.2.0\n", and Python's \d takes full-width digits, "２.２.０").
 CLIENT_VERSION = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
@@ -111,15 +112,17 @@ def is_client_version(version) -> bool:
 
 def _client_library(value: dict) -> dict:
     for key, version in value.items():
-        if key != CLIENT_LIBRARY:
-            raise ValueError(f"{key!r}: the client axis knows {CLIENT_LIBRARY} only (its wheel bundles librdkafka)")
+        if key not in LIBRARIES:
+            raise ValueError(f"{key!r}: the client axis knows {library_words()} (harness/clients.py)")
         if not is_client_version(version):
             raise ValueError(f"{key}: {version!r} is not a version; give it quoted, as X.Y.Z (e.g. \"2.2.0\")")
+    if len(value) > 1:
+        raise ValueError(f"{', '.join(value)}: one client library per producer; give one")
     return value
 
 
-# The client library a workload runs with (workload/clientenv.py), e.g. {confluent-kafka: "2.2.0"}; empty:
-# the one the harness is installed with.
+# The client library a workload runs with, e.g. {confluent-kafka: "2.2.0"} (workload/clientenv.py) or
+# {kafka-python: "3.0.12"} (workload/foreignproc.py); empty: the confluent-kafka the harness is installed with.
 ClientLibrary = Annotated[dict[str, object], AfterValidator(_client_library)]
 
 
@@ -423,7 +426,12 @@ CONSUMER_OWNED = {
 MATRIX_SHORT = {"enable.idempotence": "idem", "max.in.flight.requests.per.connection": "inflight",
                 "linger.ms": "linger", "batch.size": "batch", "batch.num.messages": "batchmsgs",
                 "compression.type": "compression", "delivery.timeout.ms": "delivery",
-                "request.timeout.ms": "reqtimeout", "retry.backoff.ms": "backoff"}
+                "request.timeout.ms": "reqtimeout", "retry.backoff.ms": "backoff",
+                # kafka-python's and aiokafka's spellings of the same settings
+                "enable_idempotence": "idem", "max_in_flight_requests_per_connection": "inflight",
+                "linger_ms": "linger", "batch_size": "batch", "max_batch_size": "batch",
+                "compression_type": "compression", "delivery_timeout_ms": "delivery",
+                "request_timeout_ms": "reqtimeout", "retry_backoff_ms": "backoff"}
 
 
 def setting_text(value) -> str:
@@ -445,7 +453,7 @@ def matrix_variants(matrix: dict[str, list]) -> list[dict]:
                         f"{matrix[k].index(v) + 1 if SECRET_KEY.search(k) else setting_text(v)}"
                         for k, v in zip(keys, combo))
         settings = dict(zip(keys, combo))
-        client = {CLIENT_LIBRARY: settings.pop(CLIENT_LIBRARY)} if CLIENT_LIBRARY in settings else {}
+        client = {k: settings.pop(k) for k in LIBRARIES if k in settings}
         out.append({"name": name, "producer": settings, **({"client": client} if client else {})})
     return out
 
@@ -567,11 +575,15 @@ class ExperimentSpec(Strict):
             matrix = data["matrix"]
             if all(isinstance(v, list) and v and all(isinstance(x, (str, int, float, bool)) for x in v)
                    for v in matrix.values()):  # otherwise the field's own validation says what is wrong
+                libraries = [k for k in matrix if k in LIBRARIES]
+                if len(libraries) > 1:
+                    raise ValueError(f"matrix: {', '.join(libraries)}: one client library per producer; give "
+                                     "variants for each library instead")
                 for key, values in matrix.items():  # a value names its variants: the name must hold it, once
                     texts = [setting_text(x) for x in values]
                     for x, text in zip(values, texts):
                         try:  # what a producer section (or the client axis) refuses, named where the file gives it
-                            _client_library({key: x}) if key == CLIENT_LIBRARY else _producer_settings({key: x})
+                            _client_library({key: x}) if key in LIBRARIES else _producer_settings({key: x})
                         except ValueError as e:
                             raise ValueError(f"matrix.{e}") from None
                         if texts.count(text) > 1:
@@ -615,8 +627,7 @@ class ExperimentSpec(Strict):
 
     def selectable(self, variant: VariantSpec) -> dict:
         """What a selector can match: the variant's producer settings and its client version."""
-        version = self.client_version(variant)
-        return {**self.producer_config(variant), **({CLIENT_LIBRARY: version} if version else {})}
+        return {**self.producer_config(variant), **self.client_of(variant)}
 
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo):
@@ -685,13 +696,25 @@ class ExperimentSpec(Strict):
             raise ValueError("workload.abort_ratio: only variants whose producer sets transactional.id send in "
                              "transactions, and none does")
         for v in self.variants:  # what the producer child of another client version does not do (yet)
-            version = self.client_version(v)
-            if version is None:
+            library = self.client_library(v)
+            if library is None:
                 continue
-            if self.transactional(v):
-                raise ValueError(f"client: variant {v.name} runs confluent-kafka {version} in a child process, which "
+            name, version = library
+            foreign = FOREIGN.get(name)
+            tid = foreign.transactional if foreign else "transactional.id"
+            if self.transactional(v) or tid in self.producer_config(v):
+                raise ValueError(f"client: variant {v.name} runs {name} {version} in a child process, which "
                                  "runs the plain producer (and its consumer group's members) under broker and network "
-                                 "faults only, so far; it cannot send in transactions (transactional.id)")
+                                 f"faults only, so far; it cannot send in transactions ({tid})")
+            if foreign is None:
+                continue
+            for key in self.producer_config(v):
+                if key in foreign.owned:
+                    raise ValueError(f"producer: variant {v.name} runs {name}, whose {key} is set by the harness "
+                                     f"({foreign.owned[key]}); it cannot be changed here")
+            if self.cluster.client:
+                raise ValueError(f"cluster.client: {', '.join(sorted(self.cluster.client))} are librdkafka settings; "
+                                 f"variant {v.name} runs {name}, which is given the cluster's address only, so far")
         configured = [v.name for v in self.variants if v.broker_config]
         if configured and self.cluster.broker != "kafka":
             raise ValueError(f"variants: {configured[0]} sets broker_config, which needs Apache Kafka (broker: kafka)")
@@ -777,9 +800,18 @@ class ExperimentSpec(Strict):
     def producer_config(self, variant: VariantSpec) -> dict:
         return {**self.producer, **variant.producer}
 
+    def client_of(self, variant: VariantSpec) -> dict:
+        """The variant's client library, {NAME: VERSION}: its own, else the experiment's; {} for the harness's."""
+        return dict(variant.client or self.client)
+
+    def client_library(self, variant: VariantSpec) -> tuple[str, str] | None:
+        """(library, version) the variant's producer runs with (harness/clients.py), None for the harness's own."""
+        return next(iter(self.client_of(variant).items()), None)
+
     def client_version(self, variant: VariantSpec) -> str | None:
-        """The confluent-kafka version the variant's producer runs with, None for the harness's own."""
-        return {**self.client, **variant.client}.get(CLIENT_LIBRARY)
+        """The confluent-kafka version the variant's producer (and its consumer group) runs with, None for the
+        harness's own (a variant of another library's producer has its group run the harness's own)."""
+        return self.client_of(variant).get(CLIENT_LIBRARY)
 
     def transactional(self, variant: VariantSpec) -> bool:
         """The variant sends in transactions (its producer settings name a transactional.id)."""

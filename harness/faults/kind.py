@@ -172,9 +172,9 @@ def producer_problem(kind: str, experiment, fault) -> str:
     if any(g is not None and g.when == "after" for g in groups):
         return f"{kind} acts on the producer, which runs before the fault timeline when consumer.when is after"
     for v in experiment.variants:
-        version = experiment.client_version(v)
-        if version is not None:
-            return (f"{kind} acts on the producer; variant {v.name} runs confluent-kafka {version} in a child "
+        library = experiment.client_library(v)
+        if library is not None:
+            return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child "
                     "process, which runs the plain producer (and its consumer group's members) under broker and "
                     "network faults only, so far")
     return ""

@@ -123,9 +123,23 @@ class DeliveryLog:
         """A send the client refused in produce() (nothing was transmitted): rejected, with its error."""
         self._failed.append((partition, b"%d" % value, err, -1.0, txn, Outcome.REJECTED))
 
-    def mark_chunk(self) -> None:
-        """The next CHUNK messages are handed to the client now."""
-        self.chunk_times_ms.append(int(time.time() * 1000))
+    def mark_chunk(self, at_ms: int | None = None) -> None:
+        """The next CHUNK messages are handed to the client now (or at `at_ms`, as a child process said)."""
+        self.chunk_times_ms.append(int(time.time() * 1000) if at_ms is None else at_ms)
+
+    # -- a foreign client's reports (workload/foreignproc.py: the child's lines, one per send) --------------
+    def told(self, partition: int, value: int, offset: int | None, latency_s: float) -> None:
+        """Acknowledged at `offset` (None: the broker tells none, acks=0)."""
+        values, offsets, latencies = self._reports[partition]
+        values.append(b"%d" % value)
+        offsets.append(offset)
+        latencies.append(latency_s)
+
+    def failed(self, partition: int, value: int, error: str, latency_s: float, rejected: bool) -> None:
+        """Failed with the implementation's error `error` (harness/clients.py names it): rejected when it proves
+        nothing was written (or the client refused the send), else unknown."""
+        self._failed.append((partition, b"%d" % value, NamedError(error), latency_s, None,
+                             Outcome.REJECTED if rejected else Outcome.UNKNOWN))
 
     # -- sessions --------------------------------------------------------------------------
     def new_session(self, handed: int, fresh_from: int | None = None) -> int:
@@ -275,6 +289,18 @@ class DeliveryLog:
                              pa.array(missing // self.partitions), pa.repeat(Outcome.UNKNOWN, n),
                              pa.nulls(n, pa.int64()), pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, pa.int64()), number)
             self.counts[Outcome.UNKNOWN] += n
+
+
+class NamedError:
+    """A foreign client's error as the delivery log records it: its name only."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def name(self) -> str:
+        return self._name
 
 
 def drain(producer: Producer, timeout: float) -> None:

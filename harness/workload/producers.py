@@ -3,6 +3,8 @@
     plain          producer.produce, in this process
     transactional  transactional.TransactionalWorkload (the variant's producer names a transactional.id)
     child          clientproc.ChildProducer (the variant names another confluent-kafka version)
+    foreign        foreignproc.ForeignProducer (the variant names another implementation: kafka-python, aiokafka,
+                   the Java client; harness/clients.py)
 
     run(before_flush) -> ProduceResult     sends everything; before_flush heals the faults before the flush
     record() -> dict                       what the summary keeps of it, however run() ended: the delivery
@@ -19,10 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
+from ..clients import CONFLUENT_KAFKA
 from ..faults.channel import WorkloadFaults
 from ..logfile import FileLogger
 from .clientenv import ensure, running
 from .clientproc import ChildProducer
+from .foreignenv import ensure as ensure_foreign
+from .foreignproc import ForeignProducer
 from .deliverylog import DeliveryLog
 from .producer import ProduceResult, produce
 from .transactional import TransactionalWorkload, TransactionsLog
@@ -107,12 +112,29 @@ class Child:
         return {**counts, "client": self.child.versions or f"confluent-kafka {self.version}"}
 
 
-def make_producer(s: Sending, version: str | None, transactional: bool, transactions: Path, size: int,
+class Foreign:
+    def __init__(self, s: Sending, name: str, version: str):
+        self.name, self.version = name, version
+        self.child = ForeignProducer(ensure_foreign(name, version), s.client["bootstrap.servers"], s.topic,
+                                     s.partitions, s.messages, s.config, s.acks, s.offsets_told, s.client_log, s.rate,
+                                     s.flush_timeout, s.stop, s.on_progress)
+
+    def run(self, before_flush):
+        return self.child.run(before_flush)
+
+    def record(self) -> dict:
+        """The delivery log's counts (the run wrote it from the child's lines), however the child ended."""
+        log = self.child.log
+        return {"sent": log.sent, **log.counts, "client": self.child.versions or f"{self.name} {self.version}"}
+
+
+def make_producer(s: Sending, library: tuple[str, str] | None, transactional: bool, transactions: Path, size: int,
                   abort_ratio: float, seed: int) -> VariantProducer:
-    """The variant's producer: another client version's in a child, a transactional one, or the plain one
-    (spec.py refuses a client version with transactions)."""
-    if version is not None:
-        return Child(s, version)
+    """The variant's producer: another implementation's or another client version's in a child, a transactional
+    one, or the plain one (spec.py refuses a client library with transactions)."""
+    if library is not None:
+        name, version = library
+        return Child(s, version) if name == CONFLUENT_KAFKA else Foreign(s, name, version)
     if transactional:
         return Transactional(s, transactions, size, abort_ratio, seed)
     return Plain(s)

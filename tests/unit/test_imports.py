@@ -20,7 +20,7 @@ LAYERS = [
     ("anomaly definitions (pure)", ["harness.analysis"]),
     ("fault kinds", ["harness.faults"]),
     ("plan and judgement (pure)", ["harness.exits", "harness.verdict", "harness.summary", "harness.aggregate",
-                                   "harness.junit", "harness.spec", "harness.schedule", "harness.shrink",
+                                   "harness.junit", "harness.clients", "harness.spec", "harness.schedule", "harness.shrink",
                                    "harness.space"]),
     ("run folder", ["harness.runfolder", "harness.folder_schema"]),
     ("services", ["harness.cluster", "harness.proxy"]),

@@ -1,0 +1,238 @@
+"""The producer of a foreign client implementation (harness/clients.py: kafka-python, aiokafka, the Java client)
+in a child process, and the one line protocol every such child speaks. The **run** writes the delivery log from
+the child's lines, so acks.parquet, every metric, the report and JUnit are the same whatever the client; the
+child only sends and tells what became of each send.
+
+    run -> child   {json}               the task, first line: topic, partitions, messages, rate, chunk (sends per
+                                        chunk), heal (wait for `flush`), flush_timeout (s), bootstrap (the
+                                        cluster's address), settings (the variant's producer settings, in the
+                                        implementation's own names, passed to it as they are)
+                   flush                the faults are healed: flush and finish
+    child -> run   client NAME VERSION  the implementation and version it runs (checked)
+                   chunk MS             the next `chunk` sends are handed from now (wall clock, ms): their sent_at
+                   sent N               progress: messages 0..N-1 are handed (message i: partition i % P, value i // P)
+                   a P V OFFSET LAT     (P, V) acknowledged at OFFSET, LAT ms after it was handed
+                   e P V NAME LAT       (P, V) failed with error NAME (its exception class's simple name)
+                   r P V NAME           (P, V) refused by the client's send() before transmitting anything
+                   handed               every message is handed; it waits for `flush` (the end of its stdin: stop)
+                   result {json}        handed (how many), interrupted, error (the words of what ended it early),
+                                        fatal (that error's name), duration (s)
+
+Outcomes keep the delivery log's rules (outcomes.py): `a` is acked; `e` is rejected only when the error's name is
+in the implementation's table of errors that prove nothing was written (clients.py), else unknown; `r` is
+rejected; a message handed and never reported is unknown (DeliveryLog.close), so `sent == acked + rejected +
+unknown` holds however the child ends. A stop (Ctrl-C, a failure of the run) reaches the child as SIGTERM: it
+stops handing, gives its client a short close to report, and still answers with its result; a child that dies
+without one leaves its log closed from what it said (handed: the most it said it had) and fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import procs
+from ..exits import InfraError
+from ..formats import Outcome
+from .clientproc import STOP_TIMEOUT, _close, _say
+from .deliverylog import CHUNK, DeliveryLog
+from .foreignenv import ForeignEnv
+from .producer import ProduceResult
+
+
+class ProtocolError(ValueError):
+    """A line the protocol does not have."""
+
+
+@dataclass(frozen=True)
+class Told:  # a P V OFFSET LAT
+    partition: int
+    value: int
+    offset: int | None
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class Failed:  # e P V NAME LAT, r P V NAME
+    partition: int
+    value: int
+    error: str
+    latency_ms: float | None
+    refused: bool
+
+
+def parse(line: str, partitions: int):
+    """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | Told | Failed | ("handed",) |
+    ("result", dict). ProtocolError for anything else (a partition out of range, a negative value, ...)."""
+    word, _, rest = line.rstrip("\n").partition(" ")
+    parts = rest.split(" ")
+    try:
+        if word in ("a", "e", "r"):
+            p, v = int(parts[0]), int(parts[1])
+            if not 0 <= p < partitions or v < 0:
+                raise ProtocolError(f"no such send: partition {p}, value {v}")
+            if word == "a" and len(parts) == 4:
+                offset = None if parts[2] == "-" else int(parts[2])
+                return Told(p, v, offset, float(parts[3]))
+            if word == "e" and len(parts) == 4 and parts[2]:
+                return Failed(p, v, parts[2], float(parts[3]), refused=False)
+            if word == "r" and len(parts) == 3 and parts[2]:
+                return Failed(p, v, parts[2], None, refused=True)
+        elif word == "sent" and len(parts) == 1:
+            return ("sent", int(parts[0]))
+        elif word == "chunk" and len(parts) == 1:
+            return ("chunk", int(parts[0]))
+        elif word == "handed" and not rest:
+            return ("handed",)
+        elif word == "client" and len(parts) == 2:
+            return ("client", parts[0], parts[1])
+        elif word == "result":
+            result = json.loads(rest)
+            if isinstance(result, dict) and isinstance(result.get("handed"), int) and result["handed"] >= 0:
+                return ("result", result)
+    except ValueError:
+        pass
+    raise ProtocolError(f"not a line of the protocol: {line.strip()[:200]!r}")
+
+
+class Reports:
+    """The child's lines applied to the delivery log, as they come. `handed` is the most the child said it had
+    handed; the log is closed with it (every send handed and never reported: unknown)."""
+
+    def __init__(self, log: DeliveryLog, implementation, partitions: int, offsets_told: bool):
+        self.log, self.impl, self.partitions, self.offsets_told = log, implementation, partitions, offsets_told
+        self.handed = 0
+        self.result: dict | None = None
+        self.client: tuple[str, str] | None = None
+
+    def apply(self, event) -> None:
+        log = self.log
+        if isinstance(event, Told):
+            log.told(event.partition, event.value, event.offset if self.offsets_told else None,
+                     event.latency_ms / 1000.0)
+            self._saw(event)
+        elif isinstance(event, Failed):
+            rejected = event.refused or self.impl.rejected(event.error)
+            log.failed(event.partition, event.value, event.error,
+                       -1.0 if event.latency_ms is None else event.latency_ms / 1000.0, rejected)
+            self._saw(event)
+        elif event[0] == "chunk":
+            log.mark_chunk(event[1])
+            log.maybe_spill()
+        elif event[0] == "sent":
+            self.handed = max(self.handed, event[1])
+        elif event[0] == "result":
+            self.result = event[1]
+            self.handed = max(self.handed, event[1]["handed"])
+        elif event[0] == "client":
+            self.client = (event[1], event[2])
+
+    def _saw(self, event) -> None:
+        self.handed = max(self.handed, event.value * self.partitions + event.partition + 1)
+
+    def close(self) -> None:
+        self.log.close(self.handed)
+
+
+class ForeignProducer:
+    """The variant's producer in a child of implementation `env.name` at `env.version`. `result` and `versions`
+    stay readable however run() ends."""
+
+    def __init__(self, env: ForeignEnv, bootstrap: str, topic: str, partitions: int, messages: int, settings: dict,
+                 acks: Path, offsets_told: bool, client_log: Path, rate: float | None, flush_timeout: float,
+                 stop: threading.Event, on_progress: Callable[[int], None] | None = None):
+        self.env, self.client_log, self.stop, self.on_progress = env, client_log, stop, on_progress
+        self.task = {"topic": topic, "partitions": partitions, "messages": messages, "rate": rate, "chunk": CHUNK,
+                     "flush_timeout": flush_timeout, "bootstrap": bootstrap, "settings": settings}
+        self.log = DeliveryLog(acks, partitions, offsets_told)
+        self.reports = Reports(self.log, env.implementation, partitions, offsets_told)
+        self.result: ProduceResult | None = None
+        self.versions = ""
+        self._wrong = ""
+        self.before_flush: Callable[[], None] | None = None
+
+    def run(self, before_flush: Callable[[], None] | None = None) -> ProduceResult:
+        self.before_flush, self.task["heal"] = before_flush, before_flush is not None
+        t0 = time.monotonic()
+        try:
+            proc = procs.spawn(list(self.env.command), self.client_log, env=self.env.environ(), talk=True)
+        except BaseException:
+            self.reports.close()
+            raise
+        ended = threading.Event()
+        relay = threading.Thread(target=self._relay_stop, args=(proc, ended), name="foreign-child-stop", daemon=True)
+        relay.start()
+        try:
+            try:
+                _say(proc, json.dumps(self.task))
+                self._listen(proc)
+            except BaseException:  # interrupted, or a fault could not be healed: the child still finishes
+                _close(proc.stdin)
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+                killer = threading.Timer(STOP_TIMEOUT, procs.stop, (proc,))
+                killer.start()
+                try:
+                    self._listen(proc, serve=False)
+                finally:
+                    killer.cancel()
+                raise
+        finally:
+            ended.set()
+            _close(proc.stdin)
+            procs.stop(proc, timeout=STOP_TIMEOUT)
+            relay.join()
+            _close(proc.stdout)
+            self.reports.close()  # the log is closed however it ends
+            said = self.reports.result or {}
+            counts = self.log.counts
+            self.result = ProduceResult(self.log.sent, counts[Outcome.ACKED], counts[Outcome.REJECTED],
+                                        counts[Outcome.UNKNOWN], said.get("duration", time.monotonic() - t0),
+                                        bool(said.get("interrupted")) or self.stop.is_set(),
+                                        str(said.get("error", "")), str(said.get("fatal", "")))
+        if self._wrong or self.reports.result is None:
+            why = self._wrong or f"it ended (exit status {proc.returncode}) without its result"
+            raise InfraError(f"the producer child process of {self.env.name} {self.env.version}: {why}; "
+                             f"see {self.client_log}")
+        return self.result
+
+    def _listen(self, proc, serve: bool = True) -> None:
+        """The child's lines to their end, each applied to the log; serve=False: no answer to `handed` (the
+        run is stopping)."""
+        partitions = self.task["partitions"]
+        apply = self.reports.apply
+        try:
+            for line in proc.stdout:
+                event = parse(line, partitions)
+                apply(event)
+                if isinstance(event, (Told, Failed)):
+                    continue
+                if event[0] == "client":
+                    self.versions = f"{event[1]} {event[2]}"
+                    if event[1] != self.env.name or event[2] != self.env.version:
+                        self._wrong = (f"asked for {self.env.name} {self.env.version}, the child runs "
+                                       f"{event[1]} {event[2]}")
+                        return
+                elif not serve:
+                    continue
+                elif event[0] == "sent" and self.on_progress is not None:
+                    self.on_progress(event[1])
+                elif event[0] == "handed":
+                    if self.before_flush is not None:
+                        self.before_flush()
+                    _say(proc, "flush")
+        except ProtocolError as e:
+            self._wrong = str(e)
+        except (OSError, ValueError):  # the child went away mid-line
+            pass
+
+    def _relay_stop(self, proc, ended: threading.Event) -> None:
+        while not ended.wait(0.1):
+            if self.stop.is_set():
+                proc.send_signal(signal.SIGTERM)
+                return

@@ -1,0 +1,322 @@
+"""The producer of a foreign Python client (kafka-python, aiokafka) in a child process, speaking the protocol of
+workload/foreignproc.py. It is run by its path, isolated (python -I: the standard library and the client's
+cache folder only, foreignenv.py), so it imports nothing of the harness and nothing of its environment:
+
+    python -I pychild.py IMPL FOLDER                  the workload: the task comes as one JSON line on stdin
+    python -I pychild.py IMPL FOLDER --version        answers `client IMPL VERSION` (the version it imported)
+    python -I pychild.py IMPL FOLDER --check JSON     builds the producer with those settings, connecting
+                                                      nowhere: `ok`, or `refused WORDS` (the client's words)
+
+Message i goes to partition i % P with value i // P (ASCII decimal, no key), handed in index order, in
+chunks of task["chunk"] sends; each send's outcome becomes one line, written by the delivery callback's
+thread into a queue that the main loop empties between chunks. A send whose send() raised was refused by
+the client before anything was transmitted (`r`): the workload ends there, as the harness's own producer
+ends on a refusal that is not a full queue. SIGTERM stops the handing; what the client still reports within
+a short close is written, then the result.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import signal
+import sys
+import threading
+import time
+
+NOWHERE = "127.0.0.1:9"  # --check: a loopback address nothing answers on
+CLOSE_TIMEOUT = 2.0  # seconds a stopping child gives its client to report what it can
+
+
+def error_name(e: BaseException) -> str:
+    """The stable name of an implementation's error: its exception class's simple name."""
+    return type(e).__name__
+
+
+def words(e: BaseException) -> str:
+    text = str(e).strip().replace("\n", " ")
+    return f"{error_name(e)}: {text}" if text and not text.startswith(error_name(e)) else (text or error_name(e))
+
+
+class Lines:
+    """Outcome lines from any thread; the main loop writes them (one write, one flush) between chunks."""
+
+    def __init__(self):
+        self.q = collections.deque()
+
+    def put(self, line: str) -> None:
+        self.q.append(line)
+
+    def emit(self) -> None:
+        out = []
+        pop = self.q.popleft
+        try:
+            while True:
+                out.append(pop())
+        except IndexError:
+            pass
+        if out:
+            sys.stdout.write("\n".join(out) + "\n")
+        sys.stdout.flush()
+
+
+def ms(t0: float) -> str:
+    return f"{(time.perf_counter() - t0) * 1000:.3f}"
+
+
+class Result:
+    def __init__(self):
+        self.handed = 0
+        self.error = ""
+        self.fatal = ""
+        self.t0 = time.monotonic()
+
+    def refused(self, lines: Lines, p: int, v: int, e: BaseException) -> None:
+        lines.put(f"r {p} {v} {error_name(e)}")
+        self.error, self.fatal = words(e), error_name(e)
+
+    def line(self, stop: threading.Event) -> str:
+        return "result " + json.dumps({"handed": self.handed, "interrupted": stop.is_set(), "error": self.error,
+                                       "fatal": self.fatal, "duration": time.monotonic() - self.t0})
+
+
+def wait_for_flush(lines: Lines, stop: threading.Event) -> None:
+    """`handed`, then the run's `flush` (the faults are healed); the end of stdin means the run is stopping."""
+    lines.put("handed")
+    lines.emit()
+    if sys.stdin.readline().strip() != "flush":
+        stop.set()
+
+
+# -- kafka-python -------------------------------------------------------------------------------------------------
+class KafkaPython:
+    name = "kafka-python"
+
+    def version(self) -> str:
+        import kafka
+        return kafka.__version__
+
+    def check(self, settings: dict) -> None:
+        from kafka import KafkaProducer
+        # An api_version spares the constructor its probe of the (absent) brokers.
+        producer = KafkaProducer(**{"api_version": (2, 8), **settings, "bootstrap_servers": NOWHERE})
+        producer.close(timeout=0)
+
+    def run(self, task: dict, lines: Lines, stop: threading.Event) -> Result:
+        from kafka import KafkaProducer
+        r = Result()
+        try:
+            producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
+        except Exception as e:  # no broker answered, or a setting it refuses only now
+            r.error, r.fatal = words(e), error_name(e)
+            return r
+        topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
+        put = lines.put
+
+        def acked(p, v, t, md):
+            put(f"a {p} {v} {md.offset} {ms(t)}")
+
+        def failed(p, v, t, e):
+            put(f"e {p} {v} {error_name(e)} {ms(t)}")
+
+        clean = False
+        try:
+            count = 0
+            while count < n:
+                if count:
+                    put(f"sent {count}")
+                    lines.emit()
+                    if stop.is_set():
+                        break
+                    if rate:
+                        ahead = r.t0 + count / rate - time.monotonic()
+                        if ahead > 0:
+                            time.sleep(ahead)
+                put(f"chunk {int(time.time() * 1000)}")
+                end = min(n, count + chunk)
+                for i in range(count, end):
+                    p, v = i % parts, i // parts
+                    t = time.perf_counter()
+                    try:
+                        future = producer.send(topic, value=b"%d" % v, partition=p)
+                    except Exception as e:
+                        r.refused(lines, p, v, e)
+                        count = r.handed = i + 1
+                        raise _Ended from None
+                    future.add_callback(acked, p, v, t)
+                    future.add_errback(failed, p, v, t)
+                count = r.handed = end
+            put(f"sent {count}")
+            if task["heal"]:
+                wait_for_flush(lines, stop)
+            if not stop.is_set():
+                producer.flush(timeout=task["flush_timeout"])
+                clean = True
+        except _Ended:
+            pass
+        except Exception as e:  # flush's KafkaTimeoutError: what is still out ends unknown
+            if not r.error:
+                r.error = words(e)
+        finally:
+            try:  # timeout 0 aborts what is queued or in flight: each gets its errback
+                producer.close(timeout=CLOSE_TIMEOUT if clean else 0)
+            except Exception:
+                pass
+        return r
+
+
+class _Ended(Exception):
+    """The client refused a send: the workload ends (its result says why)."""
+
+
+# -- aiokafka -----------------------------------------------------------------------------------------------------
+class AioKafka:
+    name = "aiokafka"
+
+    def version(self) -> str:
+        import aiokafka
+        return aiokafka.__version__
+
+    def check(self, settings: dict) -> None:
+        import asyncio
+
+        from aiokafka import AIOKafkaProducer
+
+        async def build():  # the constructor wants a running loop; start() (which connects) is not called
+            AIOKafkaProducer(**{**settings, "bootstrap_servers": NOWHERE})
+
+        asyncio.run(build())
+
+    def run(self, task: dict, lines: Lines, stop: threading.Event) -> Result:
+        import asyncio
+        return asyncio.run(self._run(task, lines, stop))
+
+    async def _run(self, task: dict, lines: Lines, stop: threading.Event) -> Result:
+        import asyncio
+
+        from aiokafka import AIOKafkaProducer
+        r = Result()
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        sending = [False]
+
+        def on_term():
+            stop.set()
+            if sending[0]:  # a send waiting for room in its batch: it is cut short
+                me.cancel()
+
+        loop.add_signal_handler(signal.SIGTERM, on_term)
+        producer = AIOKafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
+        try:
+            await producer.start()
+        except Exception as e:
+            r.error, r.fatal = words(e), error_name(e)
+            await _quietly(producer.stop(), CLOSE_TIMEOUT)
+            return r
+        topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
+        put = lines.put
+
+        def done(p, v, t, f):
+            if f.cancelled():
+                put(f"e {p} {v} CancelledError {ms(t)}")
+            elif f.exception() is not None:
+                put(f"e {p} {v} {error_name(f.exception())} {ms(t)}")
+            else:
+                put(f"a {p} {v} {f.result().offset} {ms(t)}")
+
+        clean = False
+        try:
+            count = 0
+            while count < n:
+                if count:
+                    put(f"sent {count}")
+                    await asyncio.sleep(0)  # the callbacks due run
+                    lines.emit()
+                    if stop.is_set():
+                        break
+                    if rate:
+                        ahead = r.t0 + count / rate - time.monotonic()
+                        if ahead > 0:
+                            await asyncio.sleep(ahead)
+                put(f"chunk {int(time.time() * 1000)}")
+                end = min(n, count + chunk)
+                for i in range(count, end):
+                    p, v = i % parts, i // parts
+                    t = time.perf_counter()
+                    sending[0] = True
+                    try:
+                        future = await producer.send(topic, b"%d" % v, partition=p)
+                    except asyncio.CancelledError:  # stopped while it waited: handed, its fate unknown
+                        count = r.handed = i + 1
+                        raise _Ended from None
+                    except Exception as e:
+                        r.refused(lines, p, v, e)
+                        count = r.handed = i + 1
+                        raise _Ended from None
+                    finally:
+                        sending[0] = False
+                    future.add_done_callback(lambda f, p=p, v=v, t=t: done(p, v, t, f))
+                count = r.handed = end
+            put(f"sent {count}")
+            if task["heal"]:
+                lines.put("handed")
+                lines.emit()
+                if (await loop.run_in_executor(None, sys.stdin.readline)).strip() != "flush":
+                    stop.set()
+            if not stop.is_set():
+                await asyncio.wait_for(producer.flush(), task["flush_timeout"])
+                clean = True
+        except _Ended:
+            pass
+        except (Exception, asyncio.CancelledError) as e:  # flush's timeout: what is still out ends unknown
+            if not r.error and not isinstance(e, asyncio.CancelledError):
+                r.error = words(e) if str(e) else f"{error_name(e)}: the flush did not end within the flush timeout"
+        finally:
+            me.uncancel() if me.cancelling() else None
+            await _quietly(producer.stop(), 5.0 if clean else CLOSE_TIMEOUT)
+            await asyncio.sleep(0)
+        return r
+
+
+async def _quietly(coro, timeout: float) -> None:
+    import asyncio
+    try:
+        await asyncio.wait_for(coro, timeout)
+    except (Exception, asyncio.CancelledError):
+        pass
+
+
+IMPLEMENTATIONS = {c.name: c for c in (KafkaPython, AioKafka)}
+
+
+def main(argv: list[str]) -> int:
+    impl, folder, *rest = argv[1:]
+    sys.path.insert(0, folder)
+    client = IMPLEMENTATIONS[impl]()
+    if rest[:1] == ["--version"]:
+        print(f"client {impl} {client.version()}", flush=True)
+        return 0
+    if rest[:1] == ["--check"]:
+        try:
+            client.check(json.loads(rest[1]))
+        except Exception as e:
+            print("refused", words(e), flush=True)
+            return 1
+        print("ok", flush=True)
+        return 0
+    import logging
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    task = json.loads(sys.stdin.readline())
+    print(f"client {impl} {client.version()}", flush=True)
+    lines = Lines()
+    result = client.run(task, lines, stop)
+    lines.put(result.line(stop))
+    lines.emit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,241 @@
+"""Foreign client implementations (kafka-python, aiokafka, the Java client) without a broker: the child protocol's
+lines, what they become in the delivery log, the run's side of a child (a stand-in child speaks the protocol
+here), the outcome tables and the spec's client axis."""
+
+import json
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from harness.clients import AIOKAFKA, FOREIGN, KAFKA_CLIENTS, KAFKA_PYTHON
+from harness.exits import InfraError
+from harness.spec import load_spec
+from harness.workload import pychild
+from harness.workload.deliverylog import CHUNK, DeliveryLog
+from harness.workload.foreignenv import ForeignEnv
+from harness.workload.foreignproc import Failed, ForeignProducer, ProtocolError, Reports, Told, parse
+
+
+# -- the lines ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("line, event", [
+    ("a 2 17 340 4.250\n", Told(2, 17, 340, 4.25)),
+    ("a 0 0 - 1.5", Told(0, 0, None, 1.5)),
+    ("e 1 9 KafkaTimeoutError 120000.0", Failed(1, 9, "KafkaTimeoutError", 120000.0, refused=False)),
+    ("r 0 3 MessageSizeTooLargeError", Failed(0, 3, "MessageSizeTooLargeError", None, refused=True)),
+    ("sent 2048", ("sent", 2048)),
+    ("chunk 1764250000123", ("chunk", 1764250000123)),
+    ("handed", ("handed",)),
+    ("client kafka-python 3.0.12", ("client", "kafka-python", "3.0.12")),
+    ('result {"handed": 5, "interrupted": false, "error": "", "fatal": "", "duration": 0.5}',
+     ("result", {"handed": 5, "interrupted": False, "error": "", "fatal": "", "duration": 0.5})),
+])
+def test_each_line_of_the_protocol_is_read_as_what_it_says(line, event):
+    assert parse(line, partitions=3) == event
+
+
+@pytest.mark.parametrize("line", [
+    "a 3 0 1 1.0",  # partition 3 of 3
+    "a 0 -1 1 1.0",  # a negative value
+    "a 0 1 x 1.0",  # an offset that is not a number
+    "a 0 1 1",  # no latency
+    "e 0 1  1.0",  # no error name
+    "r 0 1",
+    "sent",
+    "handed now",
+    "result [1]",
+    'result {"handed": -1}',
+    "hello",
+    "",
+])
+def test_anything_else_is_a_protocol_error(line):
+    with pytest.raises(ProtocolError):
+        parse(line, partitions=3)
+
+
+# -- the outcomes -------------------------------------------------------------------------------------------------
+def test_only_errors_that_prove_nothing_was_written_are_rejections():
+    assert KAFKA_PYTHON.rejected("MessageSizeTooLargeError") and KAFKA_PYTHON.rejected("TopicAuthorizationFailedError")
+    for name in ("KafkaTimeoutError", "KafkaConnectionError", "NotLeaderForPartitionError", "IllegalStateError",
+                 "OutOfOrderSequenceNumberError", "RequestTimedOutError"):
+        assert not KAFKA_PYTHON.rejected(name) and not AIOKAFKA.rejected(name)
+    assert AIOKAFKA.rejected("RecordTooLargeError") and not KAFKA_PYTHON.rejected("RecordTooLargeError")
+    assert KAFKA_CLIENTS.rejected("RecordTooLargeException") and not KAFKA_CLIENTS.rejected("TimeoutException")
+    for impl in FOREIGN.values():  # the settings that would make it transactional are not "owned": refused apart
+        assert impl.transactional not in impl.owned and impl.owned
+
+
+def rows(path):
+    return sorted(pq.read_table(path).to_pylist(), key=lambda r: (r["partition"], r["value"]))
+
+
+def feed(tmp_path, lines, partitions=2, offsets_told=True, impl=KAFKA_PYTHON):
+    log = DeliveryLog(tmp_path / "acks.parquet", partitions, offsets_told)
+    reports = Reports(log, impl, partitions, offsets_told)
+    for line in lines:
+        reports.apply(parse(line, partitions))
+    reports.close()
+    return log, rows(tmp_path / "acks.parquet")
+
+
+def test_the_lines_become_the_delivery_log_with_the_same_accounting(tmp_path):
+    lines = ["chunk 1764250000000", "a 0 0 0 2.0", "a 1 0 0 3.0", "e 0 1 KafkaTimeoutError 30000.0",
+             "e 1 1 MessageSizeTooLargeError 1.0", "r 0 2 KafkaTimeoutError", "sent 6", "a 1 2 1 4.0",
+             'result {"handed": 7, "interrupted": false, "error": "x", "fatal": "y", "duration": 1.0}']
+    log, got = feed(tmp_path, lines)
+    # message 6 (partition 0, value 3) was handed and never reported: unknown, no error
+    assert log.sent == 7 == sum(log.counts.values())
+    assert log.counts == {"acked": 3, "rejected": 2, "unknown": 2}
+    by = {(r["partition"], r["value"]): r for r in got}
+    assert (by[0, 0]["outcome"], by[0, 0]["offset"], by[0, 0]["latency_ms"]) == ("acked", 0, 2.0)
+    assert (by[0, 1]["outcome"], by[0, 1]["error"]) == ("unknown", "KafkaTimeoutError")  # may have been written
+    assert (by[1, 1]["outcome"], by[1, 1]["error"]) == ("rejected", "MessageSizeTooLargeError")
+    assert (by[0, 2]["outcome"], by[0, 2]["error"], by[0, 2]["latency_ms"]) == ("rejected", "KafkaTimeoutError", None)
+    assert (by[0, 3]["outcome"], by[0, 3]["error"], by[0, 3]["offset"]) == ("unknown", None, None)
+    assert all(r["sent_at"].timestamp() == 1764250000.0 for r in got)  # the chunk's time, as the child said
+
+
+def test_with_acks_0_no_offset_is_recorded_whatever_the_client_says(tmp_path):
+    log, got = feed(tmp_path, ["chunk 1", "a 0 0 -1 1.0", "a 1 0 -1 1.0", "sent 2"], offsets_told=False)
+    assert [r["offset"] for r in got] == [None, None] and log.counts["acked"] == 2
+
+
+def test_a_child_that_died_leaves_every_send_it_reported_or_said_it_handed(tmp_path):
+    # No result: the most it said it handed (sent 4), and a report beyond that (message 5) counts too.
+    log, got = feed(tmp_path, ["chunk 1", "sent 4", "a 1 2 0 1.0"], partitions=2)
+    assert log.sent == 6 and log.counts == {"acked": 1, "rejected": 0, "unknown": 5}
+    assert {(r["partition"], r["value"]) for r in got} == {(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)}
+
+
+def test_the_child_names_an_error_by_its_class_and_keeps_words_on_one_line():
+    class KafkaTimeoutError(Exception):
+        pass
+
+    e = KafkaTimeoutError("Batch for TopicPartition(topic='t', partition=0)\ncontaining 3 record(s) expired")
+    assert pychild.error_name(e) == "KafkaTimeoutError"
+    assert pychild.words(e) == ("KafkaTimeoutError: Batch for TopicPartition(topic='t', partition=0) containing "
+                                "3 record(s) expired")
+    assert pychild.words(KafkaTimeoutError("KafkaTimeoutError: x")) == "KafkaTimeoutError: x"
+
+
+# -- the run's side, with a stand-in child ------------------------------------------------------------------------
+CHILD = textwrap.dedent('''
+    import json, signal, sys, time
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    task = json.loads(sys.stdin.readline())
+    mode = sys.argv[1]
+    print("client kafka-python " + sys.argv[2], flush=True)
+    P, n = task["partitions"], task["messages"]
+    print("chunk %d" % int(time.time() * 1000), flush=True)
+    for i in range(n):
+        if mode == "stop" and i == 3:
+            print("sent 3", flush=True)
+            while not stop:
+                time.sleep(0.01)
+            print("e 0 1 IllegalStateError 1.0", flush=True)
+            print("result " + json.dumps({"handed": 3, "interrupted": True, "error": "", "fatal": "",
+                                          "duration": 0.1}), flush=True)
+            sys.exit(0)
+        if i % 3 != 2:
+            print("a %d %d %d 1.0" % (i % P, i // P, i // P), flush=True)
+    print("sent %d" % n, flush=True)
+    if mode == "die":
+        sys.exit(1)
+    if task["heal"]:
+        print("handed", flush=True)
+        assert sys.stdin.readline().strip() == "flush"
+    for i in range(n):
+        if i % 3 == 2:
+            print("e %d %d KafkaTimeoutError 5.0" % (i % P, i // P), flush=True)
+    print("result " + json.dumps({"handed": n, "interrupted": False, "error": "", "fatal": "", "duration": 0.2}),
+          flush=True)
+''')
+
+
+def producer(tmp_path, mode, version="3.0.12", stop=None, asked="3.0.12"):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    env = ForeignEnv("kafka-python", asked, (sys.executable, str(script), mode, version))
+    return ForeignProducer(env, "127.0.0.1:9", "t", 2, 8, {"acks": "all"}, tmp_path / "acks.parquet", True,
+                           tmp_path / "producer.log", None, 5.0, stop or threading.Event())
+
+
+def test_the_run_writes_the_log_from_a_child_and_heals_before_its_flush(tmp_path):
+    p = producer(tmp_path, "ok")
+    healed = []
+    result = p.run(before_flush=lambda: healed.append(p.reports.handed))
+    assert healed == [8]  # the faults were healed once everything was handed, before the child flushed
+    assert (result.sent, result.acked, result.rejected, result.unknown) == (8, 6, 0, 2)
+    assert p.versions == "kafka-python 3.0.12" and not result.interrupted
+    assert pq.read_table(tmp_path / "acks.parquet").num_rows == 8
+
+
+def test_a_stop_reaches_the_child_which_still_reports(tmp_path):
+    stop = threading.Event()
+    p = producer(tmp_path, "stop", stop=stop)
+    timer = threading.Timer(0.3, stop.set)
+    timer.start()
+    result = p.run(before_flush=None)
+    timer.join()
+    assert result.interrupted and result.sent == 3 == result.acked + result.rejected + result.unknown
+    assert result.acked == 2 and result.unknown == 1  # its one error is unknown (it may have been written)
+
+
+def test_a_child_that_dies_fails_the_run_and_its_log_is_still_closed(tmp_path):
+    p = producer(tmp_path, "die")
+    with pytest.raises(InfraError, match="without its result"):
+        p.run(before_flush=None)
+    assert p.result.sent == 8 and p.result.unknown == 8 - p.result.acked
+    assert pq.read_table(tmp_path / "acks.parquet").num_rows == 8
+
+
+def test_a_child_of_another_version_than_asked_fails_the_run(tmp_path):
+    p = producer(tmp_path, "ok", version="2.2.0")
+    with pytest.raises(InfraError, match="asked for kafka-python 3.0.12, the child runs kafka-python 2.2.0"):
+        p.run(before_flush=None)
+
+
+# -- the spec -----------------------------------------------------------------------------------------------------
+def load(tmp_path, doc):
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "workload": {"messages": 100, "rate": 100}, **doc}, sort_keys=False))
+    return load_spec(path)
+
+
+def test_a_matrix_ranges_over_an_implementations_versions_with_its_own_settings(tmp_path):
+    spec = load(tmp_path, {"matrix": {"kafka-python": ["3.0.12", "2.2.0"], "enable_idempotence": [True, False]},
+                           "expectations": {"kafka-python=2.2.0": {"duplicates": "<= 10"}}})
+    got = {v.name: (spec.client_library(v), spec.producer_config(v), spec.client_version(v)) for v in spec.variants}
+    assert list(got) == ["kafka-python-3.0.12_idem-true", "kafka-python-3.0.12_idem-false",
+                         "kafka-python-2.2.0_idem-true", "kafka-python-2.2.0_idem-false"]
+    # the version goes to the variant's client, not its producer; the consumer group's confluent-kafka is ours
+    assert got["kafka-python-2.2.0_idem-false"] == (("kafka-python", "2.2.0"), {"enable_idempotence": False}, None)
+    assert [n for n in got if spec.rules(n)] == ["kafka-python-2.2.0_idem-true", "kafka-python-2.2.0_idem-false"]
+
+
+def test_a_variants_client_replaces_the_experiments(tmp_path):
+    spec = load(tmp_path, {"client": {"confluent-kafka": "2.2.0"},
+                           "variants": [{"name": "a"}, {"name": "b", "client": {"aiokafka": "0.14.0"}}]})
+    a, b = spec.variants
+    assert (spec.client_library(a), spec.client_version(a)) == (("confluent-kafka", "2.2.0"), "2.2.0")
+    # b's consumer group, if it had one, runs the harness's own confluent-kafka
+    assert (spec.client_library(b), spec.client_version(b)) == (("aiokafka", "0.14.0"), None)
+    assert spec.selectable(b) == {"aiokafka": "0.14.0"}
+
+
+def test_the_child_program_imports_nothing_of_the_harness():
+    source = Path(pychild.__file__).read_text()
+    assert "harness" not in "".join(line for line in source.splitlines() if line.startswith(("import", "from")))
+    assert pychild.IMPLEMENTATIONS.keys() == {n for n, i in FOREIGN.items() if i.language == "python"}
+
+
+def test_the_task_says_where_and_what_to_send_in_the_implementations_own_settings(tmp_path):
+    p = producer(tmp_path, "ok")
+    task = json.loads(json.dumps(p.task))
+    assert task == {"topic": "t", "partitions": 2, "messages": 8, "rate": None, "chunk": CHUNK, "flush_timeout": 5.0,
+                    "bootstrap": "127.0.0.1:9", "settings": {"acks": "all"}}
