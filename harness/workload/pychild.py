@@ -33,9 +33,33 @@ def error_name(e: BaseException) -> str:
     return type(e).__name__
 
 
+def said(e: BaseException) -> str:
+    """What the error says, on one line, without its class name (the result's `error`; `fatal` names it)."""
+    text = " ".join(str(e).split())
+    prefix = f"{error_name(e)}: "
+    while text.startswith(prefix):
+        text = text[len(prefix):]
+    return text or error_name(e)
+
+
 def words(e: BaseException) -> str:
-    text = str(e).strip().replace("\n", " ")
-    return f"{error_name(e)}: {text}" if text and not text.startswith(error_name(e)) else (text or error_name(e))
+    """The error as a person reads it: its name, then what it says."""
+    text = said(e)
+    return text if text == error_name(e) else f"{error_name(e)}: {text}"
+
+
+def started(start, stop: threading.Event, within: float):
+    """start() until it succeeds: a client that cannot reach the cluster yet (the faults run already) tries
+    again, as an application would, for up to `within` seconds; the last error is raised then."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return start()
+        except Exception as e:
+            if stop.is_set() or time.monotonic() >= deadline:
+                raise
+            print(f"start: {words(e)}; trying again", file=sys.stderr, flush=True)
+            stop.wait(0.5)
 
 
 class Lines:
@@ -43,9 +67,17 @@ class Lines:
 
     def __init__(self):
         self.q = collections.deque()
+        self.first_acked = False
 
     def put(self, line: str) -> None:
         self.q.append(line)
+
+    def acked(self, line: str) -> None:
+        """An acknowledgement's line; the first one is also said in the client log (stderr)."""
+        self.q.append(line)
+        if not self.first_acked:
+            self.first_acked = True
+            print(f"first send acknowledged ({line})", file=sys.stderr, flush=True)
 
     def emit(self) -> None:
         out = []
@@ -73,7 +105,7 @@ class Result:
 
     def refused(self, lines: Lines, p: int, v: int, e: BaseException) -> None:
         lines.put(f"r {p} {v} {error_name(e)}")
-        self.error, self.fatal = words(e), error_name(e)
+        self.error, self.fatal = said(e), error_name(e)
 
     def line(self, stop: threading.Event) -> str:
         return "result " + json.dumps({"handed": self.handed, "interrupted": stop.is_set(), "error": self.error,
@@ -106,15 +138,16 @@ class KafkaPython:
         from kafka import KafkaProducer
         r = Result()
         try:
-            producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
+            producer = started(lambda: KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"]), stop,
+                               task["flush_timeout"])
         except Exception as e:  # no broker answered, or a setting it refuses only now
-            r.error, r.fatal = words(e), error_name(e)
+            r.error, r.fatal = said(e), error_name(e)
             return r
         topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
-        put = lines.put
+        put, told = lines.put, lines.acked
 
         def acked(p, v, t, md):
-            put(f"a {p} {v} {md.offset} {ms(t)}")
+            told(f"a {p} {v} {md.offset} {ms(t)}")
 
         def failed(p, v, t, e):
             put(f"e {p} {v} {error_name(e)} {ms(t)}")
@@ -126,7 +159,7 @@ class KafkaPython:
                 if count:
                     put(f"sent {count}")
                     lines.emit()
-                    if stop.is_set():
+                    if stop.is_set() or self.failed(producer, r):
                         break
                     if rate:
                         ahead = r.t0 + count / rate - time.monotonic()
@@ -149,20 +182,37 @@ class KafkaPython:
             put(f"sent {count}")
             if task["heal"]:
                 wait_for_flush(lines, stop)
-            if not stop.is_set():
+            if not stop.is_set() and not r.error:
                 producer.flush(timeout=task["flush_timeout"])
                 clean = True
         except _Ended:
             pass
-        except Exception as e:  # flush's KafkaTimeoutError: what is still out ends unknown
-            if not r.error:
-                r.error = words(e)
+        except Exception as e:  # flush's KafkaTimeoutError: what is still out ends unknown, as librdkafka's would
+            print(f"flush: {words(e)}", file=sys.stderr, flush=True)
         finally:
+            self.failed(producer, r)
             try:  # timeout 0 aborts what is queued or in flight: each gets its errback
                 producer.close(timeout=CLOSE_TIMEOUT if clean else 0)
             except Exception:
                 pass
         return r
+
+    @staticmethod
+    def failed(producer, r: Result) -> bool:
+        """The client failed for good (its idempotence state holds a fatal error: the sender aborts every batch
+        from then on, as librdkafka's fatal error does): its result says so, and no more is handed."""
+        if r.error:
+            return True
+        manager = getattr(producer, "_transaction_manager", None)
+        try:
+            fatal = manager is not None and manager.has_fatal_error()
+            error = manager.last_error if fatal else None
+        except Exception:  # another version's insides
+            return False
+        if error is None:
+            return False
+        r.error, r.fatal = f"fatal error: {said(error)}", error_name(error)
+        return True
 
 
 class _Ended(Exception):
@@ -206,15 +256,21 @@ class AioKafka:
                 me.cancel()
 
         loop.add_signal_handler(signal.SIGTERM, on_term)
-        producer = AIOKafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
-        try:
-            await producer.start()
-        except Exception as e:
-            r.error, r.fatal = words(e), error_name(e)
-            await _quietly(producer.stop(), CLOSE_TIMEOUT)
-            return r
+        deadline = time.monotonic() + task["flush_timeout"]
+        while True:  # as started(): a client that cannot reach the cluster yet tries again
+            producer = AIOKafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
+            try:
+                await producer.start()
+                break
+            except Exception as e:
+                await _quietly(producer.stop(), CLOSE_TIMEOUT)
+                if stop.is_set() or time.monotonic() >= deadline:
+                    r.error, r.fatal = said(e), error_name(e)
+                    return r
+                print(f"start: {words(e)}; trying again", file=sys.stderr, flush=True)
+                await asyncio.sleep(0.5)
         topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
-        put = lines.put
+        put, told = lines.put, lines.acked
 
         def done(p, v, t, f):
             if f.cancelled():
@@ -222,7 +278,7 @@ class AioKafka:
             elif f.exception() is not None:
                 put(f"e {p} {v} {error_name(f.exception())} {ms(t)}")
             else:
-                put(f"a {p} {v} {f.result().offset} {ms(t)}")
+                told(f"a {p} {v} {f.result().offset} {ms(t)}")
 
         clean = False
         try:
@@ -269,8 +325,7 @@ class AioKafka:
         except _Ended:
             pass
         except (Exception, asyncio.CancelledError) as e:  # flush's timeout: what is still out ends unknown
-            if not r.error and not isinstance(e, asyncio.CancelledError):
-                r.error = words(e) if str(e) else f"{error_name(e)}: the flush did not end within the flush timeout"
+            print(f"flush: {words(e) if str(e) else error_name(e)}", file=sys.stderr, flush=True)
         finally:
             me.uncancel() if me.cancelling() else None
             await _quietly(producer.stop(), 5.0 if clean else CLOSE_TIMEOUT)

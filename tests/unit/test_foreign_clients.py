@@ -120,6 +120,8 @@ def test_the_child_names_an_error_by_its_class_and_keeps_words_on_one_line():
     assert pychild.words(e) == ("KafkaTimeoutError: Batch for TopicPartition(topic='t', partition=0) containing "
                                 "3 record(s) expired")
     assert pychild.words(KafkaTimeoutError("KafkaTimeoutError: x")) == "KafkaTimeoutError: x"
+    assert pychild.said(KafkaTimeoutError("KafkaTimeoutError: x")) == "x"  # the result's error; its fatal names it
+    assert pychild.said(KafkaTimeoutError()) == pychild.words(KafkaTimeoutError()) == "KafkaTimeoutError"
 
 
 # -- the run's side, with a stand-in child ------------------------------------------------------------------------
