@@ -208,8 +208,6 @@ class Run:
             group.start()
             group.serve(nemesis.workload)
         self._phase(name, "producing")
-        if not after:
-            nemesis.start()
         watchdog = Watchdog(cluster, self.stop)
         sending = Sending(cluster.client, topic, spec.topic.partitions, spec.workload.messages,
                           spec.producer_config(variant), self.folder.acks_path(name), self.folder.client_log(name),
@@ -225,6 +223,9 @@ class Run:
         t0 = time.monotonic()
         result = None
         try:
+            producer.prepare()  # a child's client is built (a JVM started) before the fault timeline starts
+            if not after:
+                nemesis.start()
             result = producer.run(before_flush)
             if after and not self.stop.is_set():
                 self._faults_on_group(group, nemesis, name)

@@ -4,11 +4,13 @@ the child's lines, so acks.parquet, every metric, the report and JUnit are the s
 child only sends and tells what became of each send.
 
     run -> child   {json}               the task, first line: topic, partitions, messages, rate, chunk (sends per
-                                        chunk), heal (wait for `flush`), flush_timeout (s), bootstrap (the
-                                        cluster's address), settings (the variant's producer settings, in the
-                                        implementation's own names, passed to it as they are)
+                                        chunk), flush_timeout (s), bootstrap (the cluster's address), settings
+                                        (the variant's producer settings, in the implementation's own names,
+                                        passed to it as they are)
+                   go                   the fault timeline starts: send
                    flush                the faults are healed: flush and finish
     child -> run   client NAME VERSION  the implementation and version it runs (checked)
+                   ready                its producer is built (and started): it waits for `go`
                    chunk MS             the next `chunk` sends are handed from now (wall clock, ms): their sent_at
                    sent N               progress: messages 0..N-1 are handed (message i: partition i % P, value i // P)
                    a P V OFFSET LAT     (P, V) acknowledged at OFFSET, LAT ms after it was handed
@@ -87,8 +89,8 @@ def parse(line: str, partitions: int):
             return ("sent", int(parts[0]))
         elif word == "chunk" and len(parts) == 1:
             return ("chunk", int(parts[0]))
-        elif word == "handed" and not rest:
-            return ("handed",)
+        elif word in ("handed", "ready") and not rest:
+            return (word,)
         elif word == "client" and len(parts) == 2:
             return ("client", parts[0], parts[1])
         elif word == "result":
@@ -131,6 +133,7 @@ class Reports:
             self.handed = max(self.handed, event[1]["handed"])
         elif event[0] == "client":
             self.client = (event[1], event[2])
+        # ("ready",), ("handed",): the producer answers them
 
     def _saw(self, event) -> None:
         self.handed = max(self.handed, event.value * self.partitions + event.partition + 1)
@@ -140,8 +143,9 @@ class Reports:
 
 
 class ForeignProducer:
-    """The variant's producer in a child of implementation `env.name` at `env.version`. `result` and `versions`
-    stay readable however run() ends."""
+    """The variant's producer in a child of implementation `env.name` at `env.version`. prepare() starts the child
+    and returns once its client is built (the JVM's start and a source file's compilation take seconds: the
+    fault timeline starts after them); run() lets it send. `result` and `versions` stay readable however it ends."""
 
     def __init__(self, env: ForeignEnv, bootstrap: str, topic: str, partitions: int, messages: int, settings: dict,
                  acks: Path, offsets_told: bool, client_log: Path, rate: float | None, flush_timeout: float,
@@ -155,55 +159,90 @@ class ForeignProducer:
         self.versions = ""
         self._wrong = ""
         self.before_flush: Callable[[], None] | None = None
+        self.proc = None
+        self.ready = False
+        self._t0 = 0.0
+        self._ended = threading.Event()
+        self._relay: threading.Thread | None = None
 
-    def run(self, before_flush: Callable[[], None] | None = None) -> ProduceResult:
-        self.before_flush, self.task["heal"] = before_flush, before_flush is not None
-        t0 = time.monotonic()
+    def prepare(self) -> None:
+        """Start the child and wait until it says `ready` (or ends: run() then fails)."""
+        if self.proc is not None:
+            return
+        self._t0 = time.monotonic()
         try:
-            proc = procs.spawn(list(self.env.command), self.client_log, env=self.env.environ(), talk=True)
+            self.proc = procs.spawn(list(self.env.command), self.client_log, env=self.env.environ(), talk=True)
         except BaseException:
             self.reports.close()
             raise
-        ended = threading.Event()
-        relay = threading.Thread(target=self._relay_stop, args=(proc, ended), name="foreign-child-stop", daemon=True)
-        relay.start()
+        self._relay = threading.Thread(target=self._relay_stop, args=(self.proc, self._ended),
+                                       name="foreign-child-stop", daemon=True)
+        self._relay.start()
+        try:
+            _say(self.proc, json.dumps(self.task))
+            self._listen(self.proc, until_ready=True)
+        except BaseException:
+            self._stop_child()
+            self._finish()
+            raise
+
+    def run(self, before_flush: Callable[[], None] | None = None) -> ProduceResult:
+        """As produce(): before_flush runs once the child has handed everything (the run heals the faults).
+        InfraError when the child ends without a result, says something else than the protocol, or runs
+        another implementation or version than asked."""
+        self.before_flush = before_flush
+        self.prepare()
+        proc = self.proc
         try:
             try:
-                _say(proc, json.dumps(self.task))
-                self._listen(proc)
+                if self.ready:
+                    _say(proc, "go")
+                    self._listen(proc)
             except BaseException:  # interrupted, or a fault could not be healed: the child still finishes
-                _close(proc.stdin)
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-                killer = threading.Timer(STOP_TIMEOUT, procs.stop, (proc,))
-                killer.start()
-                try:
-                    self._listen(proc, serve=False)
-                finally:
-                    killer.cancel()
+                self._stop_child()
                 raise
         finally:
-            ended.set()
-            _close(proc.stdin)
-            procs.stop(proc, timeout=STOP_TIMEOUT)
-            relay.join()
-            _close(proc.stdout)
-            self.reports.close()  # the log is closed however it ends
-            said = self.reports.result or {}
-            counts = self.log.counts
-            self.result = ProduceResult(self.log.sent, counts[Outcome.ACKED], counts[Outcome.REJECTED],
-                                        counts[Outcome.UNKNOWN], said.get("duration", time.monotonic() - t0),
-                                        bool(said.get("interrupted")) or self.stop.is_set(),
-                                        str(said.get("error", "")), str(said.get("fatal", "")))
+            self._finish()
         if self._wrong or self.reports.result is None:
             why = self._wrong or f"it ended (exit status {proc.returncode}) without its result"
             raise InfraError(f"the producer child process of {self.env.name} {self.env.version}: {why}; "
                              f"see {self.client_log}")
         return self.result
 
-    def _listen(self, proc, serve: bool = True) -> None:
-        """The child's lines to their end, each applied to the log; serve=False: no answer to `handed` (the
-        run is stopping)."""
+    def _stop_child(self) -> None:
+        """SIGTERM, then what it still says (its result), for at most STOP_TIMEOUT."""
+        proc = self.proc
+        _close(proc.stdin)  # a child waiting for "go" or "flush" reads the end instead
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        killer = threading.Timer(STOP_TIMEOUT, procs.stop, (proc,))
+        killer.start()
+        try:
+            self._listen(proc, serve=False)
+        finally:
+            killer.cancel()
+
+    def _finish(self) -> None:
+        """The child gone, the log closed from what it said, the result made (once)."""
+        if self.result is not None:
+            return
+        proc = self.proc
+        self._ended.set()
+        _close(proc.stdin)
+        procs.stop(proc, timeout=STOP_TIMEOUT)
+        self._relay.join()
+        _close(proc.stdout)
+        self.reports.close()  # the log is closed however it ends
+        said = self.reports.result or {}
+        counts = self.log.counts
+        self.result = ProduceResult(self.log.sent, counts[Outcome.ACKED], counts[Outcome.REJECTED],
+                                    counts[Outcome.UNKNOWN], said.get("duration", time.monotonic() - self._t0),
+                                    bool(said.get("interrupted")) or self.stop.is_set(),
+                                    str(said.get("error", "")), str(said.get("fatal", "")))
+
+    def _listen(self, proc, serve: bool = True, until_ready: bool = False) -> None:
+        """The child's lines, each applied to the log, to their end (until_ready: to its `ready`); serve=False:
+        no answer to `handed` (the run is stopping)."""
         partitions = self.task["partitions"]
         apply = self.reports.apply
         try:
@@ -217,6 +256,10 @@ class ForeignProducer:
                     if event[1] != self.env.name or event[2] != self.env.version:
                         self._wrong = (f"asked for {self.env.name} {self.env.version}, the child runs "
                                        f"{event[1]} {event[2]}")
+                        return
+                elif event[0] == "ready":
+                    self.ready = True
+                    if until_ready:
                         return
                 elif not serve:
                     continue

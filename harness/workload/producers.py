@@ -6,6 +6,8 @@
     foreign        foreignproc.ForeignProducer (the variant names another implementation: kafka-python, aiokafka,
                    the Java client; harness/clients.py)
 
+    prepare()                              readies what must be ready before the fault timeline starts (a
+                                           child's client: a JVM's start takes seconds); nothing for the others
     run(before_flush) -> ProduceResult     sends everything; before_flush heals the faults before the flush
     record() -> dict                       what the summary keeps of it, however run() ended: the delivery
                                            counts, the client that ran, the transactions' outcomes
@@ -58,6 +60,8 @@ class Sending:
 
 
 class VariantProducer(Protocol):
+    def prepare(self) -> None: ...
+
     def run(self, before_flush: Callable[[], None] | None) -> ProduceResult: ...
 
     def record(self) -> dict: ...
@@ -67,6 +71,9 @@ class Plain:
     def __init__(self, s: Sending):
         self.s = s
         self.log = DeliveryLog(s.acks, s.partitions, s.offsets_told)
+
+    def prepare(self) -> None:
+        pass
 
     def run(self, before_flush):
         s = self.s
@@ -102,6 +109,9 @@ class Child:
         self.child = ChildProducer(ensure(version), s.client, s.topic, s.partitions, s.messages, s.config, s.acks,
                                    s.offsets_told, s.client_log, s.rate, s.flush_timeout, s.stop, s.on_progress)
 
+    def prepare(self) -> None:
+        pass
+
     def run(self, before_flush):
         return self.child.run(before_flush)
 
@@ -118,6 +128,9 @@ class Foreign:
         self.child = ForeignProducer(ensure_foreign(name, version), s.client["bootstrap.servers"], s.topic,
                                      s.partitions, s.messages, s.config, s.acks, s.offsets_told, s.client_log, s.rate,
                                      s.flush_timeout, s.stop, s.on_progress)
+
+    def prepare(self) -> None:
+        self.child.prepare()
 
     def run(self, before_flush):
         return self.child.run(before_flush)

@@ -112,12 +112,16 @@ class Result:
                                        "fatal": self.fatal, "duration": time.monotonic() - self.t0})
 
 
-def wait_for_flush(lines: Lines, stop: threading.Event) -> None:
-    """`handed`, then the run's `flush` (the faults are healed); the end of stdin means the run is stopping."""
-    lines.put("handed")
+def answer(lines: Lines, say: str, expect: str, stop: threading.Event, read=None) -> bool:
+    """Say `say` (ready, handed) and wait for the run's `expect` (go, flush); the end of stdin, or a stop, means
+    the run is stopping (False). A stopped child says nothing more than its result."""
+    if stop.is_set():
+        return False
+    lines.put(say)
     lines.emit()
-    if sys.stdin.readline().strip() != "flush":
+    if (read or sys.stdin.readline)().strip() != expect:
         stop.set()
+    return not stop.is_set()
 
 
 # -- kafka-python -------------------------------------------------------------------------------------------------
@@ -137,14 +141,26 @@ class KafkaPython:
     def run(self, task: dict, lines: Lines, stop: threading.Event) -> Result:
         from kafka import KafkaProducer
         r = Result()
+        def start():
+            producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
+            try:  # connected, the topic's partitions known: sending starts at once on `go`
+                producer.partitions_for(task["topic"])
+            except Exception:
+                producer.close(timeout=0)
+                raise
+            return producer
+
         try:
-            producer = started(lambda: KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"]), stop,
-                               task["flush_timeout"])
+            producer = started(start, stop, task["flush_timeout"])
         except Exception as e:  # no broker answered, or a setting it refuses only now
             r.error, r.fatal = said(e), error_name(e)
             return r
         topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
         put, told = lines.put, lines.acked
+        if not answer(lines, "ready", "go", stop):
+            producer.close(timeout=0)
+            return r
+        r.t0 = time.monotonic()
 
         def acked(p, v, t, md):
             told(f"a {p} {v} {md.offset} {ms(t)}")
@@ -175,18 +191,18 @@ class KafkaPython:
                     except Exception as e:
                         r.refused(lines, p, v, e)
                         count = r.handed = i + 1
-                        raise _Ended from None
+                        break
                     future.add_callback(acked, p, v, t)
                     future.add_errback(failed, p, v, t)
-                count = r.handed = end
+                else:
+                    count = r.handed = end
+                    continue
+                break
             put(f"sent {count}")
-            if task["heal"]:
-                wait_for_flush(lines, stop)
-            if not stop.is_set() and not r.error:
+            self.failed(producer, r)
+            if answer(lines, "handed", "flush", stop) and not r.error:
                 producer.flush(timeout=task["flush_timeout"])
                 clean = True
-        except _Ended:
-            pass
         except Exception as e:  # flush's KafkaTimeoutError: what is still out ends unknown, as librdkafka's would
             print(f"flush: {words(e)}", file=sys.stderr, flush=True)
         finally:
@@ -213,10 +229,6 @@ class KafkaPython:
             return False
         r.error, r.fatal = f"fatal error: {said(error)}", error_name(error)
         return True
-
-
-class _Ended(Exception):
-    """The client refused a send: the workload ends (its result says why)."""
 
 
 # -- aiokafka -----------------------------------------------------------------------------------------------------
@@ -252,7 +264,7 @@ class AioKafka:
 
         def on_term():
             stop.set()
-            if sending[0]:  # a send waiting for room in its batch: it is cut short
+            if sending[0]:  # a send waiting for room in its batch, or the flush: cut short
                 me.cancel()
 
         loop.add_signal_handler(signal.SIGTERM, on_term)
@@ -261,6 +273,7 @@ class AioKafka:
             producer = AIOKafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
             try:
                 await producer.start()
+                await producer.partitions_for(task["topic"])  # sending starts at once on `go`
                 break
             except Exception as e:
                 await _quietly(producer.stop(), CLOSE_TIMEOUT)
@@ -271,6 +284,23 @@ class AioKafka:
                 await asyncio.sleep(0.5)
         topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
         put, told = lines.put, lines.acked
+
+        async def read() -> str:
+            return await loop.run_in_executor(None, sys.stdin.readline)
+
+        async def answered(say: str, expect: str) -> bool:
+            if stop.is_set():
+                return False
+            lines.put(say)
+            lines.emit()
+            if (await read()).strip() != expect:
+                stop.set()
+            return not stop.is_set()
+
+        if not await answered("ready", "go"):
+            await _quietly(producer.stop(), CLOSE_TIMEOUT)
+            return r
+        r.t0 = time.monotonic()
 
         def done(p, v, t, f):
             if f.cancelled():
@@ -303,31 +333,33 @@ class AioKafka:
                     try:
                         future = await producer.send(topic, b"%d" % v, partition=p)
                     except asyncio.CancelledError:  # stopped while it waited: handed, its fate unknown
+                        me.uncancel()
                         count = r.handed = i + 1
-                        raise _Ended from None
+                        break
                     except Exception as e:
                         r.refused(lines, p, v, e)
                         count = r.handed = i + 1
-                        raise _Ended from None
+                        break
                     finally:
                         sending[0] = False
                     future.add_done_callback(lambda f, p=p, v=v, t=t: done(p, v, t, f))
-                count = r.handed = end
+                else:
+                    count = r.handed = end
+                    continue
+                break
             put(f"sent {count}")
-            if task["heal"]:
-                lines.put("handed")
-                lines.emit()
-                if (await loop.run_in_executor(None, sys.stdin.readline)).strip() != "flush":
-                    stop.set()
-            if not stop.is_set():
-                await asyncio.wait_for(producer.flush(), task["flush_timeout"])
+            if await answered("handed", "flush") and not r.error:
+                sending[0] = True  # a SIGTERM cuts the flush short too
+                try:
+                    await asyncio.wait_for(producer.flush(), task["flush_timeout"])
+                finally:
+                    sending[0] = False
                 clean = True
-        except _Ended:
-            pass
         except (Exception, asyncio.CancelledError) as e:  # flush's timeout: what is still out ends unknown
             print(f"flush: {words(e) if str(e) else error_name(e)}", file=sys.stderr, flush=True)
         finally:
-            me.uncancel() if me.cancelling() else None
+            while me.cancelling():  # a SIGTERM's cancel that no await took
+                me.uncancel()
             await _quietly(producer.stop(), 5.0 if clean else CLOSE_TIMEOUT)
             await asyncio.sleep(0)
         return r

@@ -30,6 +30,7 @@ from harness.workload.foreignproc import Failed, ForeignProducer, ProtocolError,
     ("sent 2048", ("sent", 2048)),
     ("chunk 1764250000123", ("chunk", 1764250000123)),
     ("handed", ("handed",)),
+    ("ready", ("ready",)),
     ("client kafka-python 3.0.12", ("client", "kafka-python", "3.0.12")),
     ('result {"handed": 5, "interrupted": false, "error": "", "fatal": "", "duration": 0.5}',
      ("result", {"handed": 5, "interrupted": False, "error": "", "fatal": "", "duration": 0.5})),
@@ -132,6 +133,8 @@ CHILD = textwrap.dedent('''
     task = json.loads(sys.stdin.readline())
     mode = sys.argv[1]
     print("client kafka-python " + sys.argv[2], flush=True)
+    print("ready", flush=True)
+    assert sys.stdin.readline().strip() == "go"
     P, n = task["partitions"], task["messages"]
     print("chunk %d" % int(time.time() * 1000), flush=True)
     for i in range(n):
@@ -148,9 +151,8 @@ CHILD = textwrap.dedent('''
     print("sent %d" % n, flush=True)
     if mode == "die":
         sys.exit(1)
-    if task["heal"]:
-        print("handed", flush=True)
-        assert sys.stdin.readline().strip() == "flush"
+    print("handed", flush=True)
+    assert sys.stdin.readline().strip() == "flush"
     for i in range(n):
         if i % 3 == 2:
             print("e %d %d KafkaTimeoutError 5.0" % (i % P, i // P), flush=True)
@@ -241,3 +243,37 @@ def test_the_task_says_where_and_what_to_send_in_the_implementations_own_setting
     task = json.loads(json.dumps(p.task))
     assert task == {"topic": "t", "partitions": 2, "messages": 8, "rate": None, "chunk": CHUNK, "flush_timeout": 5.0,
                     "bootstrap": "127.0.0.1:9", "settings": {"acks": "all"}}
+
+
+# -- the Java client: its jars come from KAFKA_HOME ----------------------------------------------------------------
+def run_java_variant(tmp_path, monkeypatch, home):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    if home is None:
+        monkeypatch.delenv("KAFKA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("KAFKA_HOME", str(home))
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"name": "j", "workload": {"messages": 100, "rate": 100},
+                                   "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"},
+                                                 "producer": {"acks": "all"}}]}))
+    out = tmp_path / "reports"
+    result = CliRunner().invoke(main, ["run", str(exp), "--out", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert not any(out.glob("*"))  # nothing started
+    return result.output
+
+
+def test_the_java_client_without_kafka_home_is_bad_input(tmp_path, monkeypatch):
+    said = run_java_variant(tmp_path, monkeypatch, None)
+    assert "variants.0 (java): client.kafka-clients: the Java client comes from a Kafka distribution: set KAFKA_HOME" \
+        in said
+
+
+def test_the_java_client_of_another_version_than_kafka_home_holds_is_bad_input(tmp_path, monkeypatch):
+    libs = tmp_path / "kafka" / "libs"
+    libs.mkdir(parents=True)
+    (libs / "kafka-clients-4.0.0.jar").write_bytes(b"")
+    said = run_java_variant(tmp_path, monkeypatch, tmp_path / "kafka")
+    assert f"client.kafka-clients: 4.1.0 is not in {libs} (it holds 4.0.0)" in said

@@ -1,0 +1,246 @@
+// The producer of Apache Kafka's Java client (kafka-clients) in a child process, speaking the protocol of
+// harness/workload/foreignproc.py. Run from source with a Kafka distribution's jars (Java 17 or later):
+//
+//     java -cp "$KAFKA_HOME/libs/*" ChaosProducer.java                 the workload: the task on stdin, one JSON line
+//     java -cp "$KAFKA_HOME/libs/*" ChaosProducer.java --version       answers `client kafka-clients VERSION`
+//     java -cp "$KAFKA_HOME/libs/*" ChaosProducer.java --check JSON    builds the producer with those settings (Java
+//                                                                      property names), connecting nowhere: `ok`,
+//                                                                      or `refused WORDS` (the client's words)
+//
+// Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks;
+// each send's outcome becomes one line, written by the client's I/O thread into a queue that the main loop
+// empties between chunks. An error is named by its exception's simple class name. A send whose send() threw
+// was refused before anything was transmitted (`r`): the workload ends there. SIGTERM stops the handing; the
+// producer is then closed at once (what is unsent or unacknowledged fails: unknown), and the result follows.
+// The client's own log (log4j) goes to stderr, which the run keeps as the variant's client log.
+
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+public class ChaosProducer {
+    static final String NOWHERE = "127.0.0.1:9";
+    static final AtomicBoolean STOP = new AtomicBoolean();
+    static final ConcurrentLinkedQueue<String> LINES = new ConcurrentLinkedQueue<>();
+    static final AtomicBoolean FIRST_ACKED = new AtomicBoolean();
+    static PrintStream out;
+
+    public static void main(String[] args) throws Exception {
+        // The protocol owns stdout; anything else that prints (log4j's default console) goes to stderr.
+        out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+        System.setOut(System.err);
+        System.setProperty("org.apache.logging.log4j.level", "WARN");
+        if (args.length > 0 && args[0].equals("--version")) {
+            out.println("client kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion());
+            out.flush();
+            return;
+        }
+        if (args.length > 1 && args[0].equals("--check")) {
+            System.exit(check(args[1]));
+        }
+        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> STOP.set(true));
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        @SuppressWarnings("unchecked")
+        Map<String, Object> task = new ObjectMapper().readValue(in.readLine(), Map.class);
+        out.println("client kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion());
+        out.flush();
+        String result = run(task, in);
+        emit();
+        out.println("result " + result);
+        out.flush();
+        System.exit(0);
+    }
+
+    @SuppressWarnings("unchecked")
+    static Properties properties(Map<String, Object> settings, String bootstrap) {
+        Properties props = new Properties();
+        for (Map.Entry<String, Object> e : settings.entrySet()) {
+            props.put(e.getKey(), String.valueOf(e.getValue()));
+        }
+        props.put("bootstrap.servers", bootstrap);
+        props.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+        props.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+        return props;
+    }
+
+    @SuppressWarnings("unchecked")
+    static int check(String json) {
+        try {
+            Map<String, Object> settings = new ObjectMapper().readValue(json, Map.class);
+            for (String key : settings.keySet()) {  // the client only warns of a name it does not know
+                if (!org.apache.kafka.clients.producer.ProducerConfig.configNames().contains(key)) {
+                    out.println("refused ConfigException: Unknown producer configuration " + key);
+                    out.flush();
+                    return 1;
+                }
+            }
+            var producer = new org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]>(
+                    properties(settings, NOWHERE));
+            producer.close(Duration.ZERO);
+        } catch (Exception e) {
+            out.println("refused " + words(e));
+            out.flush();
+            return 1;
+        }
+        out.println("ok");
+        out.flush();
+        return 0;
+    }
+
+    static String name(Throwable e) {
+        return e.getClass().getSimpleName();
+    }
+
+    static String said(Throwable e) {
+        String text = e.getMessage() == null ? "" : e.getMessage().replaceAll("\\s+", " ").trim();
+        return text.isEmpty() ? name(e) : text;
+    }
+
+    static String words(Throwable e) {
+        String text = said(e);
+        return text.equals(name(e)) ? text : name(e) + ": " + text;
+    }
+
+    static void emit() {
+        StringBuilder b = new StringBuilder();
+        String line;
+        while ((line = LINES.poll()) != null) {
+            b.append(line).append('\n');
+        }
+        out.print(b);
+        out.flush();
+    }
+
+    static String ms(long t0) {
+        return String.format(java.util.Locale.ROOT, "%.3f", (System.nanoTime() - t0) / 1e6);
+    }
+
+    static String json(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                b.append('\\').append(c);
+            } else if (c < 0x20) {
+                b.append(String.format("\\u%04x", (int) c));
+            } else {
+                b.append(c);
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    @SuppressWarnings("unchecked")
+    static String run(Map<String, Object> task, BufferedReader in) throws Exception {
+        long t0 = System.nanoTime();
+        String topic = (String) task.get("topic");
+        int parts = ((Number) task.get("partitions")).intValue();
+        long n = ((Number) task.get("messages")).longValue();
+        Number rateGiven = (Number) task.get("rate");
+        double rate = rateGiven == null ? 0 : rateGiven.doubleValue();
+        int chunk = ((Number) task.get("chunk")).intValue();
+        double flushTimeout = ((Number) task.get("flush_timeout")).doubleValue();
+        Properties props = properties((Map<String, Object>) task.get("settings"), (String) task.get("bootstrap"));
+        String error = "";
+        String fatal = "";
+        long handed = 0;
+        org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> producer;
+        try {
+            producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
+        } catch (Exception e) {
+            return result(0, said(e), name(e), t0);
+        }
+        try {  // connected, the topic's partitions known: sending starts at once on `go` (waits up to max.block.ms)
+            producer.partitionsFor(topic);
+        } catch (Exception e) {
+            producer.close(Duration.ZERO);
+            return result(0, said(e), name(e), t0);
+        }
+        boolean clean = false;
+        try {
+            if (!answer("ready", "go", in)) {
+                return result(0, error, fatal, t0);
+            }
+            t0 = System.nanoTime();
+            long count = 0;
+            outer:
+            while (count < n) {
+                if (count > 0) {
+                    LINES.add("sent " + count);
+                    emit();
+                    if (STOP.get()) {
+                        break;
+                    }
+                    if (rate > 0) {
+                        long ahead = (long) ((count / rate) * 1e9) - (System.nanoTime() - t0);
+                        if (ahead > 0) {
+                            Thread.sleep(ahead / 1_000_000, (int) (ahead % 1_000_000));
+                        }
+                    }
+                }
+                LINES.add("chunk " + System.currentTimeMillis());
+                long end = Math.min(n, count + chunk);
+                for (long i = count; i < end; i++) {
+                    final long p = i % parts, v = i / parts;
+                    final long t = System.nanoTime();
+                    try {
+                        producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) p, null,
+                                Long.toString(v).getBytes(StandardCharsets.US_ASCII)), (md, ex) -> {
+                            if (ex == null) {
+                                String line = "a " + p + " " + v + " " + (md.hasOffset() ? md.offset() : "-") + " " + ms(t);
+                                LINES.add(line);
+                                if (FIRST_ACKED.compareAndSet(false, true)) {
+                                    System.err.println("first send acknowledged (" + line + ")");
+                                }
+                            } else {
+                                LINES.add("e " + p + " " + v + " " + name(ex) + " " + ms(t));
+                            }
+                        });
+                    } catch (Exception e) {  // refused before anything was transmitted
+                        LINES.add("r " + p + " " + v + " " + name(e));
+                        error = said(e);
+                        fatal = name(e);
+                        count = handed = i + 1;
+                        break outer;
+                    }
+                }
+                count = handed = end;
+            }
+            LINES.add("sent " + count);
+            clean = answer("handed", "flush", in) && error.isEmpty();
+        } finally {
+            // close(timeout) waits for what is out to complete, then fails the rest at once (each its callback)
+            producer.close(clean ? Duration.ofMillis((long) (flushTimeout * 1000)) : Duration.ZERO);
+        }
+        return result(handed, error, fatal, t0);
+    }
+
+    /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush); false: the run is stopping. */
+    static boolean answer(String say, String expect, BufferedReader in) throws java.io.IOException {
+        if (STOP.get()) {
+            return false;
+        }
+        LINES.add(say);
+        emit();
+        String line = in.readLine();
+        if (line == null || !line.trim().equals(expect)) {
+            STOP.set(true);
+        }
+        return !STOP.get();
+    }
+
+    static String result(long handed, String error, String fatal, long t0) {
+        return "{\"handed\": " + handed + ", \"interrupted\": " + STOP.get() + ", \"error\": " + json(error)
+                + ", \"fatal\": " + json(fatal) + ", \"duration\": "
+                + String.format(java.util.Locale.ROOT, "%.3f", (System.nanoTime() - t0) / 1e9) + "}";
+    }
+}

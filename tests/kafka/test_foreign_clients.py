@@ -1,0 +1,47 @@
+"""The client axis on real Apache Kafka (one KRaft node from KAFKA_HOME): the Java client (the distribution's own
+kafka-clients jar, its producer run from source) and aiokafka's idempotent producer (which Tansu cannot serve:
+its InitProducerId answer is UNKNOWN_SERVER_ERROR), each judged like the harness's own under lost acks and
+connection resets. aiokafka is installed into the cache on first use; where it cannot be, its variant skips."""
+
+import pytest
+
+from harness.workload.clientenv import ClientEnvError
+from harness.workload.foreignenv import ensure
+from tests.integration.test_quickstart import accounting
+from tests.kafka.test_experiments import run
+
+ONE_NODE = {"backend": "local", "broker": "kafka", "brokers": 1}
+FAULTS = [{"kind": "lost-acks", "every": 0.8, "jitter": 0.2, "duration": 0.3, "cut_after_ms": 100, "target": "all"},
+          {"kind": "reset-connections", "every": 2.5, "jitter": 0.5, "start": 1.2, "target": "all"}]
+
+
+def java_version():
+    import os
+    from pathlib import Path
+    [jar] = (Path(os.environ["KAFKA_HOME"]) / "libs").glob("kafka-clients-*.jar")
+    return jar.name[len("kafka-clients-"):-len(".jar")]
+
+
+def test_the_java_client_and_aiokafka_with_and_without_idempotence(tmp_path):
+    java = java_version()
+    variants = [{"name": f"java-idem-{str(idem).lower()}", "client": {"kafka-clients": java},
+                 "producer": {"acks": "all", "linger.ms": 5, "enable.idempotence": idem}} for idem in (False, True)]
+    try:
+        ensure("aiokafka", "0.14.0")
+        variants.append({"name": "aiokafka-idem-true", "client": {"aiokafka": "0.14.0"},
+                         "producer": {"acks": "all", "linger_ms": 5, "enable_idempotence": True}})
+    except ClientEnvError as e:
+        print(f"aiokafka 0.14.0 left out: it cannot be installed here ({e})")
+    doc = {"name": "clients-on-kafka", "cluster": ONE_NODE, "topic": {"partitions": 3},
+           "workload": {"messages": 30000, "rate": 10000}, "variants": variants, "faults": FAULTS,
+           "expectations": {v["name"]: {"duplicates": 0, "jump_back_runs": 0}
+                            for v in variants if v["name"].endswith("idem-true")}}
+    r, summary, faults = run(tmp_path, doc)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert summary["status"] == "complete" and summary["cluster"].startswith("local · kafka ")
+    v = summary["variants"]
+    assert v["java-idem-false"]["client"] == v["java-idem-true"]["client"] == f"kafka-clients {java}"
+    for name, x in v.items():
+        assert x["sent"] == 30000 and accounting(x), (name, x)
+        assert x["lost"] == 0 and x["unexpected"] == 0 and x["faults_not_applied"] == 0, (name, x)
+    assert {f["variant"] for f in faults if f["outcome"] == "healed"} == set(v)  # every variant met its faults
