@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import signal
 import sys
 import threading
@@ -112,6 +113,19 @@ class Result:
                                        "fatal": self.fatal, "duration": time.monotonic() - self.t0})
 
 
+GOING = [False]  # the run said `go`: from then on a SIGTERM stops the handing; before, the child ends at once
+
+
+def terminated(stop: threading.Event) -> None:
+    """SIGTERM: stop handing; before `go` nothing was handed, and building or connecting the client may block for
+    max_block_ms: the child answers its (empty) result and ends at once."""
+    stop.set()
+    if not GOING[0]:
+        sys.stdout.write(Result().line(stop) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
+
+
 def answer(lines: Lines, say: str, expect: str, stop: threading.Event, read=None) -> bool:
     """Say `say` (ready, handed) and wait for the run's `expect` (go, flush); the end of stdin, or a stop, means
     the run is stopping (False). A stopped child says nothing more than its result."""
@@ -160,6 +174,7 @@ class KafkaPython:
         if not answer(lines, "ready", "go", stop):
             producer.close(timeout=0)
             return r
+        GOING[0] = True
         r.t0 = time.monotonic()
 
         def acked(p, v, t, md):
@@ -263,7 +278,7 @@ class AioKafka:
         sending = [False]
 
         def on_term():
-            stop.set()
+            terminated(stop)
             if sending[0]:  # a send waiting for room in its batch, or the flush: cut short
                 me.cancel()
 
@@ -300,6 +315,7 @@ class AioKafka:
         if not await answered("ready", "go"):
             await _quietly(producer.stop(), CLOSE_TIMEOUT)
             return r
+        GOING[0] = True
         r.t0 = time.monotonic()
 
         def done(p, v, t, f):
@@ -395,7 +411,7 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: terminated(stop))
     task = json.loads(sys.stdin.readline())
     print(f"client {impl} {client.version()}", flush=True)
     lines = Lines()

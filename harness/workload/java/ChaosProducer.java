@@ -31,6 +31,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 public class ChaosProducer {
     static final String NOWHERE = "127.0.0.1:9";
     static final AtomicBoolean STOP = new AtomicBoolean();
+    // The run said `go`: from then on SIGTERM stops the handing. Before it nothing was handed, and building or
+    // connecting the client may block for max.block.ms: the child answers its (empty) result and ends at once.
+    static volatile boolean going = false;
     static final ConcurrentLinkedQueue<String> LINES = new ConcurrentLinkedQueue<>();
     static final AtomicBoolean FIRST_ACKED = new AtomicBoolean();
     static PrintStream out;
@@ -48,7 +51,15 @@ public class ChaosProducer {
         if (args.length > 1 && args[0].equals("--check")) {
             System.exit(check(args[1]));
         }
-        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> STOP.set(true));
+        long started = System.nanoTime();
+        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> {
+            STOP.set(true);
+            if (!going) {
+                out.println("result " + result(0, "", "", started));
+                out.flush();
+                Runtime.getRuntime().halt(0);
+            }
+        });
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         @SuppressWarnings("unchecked")
         Map<String, Object> task = new ObjectMapper().readValue(in.readLine(), Map.class);
@@ -170,6 +181,7 @@ public class ChaosProducer {
             if (!answer("ready", "go", in)) {
                 return result(0, error, fatal, t0);
             }
+            going = true;
             t0 = System.nanoTime();
             long count = 0;
             outer:
