@@ -554,7 +554,9 @@ class ExperimentSpec(Strict):
     faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = Field(default_factory=list)
     consumer: ConsumerSpec | None = Field(None, description="a consumer group in every variant (workload/consumers.py)")
     client: ClientLibrary = Field(default_factory=dict, description="the client library every variant's producer "
-                                                                     "runs with (e.g. confluent-kafka: \"2.2.0\")")
+                                                                     "runs with, one of confluent-kafka, kafka-python, "
+                                                                     "aiokafka, kafka-clients (e.g. confluent-kafka: "
+                                                                     "\"2.2.0\", kafka-python: \"3.0.12\")")
     fault_window: Annotated[Seconds, Field(gt=0)] | None = Field(
         None, description="seconds over which repeated faults are planned; default messages / rate")
     expectations: dict[str, dict[str, RuleField]] = Field(default_factory=dict)

@@ -95,7 +95,8 @@ def parse(line: str, partitions: int):
             return ("client", parts[0], parts[1])
         elif word == "result":
             result = json.loads(rest)
-            if isinstance(result, dict) and isinstance(result.get("handed"), int) and result["handed"] >= 0:
+            handed = result.get("handed") if isinstance(result, dict) else None
+            if type(handed) is int and handed >= 0:
                 return ("result", result)
     except ValueError:
         pass
@@ -104,10 +105,12 @@ def parse(line: str, partitions: int):
 
 class Reports:
     """The child's lines applied to the delivery log, as they come. `handed` is the most the child said it had
-    handed; the log is closed with it (every send handed and never reported: unknown)."""
+    handed; the log is closed with it (every send handed and never reported: unknown). A send reported twice, or
+    one beyond the workload's messages, is a ProtocolError: the log would no longer add up."""
 
-    def __init__(self, log: DeliveryLog, implementation, partitions: int, offsets_told: bool):
+    def __init__(self, log: DeliveryLog, implementation, partitions: int, offsets_told: bool, messages: int):
         self.log, self.impl, self.partitions, self.offsets_told = log, implementation, partitions, offsets_told
+        self.reported = bytearray(messages)
         self.handed = 0
         self.result: dict | None = None
         self.client: tuple[str, str] | None = None
@@ -115,14 +118,14 @@ class Reports:
     def apply(self, event) -> None:
         log = self.log
         if isinstance(event, Told):
+            self._saw(event)
             log.told(event.partition, event.value, event.offset if self.offsets_told else None,
                      event.latency_ms / 1000.0)
-            self._saw(event)
         elif isinstance(event, Failed):
+            self._saw(event)
             rejected = event.refused or self.impl.rejected(event.error)
             log.failed(event.partition, event.value, event.error,
                        -1.0 if event.latency_ms is None else event.latency_ms / 1000.0, rejected)
-            self._saw(event)
         elif event[0] == "chunk":
             log.mark_chunk(event[1])
             log.maybe_spill()
@@ -136,7 +139,14 @@ class Reports:
         # ("ready",), ("handed",): the producer answers them
 
     def _saw(self, event) -> None:
-        self.handed = max(self.handed, event.value * self.partitions + event.partition + 1)
+        index = event.value * self.partitions + event.partition
+        if index >= len(self.reported):
+            raise ProtocolError(f"a report of a send the workload does not have: partition {event.partition}, "
+                                f"value {event.value}")
+        if self.reported[index]:
+            raise ProtocolError(f"partition {event.partition}, value {event.value} reported twice")
+        self.reported[index] = 1
+        self.handed = max(self.handed, index + 1)
 
     def close(self) -> None:
         self.log.close(self.handed)
@@ -154,7 +164,7 @@ class ForeignProducer:
         self.task = {"topic": topic, "partitions": partitions, "messages": messages, "rate": rate, "chunk": CHUNK,
                      "flush_timeout": flush_timeout, "bootstrap": bootstrap, "settings": settings}
         self.log = DeliveryLog(acks, partitions, offsets_told)
-        self.reports = Reports(self.log, env.implementation, partitions, offsets_told)
+        self.reports = Reports(self.log, env.implementation, partitions, offsets_told, messages)
         self.result: ProduceResult | None = None
         self.versions = ""
         self._wrong = ""

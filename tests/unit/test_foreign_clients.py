@@ -50,6 +50,7 @@ def test_each_line_of_the_protocol_is_read_as_what_it_says(line, event):
     "handed now",
     "result [1]",
     'result {"handed": -1}',
+    'result {"handed": true}',
     "hello",
     "",
 ])
@@ -74,9 +75,9 @@ def rows(path):
     return sorted(pq.read_table(path).to_pylist(), key=lambda r: (r["partition"], r["value"]))
 
 
-def feed(tmp_path, lines, partitions=2, offsets_told=True, impl=KAFKA_PYTHON):
+def feed(tmp_path, lines, partitions=2, offsets_told=True, impl=KAFKA_PYTHON, messages=100):
     log = DeliveryLog(tmp_path / "acks.parquet", partitions, offsets_told)
-    reports = Reports(log, impl, partitions, offsets_told)
+    reports = Reports(log, impl, partitions, offsets_told, messages)
     for line in lines:
         reports.apply(parse(line, partitions))
     reports.close()
@@ -98,6 +99,15 @@ def test_the_lines_become_the_delivery_log_with_the_same_accounting(tmp_path):
     assert (by[0, 2]["outcome"], by[0, 2]["error"], by[0, 2]["latency_ms"]) == ("rejected", "KafkaTimeoutError", None)
     assert (by[0, 3]["outcome"], by[0, 3]["error"], by[0, 3]["offset"]) == ("unknown", None, None)
     assert all(r["sent_at"].timestamp() == 1764250000.0 for r in got)  # the chunk's time, as the child said
+
+
+@pytest.mark.parametrize("lines, said", [
+    (["a 0 0 0 1.0", "e 0 0 KafkaTimeoutError 2.0"], "partition 0, value 0 reported twice"),
+    (["a 1 2 0 1.0"], "a report of a send the workload does not have: partition 1, value 2"),  # message 5 of 4
+])
+def test_a_send_reported_twice_or_beyond_the_workload_is_a_protocol_error(tmp_path, lines, said):
+    with pytest.raises(ProtocolError, match=said):
+        feed(tmp_path, ["chunk 1", *lines], messages=4)
 
 
 def test_with_acks_0_no_offset_is_recorded_whatever_the_client_says(tmp_path):
