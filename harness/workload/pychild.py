@@ -219,7 +219,7 @@ class KafkaPython:
                 producer.flush(timeout=task["flush_timeout"])
                 clean = True
         except Exception as e:  # flush's KafkaTimeoutError: what is still out ends unknown, as librdkafka's would
-            print(f"flush: {words(e)}", file=sys.stderr, flush=True)
+            print(f"ended early: {words(e)}", file=sys.stderr, flush=True)
         finally:
             self.failed(producer, r)
             try:  # timeout 0 aborts what is queued or in flight: each gets its errback
