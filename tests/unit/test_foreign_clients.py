@@ -287,3 +287,58 @@ def test_the_java_client_of_another_version_than_kafka_home_holds_is_bad_input(t
     (libs / "kafka-clients-4.0.0.jar").write_bytes(b"")
     said = run_java_variant(tmp_path, monkeypatch, tmp_path / "kafka")
     assert f"client.kafka-clients: 4.1.0 is not in {libs} (it holds 4.0.0)" in said
+
+
+# -- the cache of a foreign Python client, with a fake pip ---------------------------------------------------------
+FAKE_PIP = textwrap.dedent('''
+    import pathlib, sys
+    args = sys.argv[1:]
+    calls = pathlib.Path(__file__).with_suffix(".calls")
+    calls.write_text((calls.read_text() if calls.exists() else "") + " ".join(args) + "\\n")
+    target, (name, wanted) = pathlib.Path(args[args.index("--target") + 1]), args[-1].split("==")
+    if wanted == "9.9.9":
+        print("ERROR: No matching distribution found for " + args[-1], file=sys.stderr)
+        sys.exit(1)
+    says = {"2.0.1": "2.0.2"}.get(wanted, wanted)  # a registry that hands over another version
+    package = target / {"kafka-python": "kafka", "aiokafka": "aiokafka"}[name]
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"__version__ = {says!r}\\n")
+''')
+
+
+@pytest.fixture
+def pip(tmp_path):
+    script = tmp_path / "fakepip.py"
+    script.write_text(FAKE_PIP)
+    calls = script.with_suffix(".calls")
+    return [sys.executable, str(script)], lambda: calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_an_implementation_is_installed_once_and_asked_its_version_by_the_child_itself(tmp_path, pip):
+    from harness.workload.foreignenv import MARKER, PYCHILD, ensure
+    command, calls = pip
+    env = ensure("kafka-python", "3.0.12", tmp_path / "cache", command)
+    folder = tmp_path / "cache" / "kafka-python-3.0.12"
+    assert env == ForeignEnv("kafka-python", "3.0.12", (sys.executable, "-I", str(PYCHILD), "kafka-python",
+                                                        str(folder)))
+    assert (folder / MARKER).exists() and ensure("kafka-python", "3.0.12", tmp_path / "cache", command) == env
+    [call] = calls()  # once, with its dependencies, binary wheels only
+    assert "--only-binary=:all:" in call and "--no-deps" not in call and call.endswith("kafka-python==3.0.12")
+    (folder / MARKER).unlink()  # a damaged copy is installed again, never used
+    assert ensure("kafka-python", "3.0.12", tmp_path / "cache", command) == env and len(calls()) == 2
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["kafka-python-3.0.12"]  # no temporary left
+
+
+@pytest.mark.parametrize("name, version, said", [
+    ("aiokafka", "9.9.9", "client.aiokafka: 9.9.9 could not be installed (ERROR: No matching distribution found "
+                          "for aiokafka==9.9.9)"),
+    ("aiokafka", "2.0.1", "client.aiokafka: asked for 2.0.1, the installed package answers 2.0.2"),
+    ("kafka-python", "3.0", "client.kafka-python: '3.0' is not a version"),
+])
+def test_an_implementation_that_cannot_be_had_is_bad_input(tmp_path, pip, name, version, said):
+    from harness.exits import Exit
+    from harness.workload.foreignenv import ClientEnvError, ensure
+    with pytest.raises(ClientEnvError) as e:
+        ensure(name, version, tmp_path / "cache", pip[0])
+    assert said in str(e.value) and e.value.exit == Exit.USAGE
+    assert not any((tmp_path / "cache").glob(f"{name}-*"))
