@@ -342,3 +342,104 @@ def test_an_implementation_that_cannot_be_had_is_bad_input(tmp_path, pip, name, 
         ensure(name, version, tmp_path / "cache", pip[0])
     assert said in str(e.value) and e.value.exit == Exit.USAGE
     assert not any((tmp_path / "cache").glob(f"{name}-*"))
+
+
+# -- pychild.py itself, over a stand-in kafka-python (no broker) ----------------------------------------------------
+FAKE_KAFKA = textwrap.dedent('''
+    __version__ = "9.0.0"
+
+    class KafkaTimeoutError(Exception):
+        pass
+
+    class OutOfOrderSequenceNumberError(Exception):
+        pass
+
+    class _Metadata:
+        def __init__(self, offset):
+            self.offset = offset
+
+    class _Future:
+        def __init__(self, value=None, error=None):
+            self.value, self.error = value, error
+
+        def add_callback(self, f, *args):
+            if self.error is None:
+                f(*args, self.value)
+
+        def add_errback(self, f, *args):
+            if self.error is not None:
+                f(*args, self.error)
+
+    class _Manager:
+        def __init__(self):
+            self.last_error = None
+
+        def has_fatal_error(self):
+            return self.last_error is not None
+
+    class KafkaProducer:
+        """Acknowledges every send at once (offset = value), but: mode refuse: send() of message 5 raises;
+        mode fail: message 4 fails (timeout); mode fatal: after message 2000 its idempotence state is fatal."""
+
+        def __init__(self, bootstrap_servers, mode="ok", **rest):
+            self.mode, self.sent = mode, 0
+            self._transaction_manager = _Manager()
+
+        def partitions_for(self, topic):
+            return {0, 1}
+
+        def send(self, topic, value, partition):
+            i = int(value) * 2 + partition
+            self.sent += 1
+            if self.mode == "refuse" and i == 5:
+                raise KafkaTimeoutError("Failed to update metadata after 60.0 secs.")
+            if self.mode == "fatal" and i == 2000:
+                self._transaction_manager.last_error = OutOfOrderSequenceNumberError("out of order")
+            if self.mode == "fail" and i == 4:
+                return _Future(error=KafkaTimeoutError("Batch expired"))
+            return _Future(_Metadata(int(value)))
+
+        def flush(self, timeout=None):
+            pass
+
+        def close(self, timeout=None):
+            pass
+''')
+
+
+def fake_child(tmp_path, mode, messages=10):
+    from harness.workload.foreignenv import PYCHILD
+    folder = tmp_path / "site"
+    (folder / "kafka").mkdir(parents=True)
+    (folder / "kafka" / "__init__.py").write_text(FAKE_KAFKA)
+    env = ForeignEnv("kafka-python", "9.0.0", (sys.executable, "-I", str(PYCHILD), "kafka-python", str(folder)))
+    return ForeignProducer(env, "127.0.0.1:9", "t", 2, messages, {"mode": mode}, tmp_path / "acks.parquet", True,
+                           tmp_path / "producer.log", None, 5.0, threading.Event())
+
+
+def test_the_child_program_reports_every_send_and_heals_before_its_flush(tmp_path):
+    p = fake_child(tmp_path, "fail")
+    healed = []
+    result = p.run(before_flush=lambda: healed.append(p.reports.handed))
+    assert healed == [10] and p.versions == "kafka-python 9.0.0"
+    assert (result.sent, result.acked, result.rejected, result.unknown, result.error) == (10, 9, 0, 1, "")
+    by = {(r["partition"], r["value"]): r for r in rows(tmp_path / "acks.parquet")}
+    assert (by[0, 2]["outcome"], by[0, 2]["error"]) == ("unknown", "KafkaTimeoutError")
+    assert (by[1, 3]["outcome"], by[1, 3]["offset"]) == ("acked", 3)
+    assert "first send acknowledged (a 0 0 0 " in (tmp_path / "producer.log").read_text()
+
+
+def test_a_send_the_client_refuses_ends_the_workload_as_rejected(tmp_path):
+    p = fake_child(tmp_path, "refuse")
+    result = p.run(before_flush=lambda: None)
+    assert (result.sent, result.acked, result.rejected, result.unknown) == (6, 5, 1, 0)
+    assert (result.fatal, result.error) == ("KafkaTimeoutError", "Failed to update metadata after 60.0 secs.")
+    assert {r["outcome"] for r in rows(tmp_path / "acks.parquet") if (r["partition"], r["value"]) == (1, 2)} == \
+        {"rejected"}
+
+
+def test_a_fatal_idempotence_error_ends_the_workload_between_chunks(tmp_path):
+    p = fake_child(tmp_path, "fatal", messages=5 * CHUNK)
+    result = p.run(before_flush=lambda: None)
+    assert result.sent == (2000 // CHUNK + 1) * CHUNK == result.acked  # up to the end of the chunk it failed in
+    assert (result.fatal, result.error) == ("OutOfOrderSequenceNumberError", "fatal error: out of order")
