@@ -1,9 +1,12 @@
-"""The client axis on real Apache Kafka (one KRaft node from KAFKA_HOME): the Java client (the distribution's own
+"""The client axis with KAFKA_HOME: on real Apache Kafka (one KRaft node), the Java client (the distribution's own
 kafka-clients jar, its producer run from source) and aiokafka's idempotent producer (which Tansu cannot serve:
 its InitProducerId answer is UNKNOWN_SERVER_ERROR), each judged like the harness's own under lost acks and
-connection resets. aiokafka is installed into the cache on first use; where it cannot be, its variant skips."""
+connection resets; and a stopped run's Java child (on the embedded Tansu: only the client needs KAFKA_HOME).
+aiokafka is installed into the cache on first use; where it cannot be, its variant is left out."""
 
-import pytest
+import signal
+
+import pyarrow.parquet as pq
 
 from harness.workload.clientenv import ClientEnvError
 from harness.workload.foreignenv import ensure
@@ -45,3 +48,19 @@ def test_the_java_client_and_aiokafka_with_and_without_idempotence(tmp_path):
         assert x["sent"] == 30000 and accounting(x), (name, x)
         assert x["lost"] == 0 and x["unexpected"] == 0 and x["faults_not_applied"] == 0, (name, x)
     assert {f["variant"] for f in faults if f["outcome"] == "healed"} == set(v)  # every variant met its faults
+
+
+def test_a_stopped_run_stops_the_java_child_and_keeps_its_log(tmp_path):
+    from tests.integration.test_interrupts import assert_clean_stop, run_dir_of, start, wait_for
+    doc = {"name": "stopped-java", "topic": {"partitions": 3}, "workload": {"messages": 400_000, "rate": 5000},
+           "variants": [{"name": "java", "client": {"kafka-clients": java_version()}, "producer": {"acks": "all"}}],
+           "faults": FAULTS[:1]}
+    proc, out = start(tmp_path, doc)
+    run_dir = run_dir_of(out)
+    log = run_dir / "logs" / "producer-java.log"
+    wait_for(lambda: log.exists() and "first send acknowledged" in log.read_text(), what="a send acknowledged")
+    proc.send_signal(signal.SIGINT)
+    summary = assert_clean_stop(proc, run_dir, 130)  # every process of the run gone, the JVM included
+    v = summary["variants"]["java"]
+    assert 0 < v["sent"] < 400_000 and accounting(v)
+    assert pq.read_table(run_dir / "java" / "acks.parquet").num_rows == v["sent"]
