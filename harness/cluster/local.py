@@ -65,10 +65,10 @@ class LocalCluster(ProxiedCluster):
 
     def _start(self) -> str:
         self.toxi = self.server.start()
-        ports = [ports.free_port() for _ in range(self.spec.brokers)]
+        client_ports = [ports.free_port() for _ in range(self.spec.brokers)]
         self.proxy_listens = [self.toxi.create_proxy(self.proxy_name(i), upstream=f"{self._host(i)}:{port}")
-                              for i, port in enumerate(ports)]
-        self.brokers = self._brokers(ports, self.proxy_listens)
+                              for i, port in enumerate(client_ports)]
+        self.brokers = self._brokers(client_ports, self.proxy_listens)
         for b in self.brokers:  # all at once: KRaft nodes only serve once a quorum of them runs
             b.launch()
         for b in self.brokers:
@@ -203,16 +203,18 @@ class LocalKafkaCluster(LocalCluster):
     def _brokers(self, client_ports, listens):
         home = Path(kafka_home(self.spec))
         n = len(client_ports)
-        ports = [NodePorts(c, ports.free_port(), tuple(ports.free_port() for _ in range(n))) for c in client_ports]
+        nodes_ports = [NodePorts(c, ports.free_port(), tuple(ports.free_port() for _ in range(n)))
+                       for c in client_ports]
         # In namespaces, peers meet across the bridge, where isolate drops their packets; else through proxies.
-        routes = self._peer_routes(ports) if self.network is None else self._namespace_routes(ports)
+        routes = self._peer_routes(nodes_ports) if self.network is None else self._namespace_routes(nodes_ports)
         cid = cluster_id()
         env = {**os.environ, "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx512m")}
         configs, secret_named = [], False
         for i, listen in enumerate(listens):
             config = self.files.broker_config(i)
             props, secrets = secrets_from_environment(node_properties(
-                i, ports, listen, str(self.files.broker_data(i)), routes, self.spec.broker_config, host=self._host(i)))
+                i, nodes_ports, listen, str(self.files.broker_data(i)), routes, self.spec.broker_config,
+                host=self._host(i)))
             config.write_text(render_properties(props))
             env.update(secrets)  # the same properties on every node: the same variables
             secret_named = secret_named or bool(secrets)
@@ -233,7 +235,7 @@ class LocalKafkaCluster(LocalCluster):
                 node_env["KAFKA_LOG4J_OPTS"] = f"-Dlog4j2.configurationFile={kafkas},{QUIET_CONFIG}"
             inside = self.network.exec_prefix(i) if self.network is not None else []
             nodes.append(BrokerProcess(i, [*inside, str(home / "bin" / "kafka-server-start.sh"), str(config)],
-                                       ports[i].client, self.files.broker_log(i), env=node_env,
+                                       nodes_ports[i].client, self.files.broker_log(i), env=node_env,
                                        start_timeout=90, stop_timeout=30, host=self._host(i)))
         return nodes
 
