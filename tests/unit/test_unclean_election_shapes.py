@@ -80,3 +80,33 @@ def test_683_contiguous_values_each_told_v_plus_341_cannot_all_be_truncations():
     assert (incons[0]["value"], incons[0]["offset"], incons[0]["found_value"]) == (2048, 2389, 2389)
     trunc = found.table("truncated_acks").to_pylist()
     assert (trunc[0]["value"], trunc[0]["offset"], trunc[0]["found_value"]) == (2390, 2731, 10000)
+
+
+def real_run_bdfc4f():
+    """Partition 0 of acks-all in run bdfc4f of the issue-46 series (CI's timeline on 3 local Kafka 4.1.0 nodes),
+    as its delivery log and final read hold it. The follower (broker 1) was cut off fetching at 2390: it had the
+    first attempts of values 2048..2389. The leader (broker 3) answered their produce requests REQUEST_TIMED_OUT,
+    appended 2390..5461, then the retries of 2048..2389 at 5462..5803, then 5462..10239 at 5804..10581, all
+    acknowledged alone. "UNCLEAN partition change for kc-acks-all-bdfc4f-0 ...: isr: [3] -> [1], leader: 3 -> 1,
+    leaderEpoch: 0 -> 1"; broker 1 wrote 10240..18666 at 2390..10816 under epoch 1; broker 3, back, "Truncating to
+    offset 2390"."""
+    told = {v: v for v in range(2048)}
+    told.update({v: v + 3414 for v in range(2048, 2390)})
+    told.update({v: v for v in range(2390, 5462)})
+    told.update({v: v + 342 for v in range(5462, 10240)})
+    told.update({v: v - 7850 for v in range(10240, 18667)})
+    log = [(v, v, 0) for v in range(2390)] + [(v - 7850, v, 1) for v in range(10240, 18667)]
+    return told, log
+
+
+def test_a_real_unclean_elections_rewritten_retries_are_truncated_acks_and_were_inconsistent_without_epochs():
+    found = partition(*real_run_bdfc4f())
+    m = found.metrics
+    assert (m["truncated_acks"], m["inconsistent_offsets"], m["lost"]) == (342, 0, 7850)  # as the run's summary
+    row = found.table("truncated_acks").to_pylist()[0]
+    assert (row["value"], row["offset"], row["found_value"], row["found_at"]) == (2048, 5462, 13312, 2048)
+    # Read back without leader epochs, as the checker of the CI run that showed 683 was, the same values have
+    # no other name than inconsistent_offsets: the misnaming issue 46 asks about.
+    told, log = real_run_bdfc4f()
+    plain = partition(told, [(o, v, -1) for o, v, _ in log])
+    assert (plain.metrics["inconsistent_offsets"], plain.metrics["truncated_acks"]) == (342, 0)
