@@ -1,0 +1,114 @@
+"""Producer throughput of every client implementation the client axis knows, in one run, against one local
+Apache Kafka node reached through the same proxy, without faults (issue 45's producer-side bench).
+
+Prints, as medians of --repeat alternating rounds:
+  java harness / bare     the harness's Java child (harness/workload/java/ChaosProducer.java, its outcome lines
+                          relayed to the run, which writes the delivery log) against a bare Java loop with the same
+                          settings (bench/java/BareProducer.java); both timed from the first send to the last ack,
+                          the client built and connected before (goal >= 0.9)
+  python implementations  kafka-python and aiokafka through the same child protocol, beside the harness's own
+                          librdkafka producer (harness/workload/producer.produce): figures, not a goal
+
+    KAFKA_HOME=/path/to/kafka_2.13-4.1.0 python bench/clients.py [--messages 200000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.cluster import make_cluster  # noqa: E402
+from harness.cluster.topic import create_topic  # noqa: E402
+from harness.spec import LocalClusterSpec  # noqa: E402
+from harness.workload.deliverylog import DeliveryLog  # noqa: E402
+from harness.workload.foreignenv import ensure  # noqa: E402
+from harness.workload.foreignproc import ForeignProducer  # noqa: E402
+from harness.workload.producer import produce  # noqa: E402
+
+PARTITIONS = 3
+BARE = Path(__file__).with_name("java") / "BareProducer.java"
+# The same producer in each implementation's own names: idempotent, acks=all, linger 5 ms.
+SETTINGS = {
+    "kafka-clients": {"enable.idempotence": "true", "acks": "all", "linger.ms": "5"},
+    "kafka-python": {"enable_idempotence": True, "acks": "all", "linger_ms": 5},
+    "aiokafka": {"enable_idempotence": True, "acks": "all", "linger_ms": 5},
+}
+VERSIONS = {"kafka-clients": "4.1.0", "kafka-python": "3.0.12", "aiokafka": "0.14.0"}
+LIBRDKAFKA = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}
+
+
+def foreign(name: str, bootstrap: str, topic: str, messages: int, work: Path) -> float:
+    child = ForeignProducer(ensure(name, VERSIONS[name]), bootstrap, topic, PARTITIONS, messages, SETTINGS[name],
+                            work / f"{topic}.parquet", True, work / f"{topic}.log", None, 120.0, threading.Event())
+    child.prepare()  # the JVM or interpreter started, the client built and connected: not timed, as in a run
+    t = time.perf_counter()
+    r = child.run()  # from `go` to the child's result: every outcome line relayed and written to the delivery log
+    elapsed = time.perf_counter() - t
+    assert r.acked == messages, (name, r)
+    return messages / elapsed
+
+
+def bare_java(bootstrap: str, topic: str, messages: int, work: Path) -> float:
+    home = os.environ["KAFKA_HOME"]
+    done = subprocess.run(["java", "-cp", f"{home}/libs/*", str(BARE), bootstrap, topic, str(PARTITIONS),
+                           str(messages), *(f"{k}={v}" for k, v in SETTINGS["kafka-clients"].items())],
+                          capture_output=True, text=True, timeout=600)
+    rate = [line for line in done.stdout.splitlines() if line.startswith("rate ")]
+    assert done.returncode == 0 and rate, done.stderr[-2000:]
+    return float(rate[0].split()[1])
+
+
+def librdkafka(bootstrap: str, topic: str, messages: int, work: Path) -> float:
+    r = produce({"bootstrap.servers": bootstrap}, topic, PARTITIONS, messages, LIBRDKAFKA,
+                DeliveryLog(work / f"{topic}.parquet", PARTITIONS))
+    assert r.acked == messages, r
+    return messages / r.duration
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--messages", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    if not os.environ.get("KAFKA_HOME"):
+        print("KAFKA_HOME is not set: the Java client and the broker come from a Kafka distribution", file=sys.stderr)
+        return 2
+    loops = {"java bare": bare_java, "java harness": lambda *a: foreign("kafka-clients", *a),
+             "librdkafka harness": librdkafka, "kafka-python harness": lambda *a: foreign("kafka-python", *a),
+             "aiokafka harness": lambda *a: foreign("aiokafka", *a)}
+    rates: dict[str, list[float]] = {name: [] for name in loops}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        cluster = make_cluster(LocalClusterSpec(backend="local", broker="kafka", brokers=1), work / "cluster")
+        cluster.up()
+        try:
+            for r in range(args.repeat):
+                for name, loop in loops.items():
+                    topic = f"bench-{name.replace(' ', '-')}-{r}"
+                    create_topic(cluster.client, topic, PARTITIONS, 1)
+                    rates[name].append(loop(cluster.bootstrap, topic, args.messages, work))
+                    print(f"round {r + 1} {name:22s} {rates[name][-1]:>10,.0f} msg/s", flush=True)
+        finally:
+            cluster.down()
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    print(f"\n{args.messages:,} messages x {args.repeat} rounds, {PARTITIONS} partitions, 1 local Kafka node "
+          "through the embedded proxy, idempotent, acks=all, linger 5 ms")
+    for name, rate in med.items():
+        print(f"{name:22s} {rate:>10,.0f} msg/s")
+    print(f"java harness / bare    {med['java harness'] / med['java bare']:.2f}x   (goal >= 0.9)")
+    for name in ("kafka-python harness", "aiokafka harness"):
+        print(f"{name} / librdkafka harness {med[name] / med['librdkafka harness']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+// A bare Kafka Java-client produce loop, the baseline of bench/clients.py: message i to partition i % P with value
+// i / P (as the harness's child sends them), a do-nothing callback, then flush. Prints "rate N" (messages per
+// second from the first send to the flush's end; building the client and connecting are left out, as the
+// harness's child does them before its timed part).
+//     java -cp "$KAFKA_HOME/libs/*" BareProducer.java BOOTSTRAP TOPIC PARTITIONS MESSAGES KEY=VALUE...
+
+import java.nio.charset.StandardCharsets;
+import java.util.Properties;
+
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public class BareProducer {
+    public static void main(String[] args) throws Exception {
+        System.setProperty("org.apache.logging.log4j.level", "WARN");
+        Properties props = new Properties();
+        props.put("bootstrap.servers", args[0]);
+        props.put("key.serializer", ByteArraySerializer.class.getName());
+        props.put("value.serializer", ByteArraySerializer.class.getName());
+        for (int k = 4; k < args.length; k++) {
+            String[] kv = args[k].split("=", 2);
+            props.put(kv[0], kv[1]);
+        }
+        String topic = args[1];
+        int partitions = Integer.parseInt(args[2]);
+        long messages = Long.parseLong(args[3]);
+        try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(props)) {
+            p.partitionsFor(topic);  // connected and the topic known before the clock starts
+            long t = System.nanoTime();
+            for (long i = 0; i < messages; i++) {
+                byte[] value = Long.toString(i / partitions).getBytes(StandardCharsets.US_ASCII);
+                p.send(new ProducerRecord<>(topic, (int) (i % partitions), null, value), (md, e) -> { });
+            }
+            p.flush();
+            System.out.println("rate " + messages / ((System.nanoTime() - t) / 1e9));
+        }
+    }
+}
