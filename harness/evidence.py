@@ -299,7 +299,8 @@ def fault_lines(folder: RunFolder, summary: dict) -> dict[str, dict]:
     took effect to AROUND[1] s after it healed (at most LINES): what the report shows beside the evidence
     command. Only a run folder's own brokers' logs are read (logs/broker-N.log, a local Kafka's); a hint like
     commands(): a variant whose tables, faults or logs cannot be read is left out, the verdict stands."""
-    logs = sorted(folder.logs.glob("broker-*.log")) if folder.logs.is_dir() else []
+    logs = [log for log in (sorted(folder.logs.glob("broker-*.log")) if folder.logs.is_dir() else [])
+            if _inside(folder, log)]
     if not logs:
         return {}
     try:
@@ -328,6 +329,15 @@ def fault_lines(folder: RunFolder, summary: dict) -> dict[str, dict]:
         except Exception:  # noqa: BLE001 (a hint: never the reason a report fails to render)
             continue
     return out
+
+
+def _inside(folder: RunFolder, path: Path) -> bool:
+    """A log the folder holds itself: a link leading out of it (a folder from elsewhere) is never opened."""
+    try:
+        folder.inside(path)
+        return True
+    except RunFolderError:
+        return False
 
 
 def _stamp(iso: str) -> float:

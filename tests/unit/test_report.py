@@ -479,3 +479,9 @@ def test_a_failed_run_shows_its_brokers_warnings_around_the_fault_nearest_its_fi
     shown = re.findall(r"broker-\d: \[[^\]]+\] \w+ [^\n]+", html)
     assert [s.split("] ", 1)[1] for s in shown] == ["WARN fetch failed before", "ERROR truncating [kc-x-0]"]
     assert "on: first" not in html  # the variant that passed has nothing to show
+    # a log that is a link out of the folder (a folder from elsewhere) is never read
+    outside = tmp_path / "elsewhere.log"
+    outside.write_text(line(4.3, "ERROR", "a secret from outside"))
+    folder.broker_log(2).symlink_to(outside)
+    html = unescape(re.sub(r"<[^>]+>", "", html_of(folder)))
+    assert "a secret from outside" not in html and "ERROR truncating [kc-x-0]" in html
