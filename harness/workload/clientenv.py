@@ -17,9 +17,11 @@ pyarrow, the harness) comes from the harness's environment.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,24 +85,41 @@ def ensure(version: str, folder: Path | None = None, pip: list[str] | None = Non
     ready = _ready(target, version)
     if ready is not None:
         return ready
+    pip = pip or [sys.executable, "-m", "pip"]
+
+    def install(tmp: Path) -> dict:
+        env = _install(version, tmp, pip)
+        return {"version": env.version, "librdkafka": env.librdkafka}
+
+    marker = install_once(root, PACKAGE, version, install, lambda: _ready(target, version))
+    return ClientEnv(marker["version"], marker["librdkafka"], target)
+
+
+def install_once(root: Path, name: str, version: str, install: Callable[[Path], dict],
+                 installed_meanwhile: Callable[[], object]) -> dict:
+    """Package `name` at `version` into <root>/<name>-<version>/ (this module's and foreignenv.py's one way):
+    install(tmp) fills a private folder and returns its marker, written as ready.json; then the folder takes the
+    target's place in one rename (a damaged copy there is removed first). When the rename fails because another
+    harness installed it meanwhile, installed_meanwhile() says whether that copy is sound. Returns the marker."""
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise ClientEnvError(f"client.{PACKAGE}: cannot create the cache folder {root} ({one_line(e)})") from None
-    tmp = root / f".{PACKAGE}-{version}.{os.getpid()}.tmp"
+        raise ClientEnvError(f"client.{name}: cannot create the cache folder {root} ({one_line(e)})") from None
+    target = root / f"{name}-{version}"
+    tmp = root / f".{name}-{version}.{os.getpid()}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        env = _install(version, tmp, pip or [sys.executable, "-m", "pip"])
-        (tmp / MARKER).write_text(f'{{"version": "{env.version}", "librdkafka": "{env.librdkafka}"}}\n')
+        marker = install(tmp)
+        (tmp / MARKER).write_text(json.dumps(marker) + "\n")
         shutil.rmtree(target, ignore_errors=True)  # a damaged copy
         try:
             os.replace(tmp, target)
         except OSError:  # another harness installed it meanwhile
-            if _ready(target, version) is None:
+            if installed_meanwhile() is None:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return ClientEnv(env.version, env.librdkafka, target)
+    return marker
 
 
 def _install(version: str, tmp: Path, pip: list[str]) -> ClientEnv:

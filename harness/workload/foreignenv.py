@@ -26,9 +26,8 @@ from .. import procs
 from ..clients import FOREIGN
 from ..exits import one_line
 from ..spec import is_client_version
-from .clientenv import ClientEnvError, _last_line, clients_folder
+from .clientenv import MARKER, ClientEnvError, _last_line, clients_folder, install_once
 
-MARKER = "ready.json"
 INSTALL_TIMEOUT = 600.0
 PROBE_TIMEOUT = 60.0
 JAVA_PROBE_TIMEOUT = 120.0  # compiling the source file takes a few seconds on a loaded machine
@@ -64,15 +63,11 @@ def ensure(name: str, version: str, folder: Path | None = None, pip: list[str] |
     ready = _ready(name, target, version)
     if ready is not None:
         return ready
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ClientEnvError(f"client.{name}: cannot create the cache folder {root} ({one_line(e)})") from None
-    tmp = root / f".{name}-{version}.{os.getpid()}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        cmd = [*(pip or [sys.executable, "-m", "pip"]), "install", "--target", str(tmp), "--only-binary=:all:",
-               "--disable-pip-version-check", "--no-input", "--quiet", f"{name}=={version}"]
+    pip = pip or [sys.executable, "-m", "pip"]
+
+    def install(tmp: Path) -> dict:
+        cmd = [*pip, "install", "--target", str(tmp), "--only-binary=:all:", "--disable-pip-version-check",
+               "--no-input", "--quiet", f"{name}=={version}"]
         try:
             code, out = procs.probe(cmd, timeout=INSTALL_TIMEOUT)
         except (OSError, procs.ProbeTimeout) as e:
@@ -84,15 +79,9 @@ def ensure(name: str, version: str, folder: Path | None = None, pip: list[str] |
         if answer != version:
             raise ClientEnvError(f"client.{name}: asked for {version}, the installed package answers "
                                  f"{answer or 'nothing'}")
-        (tmp / MARKER).write_text(json.dumps({"version": version}) + "\n")
-        shutil.rmtree(target, ignore_errors=True)  # a damaged copy
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another harness installed it meanwhile
-            if _ready(name, target, version) is None:
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        return {"version": version}
+
+    install_once(root, name, version, install, lambda: _ready(name, target, version))
     return _python_env(name, version, target)
 
 
