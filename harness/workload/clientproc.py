@@ -74,15 +74,7 @@ class ChildProducer:
                 _say(proc, json.dumps(self.task))
                 self._listen(proc)
             except BaseException:  # interrupted, or a fault could not be healed: the child still finishes its log
-                _close(proc.stdin)  # a child waiting for "flush" reads the end instead
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-                killer = threading.Timer(STOP_TIMEOUT, procs.stop, (proc,))
-                killer.start()
-                try:
-                    self._listen(proc, serve=False)
-                finally:
-                    killer.cancel()
+                ask_to_finish(proc, lambda: self._listen(proc, serve=False))
                 raise
         finally:
             ended.set()
@@ -124,6 +116,21 @@ class ChildProducer:
             if self.stop.is_set():
                 proc.send_signal(signal.SIGTERM)
                 return
+
+
+def ask_to_finish(proc, listen: Callable[[], None]) -> None:
+    """A producer child asked to stop: its stdin closed (a child waiting for the run's next line reads the end
+    instead) and SIGTERM; then listen() takes what it still says (its result), for at most STOP_TIMEOUT, beyond
+    which the child is killed. This module's child and foreignproc.py's alike."""
+    _close(proc.stdin)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    killer = threading.Timer(STOP_TIMEOUT, procs.stop, (proc,))
+    killer.start()
+    try:
+        listen()
+    finally:
+        killer.cancel()
 
 
 def _say(proc, line: str) -> None:

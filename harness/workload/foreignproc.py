@@ -41,7 +41,7 @@ from typing import Callable
 from .. import procs
 from ..exits import InfraError
 from ..formats import Outcome
-from .clientproc import STOP_TIMEOUT, _close, _say
+from .clientproc import STOP_TIMEOUT, _close, _say, ask_to_finish
 from .deliverylog import CHUNK, DeliveryLog
 from .foreignenv import ForeignEnv
 from .producer import ProduceResult
@@ -221,16 +221,7 @@ class ForeignProducer:
 
     def _stop_child(self) -> None:
         """SIGTERM, then what it still says (its result), for at most STOP_TIMEOUT."""
-        proc = self.proc
-        _close(proc.stdin)  # a child waiting for "go" or "flush" reads the end instead
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        killer = threading.Timer(STOP_TIMEOUT, procs.stop, (proc,))
-        killer.start()
-        try:
-            self._listen(proc, serve=False)
-        finally:
-            killer.cancel()
+        ask_to_finish(self.proc, lambda: self._listen(self.proc, serve=False))
 
     def _finish(self) -> None:
         """The child gone, the log closed from what it said, the result made (once)."""
