@@ -149,6 +149,8 @@ class Run:
         except BaseException as e:
             failure = e
             _, message = exit_for_exception(e)
+            if type(e).__module__.startswith(("py4j", "pyspark")):  # its text is asked of the JVM, stopped below
+                failure = InfraError(message)
             status = INTERRUPTED if signals.interrupt_code(e) is not None else ERROR
             reason = "the run was interrupted before it finished" if status == INTERRUPTED else message
             if status == ERROR and not isinstance(e, InfraError):
