@@ -99,6 +99,8 @@ class Run:
         # under "variant: stage"), so that a series' overhead can be taken apart (bench/repeat.py).
         self.seconds: dict[str, float] = {}
         self._stage: tuple[str, float] | None = None
+        self._spark = None  # SparkStarter or SharedSpark: started in the background
+        self._spark_session = None  # its session, once waited for (_session)
 
     def _phase(self, variant: str, what: str) -> None:
         """Tell the listener, and start timing the stage (what follows until the next one)."""
@@ -129,8 +131,7 @@ class Run:
                 self.cluster.up()
             else:
                 self.cluster = self.shared_cluster() if callable(self.shared_cluster) else self.shared_cluster
-            self._time("starting Spark")  # get() waits for a session started in the background
-            session = spark.get()
+            self._spark = spark  # waited for where it is first needed (_session)
             self._time("cluster set-up")
             named = sorted({name for v in self.spec.variants for name in v.features})
             if named:  # what a variant that does not name a feature gets: the level the cluster started with
@@ -139,12 +140,12 @@ class Run:
             # a broker setting that a variant does not name goes back to the brokers' own (None: deleted)
             self.initial_config = {key: None for v in self.spec.variants for key in v.broker_config}
             for variant in self.spec.variants:
-                self._run_variant(session, variant)
+                self._run_variant(variant)
                 signals.check()  # one a library swallowed (py4j) still ends the run
             names = [v.name for v in self.spec.variants]
             self._time("analysis")
-            self.analysed = analyze_folder(session, self.folder, names, partitions=self.spec.topic.partitions,
-                                           on_variant=lambda v: self._phase(v, "analysing"))
+            self.analysed = analyze_folder(self._session(), self.folder, names, partitions=self.spec.topic.partitions,
+                                           on_start=self._analysing)
             signals.check()
         except BaseException as e:
             failure = e
@@ -173,13 +174,30 @@ class Run:
             raise failure
         return self.summary
 
-    def _run_variant(self, spark, variant) -> None:
+    def _analysing(self, variants: list[str]) -> None:
+        """The variants' analysis starts (one Spark job for all): one stage, each variant's phase."""
+        self._time("analysing")
+        for name in variants:
+            self.listener.phase(name, "analysing")
+
+    def _session(self):
+        """The Spark session, waited for where it is first needed (the first final read): its start, in the
+        background since the run began, overlaps the cluster's start and the first variant's workload. Its
+        wait is the stage "starting Spark"; the stage it interrupted goes on after it."""
+        if self._spark_session is None:
+            interrupted = self._stage[0] if self._stage else None
+            self._time("starting Spark")
+            self._spark_session = self._spark.get()
+            self._time(interrupted)
+        return self._spark_session
+
+    def _run_variant(self, variant) -> None:
         self.group = None  # the variant's consumer group, stopped whatever happens
         # librdkafka's log lines (producer, transactional producer) go to the run folder; the file is
         # closed with the variant, however it ends (a --repeat series runs many in one process).
         with FileLogger(self.folder.client_log(variant.name)) as logger:
             try:
-                self._variant(spark, variant, logger)
+                self._variant(variant, logger)
             finally:
                 if self.group is not None:
                     try:
@@ -187,7 +205,7 @@ class Run:
                     finally:
                         self.group.close()  # its sink connection, when the variant ended before finish()
 
-    def _variant(self, spark, variant, logger: FileLogger) -> None:
+    def _variant(self, variant, logger: FileLogger) -> None:
         spec, cluster, name = self.spec, self.cluster, variant.name
         self._time(f"{name}: setting up")
         self.folder.variant_dir(name).mkdir()
@@ -269,15 +287,15 @@ class Run:
         self._phase(name, "healing")
         cluster.settle(topic, spec.topic.partitions)
         self._phase(name, "reading back")
-        self._final_read(spark, name, topic, spec.transactional(variant))
+        self._final_read(name, topic, spec.transactional(variant))
         if spec.transactional(variant):  # what the broker kept of aborted and fenced transactions, for the report
-            save_log(spark, cluster.client, topic, spec.topic.partitions, self.folder.uncommitted_log_path(name),
+            save_log(self._session(), cluster.client, topic, spec.topic.partitions, self.folder.uncommitted_log_path(name),
                      isolation="read_uncommitted")
         if group is not None:
             self._finish_group(group, name)
         self._phase(name, "done")
 
-    def _final_read(self, spark, name: str, topic: str, transactional: bool) -> None:
+    def _final_read(self, name: str, topic: str, transactional: bool) -> None:
         """The variant's final read, and what it proved (read.json: each partition's range, its ends held
         still); a read whose ends kept moving is said out loud (its absent values are then unseen). A
         transactional variant's read_committed read cannot reach a partition's end while an open transaction
@@ -289,7 +307,7 @@ class Run:
             self.produced[name]["lso_stall_s"] = stall  # at least this long, when some are still behind:
             if behind:
                 self.produced[name]["lso_stalled"] = {str(p): list(ends) for p, ends in sorted(behind.items())}
-        read = final_read(spark, self.cluster.client, topic, partitions, self.folder.log_path(name))
+        read = final_read(self._session(), self.cluster.client, topic, partitions, self.folder.log_path(name))
         if behind:
             read["complete"] = False
             warning = (f"{name}: the last stable offset stayed below the high watermark for {stall} s on partition(s) "
@@ -473,7 +491,7 @@ def reanalyze(folder: RunFolder, spec: ExperimentSpec | None, spark_master: str 
     done = False
     try:
         analysed = analyze_folder(session, folder, names, partial=partial, inputs=inputs,
-                                  on_variant=lambda v: listener.phase(v, "analysing"))
+                                  on_start=lambda names: [listener.phase(v, "analysing") for v in names])
         signals.check()  # one py4j swallowed: the stored summary is left as it was
         done = True
     finally:

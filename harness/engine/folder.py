@@ -21,37 +21,38 @@ from .inputs import VariantInputs, check_inputs
 
 
 def analyze_folder(spark, folder: RunFolder, variants: list[str], partial: bool = False,
-                   on_variant: Callable[[str], None] | None = None, partitions: int | None = None,
+                   on_start: Callable[[list[str]], None] | None = None, partitions: int | None = None,
                    inputs: dict[str, VariantInputs | str] | None = None) -> dict[str, dict]:
     """variant -> metrics, anomaly tables written to the folder.
 
     A variant whose files are missing raises RunFolderError, or with partial=True comes back as
-    {"incomplete": why}. Everything is checked before the first variant is analysed (check_inputs,
-    or the `inputs` it returned).
+    {"incomplete": why}. Everything is checked before the analysis starts (check_inputs, or the `inputs` it
+    returned); then every variant is analysed in one Spark job (on_start is told which).
     """
     if inputs is None:
         inputs = check_inputs(folder, variants, partial, partitions)
+    ready = {v: given for v, given in inputs.items() if not isinstance(given, str)}
+    if on_start and ready:
+        on_start(list(ready))
+    try:
+        found = spark_analysis.analyze_variants(spark, {v: given.files for v, given in ready.items()})
+    except Exception as e:
+        damaged = re.search(re.escape(spark_analysis.DATA_ERROR) + r"(.*)", str(e))
+        if damaged:
+            raise RunFolderError(damaged.group(1).strip(), damaged=True) from None
+        raise
     out: dict[str, dict] = {}
     for v, given in inputs.items():
         if isinstance(given, str):
             out[v] = {"incomplete": given}
             continue
-        if on_variant:
-            on_variant(v)
-        try:
-            metrics, tables, timing = spark_analysis.analyze_variant(
-                spark, given.log_files, given.acks_files, given.periods, given.txn_files, given.sends, given.read,
-                given.other_files)
-        except Exception as e:
-            found = re.search(re.escape(spark_analysis.DATA_ERROR) + r"(.*)", str(e))
-            if found:
-                raise RunFolderError(found.group(1).strip(), damaged=True) from None
-            raise
+        metrics, tables, timing = found[v]
         figures = {}
         if given.sink is not None:  # a consumer group ran: its sink against the log (consumption.py)
-            figures = _consumption(given.sink, given.log_files, metrics, tables)
+            figures = _consumption(given.sink, given.files.log_files, metrics, tables)
         folder.write_tables(v, tables)
-        out[v] = {**metrics, **timing, **figures, **({"read": given.read} if given.read is not None else {}),
+        read = given.files.read
+        out[v] = {**metrics, **timing, **figures, **({"read": read} if read is not None else {}),
                   "faults_not_applied": given.faults_not_applied}
     return out
 

@@ -9,19 +9,15 @@ from dataclasses import dataclass
 from ..formats import FaultOutcome
 from ..runfolder import RunFolder, RunFolderError
 from .checks import check_parquet, has_transactions
+from .partitions import VariantFiles
 
 
 @dataclass(frozen=True)
 class VariantInputs:
     """What the analysis of one variant takes, gathered once before Spark starts: one faults.jsonl read and one
     load of the consumer group's sink, which the analysis then takes from here."""
-    log_files: list[str]  # the final read (log.parquet/)
-    acks_files: list[str]  # the delivery log
-    periods: list[dict]  # the faults as applied: {id, kind, start_ms, end_ms}
-    txn_files: list[str]  # the transactions log (transactional variants)
-    sends: int  # rows of the delivery log
-    read: dict | None  # the final read's record (read.json), None in a folder of an older release
-    other_files: list[str]  # the read_uncommitted read (transactional variants)
+    files: VariantFiles  # what the Spark job reads: the final read (log.parquet/), the delivery log, the faults
+    #                      as applied, the transactions log, the read_uncommitted read, read.json's record
     faults_not_applied: int  # planned faults never applied (not reached, or failed)
     sink: dict | None  # the consumer group's sink as DataFrames (processed, events, positions), None without one
 
@@ -62,7 +58,7 @@ def _gather(folder: RunFolder, spec: dict, v: str, partitions: int | None) -> Va
     if not txns and has_transactions(acks):
         return f"{folder.transactions_path(v)} is missing (the delivery log names transactions)"
     faults = folder.read_faults()
-    return VariantInputs(logs, acks, fault_periods(faults, v), txns, sends, read, others,
+    return VariantInputs(VariantFiles(logs, acks, fault_periods(faults, v), txns, sends, read, others),
                          faults_not_applied(faults, v), sink)
 
 

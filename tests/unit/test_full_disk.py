@@ -40,7 +40,7 @@ def test_full_disk_keeps_a_minimal_summary_and_exits_3(tmp_path, monkeypatch):
     monkeypatch.setattr(run_mod, "_spark", lambda master, log: _Spark())
     monkeypatch.setattr(run_mod, "make_cluster", lambda spec, path: _Cluster())
     monkeypatch.setattr(run_mod.Run, "_run_variant",
-                        lambda self, session, v: self.produced.setdefault(v.name, {"topic": "t", **sent}))
+                        lambda self, v: self.produced.setdefault(v.name, {"topic": "t", **sent}))
     monkeypatch.setattr(run_mod, "analyze_folder",
                         lambda spark, folder, names, **k: {n: {**{key: 0 for key in KEYS}, **sent} for n in names})
     writes = []

@@ -52,7 +52,7 @@ def run(tmp_path, monkeypatch, lost: int, *options):
     monkeypatch.setattr(run_mod, "_spark", lambda master, log: _Spark())
     monkeypatch.setattr(run_mod, "make_cluster", lambda spec, path: _KafkaStandIn(path))
     monkeypatch.setattr(run_mod.Run, "_run_variant",
-                        lambda self, session, v: self.produced.setdefault(v.name, {"topic": "kc-a", **sent}))
+                        lambda self, v: self.produced.setdefault(v.name, {"topic": "kc-a", **sent}))
     monkeypatch.setattr(run_mod, "analyze_folder", lambda spark, folder, names, **k: {
         n: {**{key: 0 for key in KEYS}, **sent, "lost": lost} for n in names})
     exp = tmp_path / "exp.yaml"
@@ -95,7 +95,7 @@ def test_a_series_cluster_is_told_to_keep_them_by_a_failed_run_and_left_alone_by
 
     sent = {"sent": 10, "acked": 10, "rejected": 0, "unknown": 0}
     monkeypatch.setattr(run_mod.Run, "_run_variant",
-                        lambda self, session, v: self.produced.setdefault(v.name, {"topic": "kc-a", **sent}))
+                        lambda self, v: self.produced.setdefault(v.name, {"topic": "kc-a", **sent}))
     exp = tmp_path / "exp.yaml"
     exp.write_text("name: keep\nworkload: {messages: 10, rate: 100}\nvariants: [{name: a}]\n")
     spec = load_spec(exp)

@@ -42,7 +42,7 @@ def test_a_spark_error_is_exit_3_with_its_words_after_spark_stopped(tmp_path, mo
     monkeypatch.setattr(run_mod, "_spark", lambda master, log: _Spark())
     monkeypatch.setattr(run_mod, "make_cluster", lambda spec, path: _KafkaStandIn(path))
     monkeypatch.setattr(run_mod.Run, "_run_variant",
-                        lambda self, session, v: self.produced.setdefault(v.name, {"topic": "kc-a", **sent}))
+                        lambda self, v: self.produced.setdefault(v.name, {"topic": "kc-a", **sent}))
 
     def failing(spark, folder, names, **k):
         raise FakeSparkError()
