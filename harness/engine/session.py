@@ -68,9 +68,10 @@ def spark_session(master: str | None = None, log: Path | None = None):
         _launcher = spark
     spark.sparkContext.setLogLevel("ERROR")
     from .readback import KafkaLogSource
+    from .warmup import warm_up
 
     spark.dataSource.register(KafkaLogSource)
-    _warm_up(spark, cores)
+    warm_up(spark, cores)
     return spark
 
 
@@ -165,7 +166,7 @@ def import_spark() -> None:
     imports are lookups."""
     import pyspark.sql  # noqa: F401
 
-    from . import readback  # noqa: F401  (pyspark.sql.datasource)
+    from . import readback, warmup  # noqa: F401  (pyspark.sql.datasource)
 
 
 NICE = 19  # added to the nice value of the Spark JVM's start (SparkStarter)
@@ -273,20 +274,3 @@ class SharedSpark:
 
     def stop(self, keep_classes: bool = True) -> None:
         self.discard(keep_classes)
-
-
-def _warm(batches):
-    import harness.analysis.anomalies  # noqa: F401  (numpy, pyarrow and the definitions, once per worker)
-
-    yield from batches
-
-
-def _warm_up(spark, cores: int) -> None:
-    """Start the Python workers and import the analysis in them now, as part of Spark's start-up
-    (the run overlaps it with the cluster's), rather than inside the first timed analysis; and take the
-    final read's path once with nothing to read (its planning and reader workers: the first read of a
-    session took 4.4 s for 200,000 records, the next ones 1.1 s; after this one, 1.9 s)."""
-    from .readback import read_topic
-
-    spark.range(cores, numPartitions=cores).mapInArrow(_warm, "id long").collect()
-    read_topic(spark, {}, "warm-up", 0, split=0).write.format("noop").mode("overwrite").save()
