@@ -8,8 +8,9 @@
 //                                                                      or `refused WORDS` (the client's words)
 //
 // Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks;
-// each send's outcome becomes one line, written by the client's I/O thread into a queue that the main loop
-// empties between chunks. An error is named by its exception's simple class name. A send whose send() threw
+// each send's outcome becomes one line. The callback runs on the client's I/O thread, which is also the thread
+// that sends: it only records primitives (Acks); the main loop formats them into a byte buffer between chunks
+// (building a String per ack on the I/O thread halved the throughput). An error is named by its exception's simple class name. A send whose send() threw
 // was refused before anything was transmitted (`r`): the workload ends there. SIGTERM stops the handing; the
 // producer is then closed at once (what is unsent or unacknowledged fails: unknown), and the result follows.
 // The client's own log (log4j) goes to stderr, which the run keeps as the variant's client log.
@@ -34,9 +35,108 @@ public class ChaosProducer {
     // The run said `go`: from then on SIGTERM stops the handing. Before it nothing was handed, and building or
     // connecting the client may block for max.block.ms: the child answers its (empty) result and ends at once.
     static volatile boolean going = false;
-    static final ConcurrentLinkedQueue<String> LINES = new ConcurrentLinkedQueue<>();
-    static final AtomicBoolean FIRST_ACKED = new AtomicBoolean();
+    static final ConcurrentLinkedQueue<String> LINES = new ConcurrentLinkedQueue<>();  // all but `a` lines
+    static final Acks ACKS = new Acks();
+    static final Lines OUT = new Lines();
+    static int partitions = 1;
+    static boolean firstAckLogged = false;
     static PrintStream out;
+
+    /** Acknowledged sends as (index, offset, latency ns) triples, appended by the callbacks (the I/O thread; the
+     *  main thread too when send() fails a record at once), taken by the main thread: two arrays swapped. */
+    static final class Acks {
+        static final long NO_OFFSET = Long.MIN_VALUE;
+        private long[] filling = new long[3 * 4096], spare = new long[3 * 4096];
+        private int size;
+
+        synchronized void add(long index, long offset, long nanos) {
+            if (size + 3 > filling.length) {
+                filling = java.util.Arrays.copyOf(filling, filling.length * 2);
+            }
+            filling[size] = index;
+            filling[size + 1] = offset;
+            filling[size + 2] = nanos;
+            size += 3;
+        }
+
+        /** What was added since the last call, in the returned array's [0, count): valid until the next call. */
+        long[] take(int[] count) {
+            synchronized (this) {
+                long[] full = filling;
+                count[0] = size;
+                filling = spare.length >= full.length ? spare : new long[full.length];
+                spare = full;
+                size = 0;
+                return full;
+            }
+        }
+    }
+
+    /** The protocol's lines as ASCII bytes, written to stdout in one call per flush. */
+    static final class Lines {
+        private byte[] buf = new byte[1 << 16];
+        private int pos;
+        private final FileOutputStream stdout = new FileOutputStream(FileDescriptor.out);
+
+        private void room(int n) {
+            if (pos + n > buf.length) {
+                buf = java.util.Arrays.copyOf(buf, Math.max(buf.length * 2, pos + n));
+            }
+        }
+
+        Lines put(char c) {
+            room(1);
+            buf[pos++] = (byte) c;
+            return this;
+        }
+
+        Lines put(String s) {
+            byte[] b = s.getBytes(StandardCharsets.UTF_8);
+            room(b.length);
+            System.arraycopy(b, 0, buf, pos, b.length);
+            pos += b.length;
+            return this;
+        }
+
+        Lines put(long x) {
+            room(20);
+            if (x < 0) {
+                if (x == Long.MIN_VALUE) {
+                    return put(Long.toString(x));
+                }
+                buf[pos++] = '-';
+                x = -x;
+            }
+            int start = pos;
+            do {
+                buf[pos++] = (byte) ('0' + x % 10);
+                x /= 10;
+            } while (x > 0);
+            for (int i = start, j = pos - 1; i < j; i++, j--) {
+                byte t = buf[i];
+                buf[i] = buf[j];
+                buf[j] = t;
+            }
+            return this;
+        }
+
+        /** Nanoseconds as milliseconds with three decimals. */
+        Lines ms(long nanos) {
+            long us = Math.max(0, nanos) / 1000;
+            put(us / 1000).put('.');
+            long frac = us % 1000;
+            room(3);
+            buf[pos++] = (byte) ('0' + frac / 100);
+            buf[pos++] = (byte) ('0' + frac / 10 % 10);
+            buf[pos++] = (byte) ('0' + frac % 10);
+            return this;
+        }
+
+        void flush() throws java.io.IOException {
+            stdout.write(buf, 0, pos);
+            pos = 0;
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         // The protocol owns stdout; anything else that prints (log4j's default console) goes to stderr.
@@ -122,14 +222,25 @@ public class ChaosProducer {
         return text.equals(name(e)) ? text : name(e) + ": " + text;
     }
 
-    static void emit() {
-        StringBuilder b = new StringBuilder();
+    static final int[] TAKEN = new int[1];
+
+    /** The lines so far, written: the `a` lines first (their order does not matter), then the others in order. */
+    static void emit() throws java.io.IOException {
+        long[] acks = ACKS.take(TAKEN);
+        for (int k = 0; k < TAKEN[0]; k += 3) {
+            long index = acks[k], offset = acks[k + 1];
+            OUT.put("a ").put(index % partitions).put(' ').put(index / partitions).put(' ');
+            (offset == Acks.NO_OFFSET ? OUT.put('-') : OUT.put(offset)).put(' ').ms(acks[k + 2]).put('\n');
+        }
+        if (TAKEN[0] > 0 && !firstAckLogged) {
+            firstAckLogged = true;
+            System.err.println("first send acknowledged (" + acks[1] + " at partition " + acks[0] % partitions + ")");
+        }
         String line;
         while ((line = LINES.poll()) != null) {
-            b.append(line).append('\n');
+            OUT.put(line).put('\n');
         }
-        out.print(b);
-        out.flush();
+        OUT.flush();
     }
 
     static String ms(long t0) {
@@ -155,6 +266,7 @@ public class ChaosProducer {
         long t0 = System.nanoTime();
         String topic = (String) task.get("topic");
         int parts = ((Number) task.get("partitions")).intValue();
+        partitions = parts;
         long n = ((Number) task.get("messages")).longValue();
         Number rateGiven = (Number) task.get("rate");
         double rate = rateGiven == null ? 0 : rateGiven.doubleValue();
@@ -202,17 +314,13 @@ public class ChaosProducer {
                 LINES.add("chunk " + System.currentTimeMillis());
                 long end = Math.min(n, count + chunk);
                 for (long i = count; i < end; i++) {
-                    final long p = i % parts, v = i / parts;
+                    final long p = i % parts, v = i / parts, index = i;
                     final long t = System.nanoTime();
                     try {
                         producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) p, null,
                                 Long.toString(v).getBytes(StandardCharsets.US_ASCII)), (md, ex) -> {
                             if (ex == null) {
-                                String line = "a " + p + " " + v + " " + (md.hasOffset() ? md.offset() : "-") + " " + ms(t);
-                                LINES.add(line);
-                                if (FIRST_ACKED.compareAndSet(false, true)) {
-                                    System.err.println("first send acknowledged (" + line + ")");
-                                }
+                                ACKS.add(index, md.hasOffset() ? md.offset() : Acks.NO_OFFSET, System.nanoTime() - t);
                             } else {
                                 LINES.add("e " + p + " " + v + " " + name(ex) + " " + ms(t));
                             }
