@@ -135,6 +135,16 @@ class DeliveryLog:
         offsets.append(offset)
         latencies.append(latency_s)
 
+    def told_run(self, partition: int, value: int, offset: int | None, latencies_s: list[float]) -> None:
+        """Values value, value + 1, ... of `partition` acknowledged at offset, offset + 1, ... (None: none told),
+        one per latency: a batch's acknowledgements in one call."""
+        values, offsets, latencies = self._reports[partition]
+        end = value + len(latencies_s)
+        values.extend(b"%d" % v for v in range(value, end))
+        offsets.extend(range(offset, offset + len(latencies_s)) if offset is not None
+                       else [None] * len(latencies_s))
+        latencies.extend(latencies_s)
+
     def failed(self, partition: int, value: int, error: str, latency_s: float, rejected: bool) -> None:
         """Failed with the implementation's error `error` (harness/clients.py names it): rejected when it proves
         nothing was written (or the client refused the send), else unknown."""

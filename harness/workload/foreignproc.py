@@ -14,6 +14,9 @@ child only sends and tells what became of each send.
                    chunk MS             the next `chunk` sends are handed from now (wall clock, ms): their sent_at
                    sent N               progress: messages 0..N-1 are handed (message i: partition i % P, value i // P)
                    a P V OFFSET LAT     (P, V) acknowledged at OFFSET, LAT ms after it was handed
+                   A P V OFFSET LAT...  a run of acknowledgements: (P, V), (P, V + 1), ... at OFFSET, OFFSET + 1, ...
+                                        (OFFSET `-`: none told), one latency each (a batch's acks on one line:
+                                        the run reads it for a fraction of the cost of one `a` line per send)
                    e P V NAME LAT       (P, V) failed with error NAME (its exception class's simple name)
                    r P V NAME           (P, V) refused by the client's send() before transmitting anything
                    handed               every message is handed; it waits for `flush` (the end of its stdin: stop)
@@ -60,6 +63,14 @@ class Told:  # a P V OFFSET LAT
 
 
 @dataclass(frozen=True)
+class ToldRun:  # A P V OFFSET LAT...
+    partition: int
+    value: int  # the first; then value + 1, ...
+    offset: int | None  # the first's
+    latencies_ms: list[float]
+
+
+@dataclass(frozen=True)
 class Failed:  # e P V NAME LAT, r P V NAME
     partition: int
     value: int
@@ -69,11 +80,16 @@ class Failed:  # e P V NAME LAT, r P V NAME
 
 
 def parse(line: str, partitions: int):
-    """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | Told | Failed | ("handed",) |
-    ("result", dict). ProtocolError for anything else (a partition out of range, a negative value, ...)."""
+    """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | Told | ToldRun | Failed |
+    ("handed",) | ("result", dict). ProtocolError for anything else (a partition out of range, a negative value, ...)."""
     word, _, rest = line.rstrip("\n").partition(" ")
     parts = rest.split(" ")
     try:
+        if word == "A" and len(parts) >= 4:
+            p, v = int(parts[0]), int(parts[1])
+            if not 0 <= p < partitions or v < 0:
+                raise ProtocolError(f"no such send: partition {p}, value {v}")
+            return ToldRun(p, v, None if parts[2] == "-" else int(parts[2]), [float(x) for x in parts[3:]])
         if word in ("a", "e", "r"):
             p, v = int(parts[0]), int(parts[1])
             if not 0 <= p < partitions or v < 0:
@@ -121,6 +137,10 @@ class Reports:
             self._saw(event)
             log.told(event.partition, event.value, event.offset if self.offsets_told else None,
                      event.latency_ms / 1000.0)
+        elif isinstance(event, ToldRun):
+            self._saw_run(event.partition, event.value, len(event.latencies_ms))
+            log.told_run(event.partition, event.value, event.offset if self.offsets_told else None,
+                         [ms / 1000.0 for ms in event.latencies_ms])
         elif isinstance(event, Failed):
             self._saw(event)
             rejected = event.refused or self.impl.rejected(event.error)
@@ -147,6 +167,18 @@ class Reports:
             raise ProtocolError(f"partition {event.partition}, value {event.value} reported twice")
         self.reported[index] = 1
         self.handed = max(self.handed, index + 1)
+
+    def _saw_run(self, partition: int, value: int, count: int) -> None:
+        first, last = value * self.partitions + partition, (value + count - 1) * self.partitions + partition
+        if last >= len(self.reported):
+            raise ProtocolError(f"a report of a send the workload does not have: partition {partition}, "
+                                f"value {value + count - 1}")
+        run = slice(first, last + 1, self.partitions)
+        if 1 in self.reported[run]:
+            again = value + self.reported[run].index(1)
+            raise ProtocolError(f"partition {partition}, value {again} reported twice")
+        self.reported[run] = b"\x01" * count
+        self.handed = max(self.handed, last + 1)
 
     def close(self) -> None:
         self.log.close(self.handed)
@@ -250,7 +282,7 @@ class ForeignProducer:
             for line in proc.stdout:
                 event = parse(line, partitions)
                 apply(event)
-                if isinstance(event, (Told, Failed)):
+                if isinstance(event, (Told, ToldRun, Failed)):
                     continue
                 if event[0] == "client":
                     self.versions = f"{event[1]} {event[2]}"

@@ -18,13 +18,15 @@ from harness.spec import load_spec
 from harness.workload import pychild
 from harness.workload.deliverylog import CHUNK, DeliveryLog
 from harness.workload.foreignenv import ForeignEnv
-from harness.workload.foreignproc import Failed, ForeignProducer, ProtocolError, Reports, Told, parse
+from harness.workload.foreignproc import Failed, ForeignProducer, ProtocolError, Reports, Told, ToldRun, parse
 
 
 # -- the lines ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("line, event", [
     ("a 2 17 340 4.250\n", Told(2, 17, 340, 4.25)),
     ("a 0 0 - 1.5", Told(0, 0, None, 1.5)),
+    ("A 1 4 90 2.5 2.25 2.0\n", ToldRun(1, 4, 90, [2.5, 2.25, 2.0])),
+    ("A 0 0 - 1.0", ToldRun(0, 0, None, [1.0])),
     ("e 1 9 KafkaTimeoutError 120000.0", Failed(1, 9, "KafkaTimeoutError", 120000.0, refused=False)),
     ("r 0 3 MessageSizeTooLargeError", Failed(0, 3, "MessageSizeTooLargeError", None, refused=True)),
     ("sent 2048", ("sent", 2048)),
@@ -44,6 +46,9 @@ def test_each_line_of_the_protocol_is_read_as_what_it_says(line, event):
     "a 0 -1 1 1.0",  # a negative value
     "a 0 1 x 1.0",  # an offset that is not a number
     "a 0 1 1",  # no latency
+    "A 0 1 1",  # a run of no acknowledgement
+    "A 3 0 1 1.0",
+    "A 0 1 1 1.0 x",
     "e 0 1  1.0",  # no error name
     "r 0 1",
     "sent",
@@ -101,8 +106,17 @@ def test_the_lines_become_the_delivery_log_with_the_same_accounting(tmp_path):
     assert all(r["sent_at"].timestamp() == 1764250000.0 for r in got)  # the chunk's time, as the child said
 
 
+def test_a_run_of_acknowledgements_is_each_of_its_sends(tmp_path):
+    log, got = feed(tmp_path, ["chunk 1", "A 1 1 40 1.0 2.0 3.0", "A 0 0 - 4.0", "sent 8"], messages=8)
+    assert log.counts == {"acked": 4, "rejected": 0, "unknown": 4}
+    acked = [(r["partition"], r["value"], r["offset"], r["latency_ms"]) for r in got if r["outcome"] == "acked"]
+    assert acked == [(0, 0, -1, 4.0), (1, 1, 40, 1.0), (1, 2, 41, 2.0), (1, 3, 42, 3.0)]
+
+
 @pytest.mark.parametrize("lines, said", [
     (["a 0 0 0 1.0", "e 0 0 KafkaTimeoutError 2.0"], "partition 0, value 0 reported twice"),
+    (["a 1 1 0 1.0", "A 1 0 0 1.0 1.0"], "partition 1, value 1 reported twice"),
+    (["A 1 0 0 1.0 1.0 1.0"], "a report of a send the workload does not have: partition 1, value 2"),
     (["a 1 2 0 1.0"], "a report of a send the workload does not have: partition 1, value 2"),  # message 5 of 4
 ])
 def test_a_send_reported_twice_or_beyond_the_workload_is_a_protocol_error(tmp_path, lines, said):

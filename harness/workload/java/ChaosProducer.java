@@ -223,14 +223,27 @@ public class ChaosProducer {
     }
 
     static final int[] TAKEN = new int[1];
+    static final int RUN = 4096;
 
-    /** The lines so far, written: the `a` lines first (their order does not matter), then the others in order. */
+    /** The lines so far, written: the acknowledgements first (their order does not matter), then the others in
+     *  order. Acks that follow one another in a partition (value and offset one more each: a batch) share an `A`
+     *  line, at most RUN of them. */
     static void emit() throws java.io.IOException {
         long[] acks = ACKS.take(TAKEN);
-        for (int k = 0; k < TAKEN[0]; k += 3) {
+        int k = 0;
+        while (k < TAKEN[0]) {
             long index = acks[k], offset = acks[k + 1];
-            OUT.put("a ").put(index % partitions).put(' ').put(index / partitions).put(' ');
-            (offset == Acks.NO_OFFSET ? OUT.put('-') : OUT.put(offset)).put(' ').ms(acks[k + 2]).put('\n');
+            OUT.put("A ").put(index % partitions).put(' ').put(index / partitions).put(' ');
+            (offset == Acks.NO_OFFSET ? OUT.put('-') : OUT.put(offset)).put(' ').ms(acks[k + 2]);
+            int run = 1;
+            for (k += 3; k < TAKEN[0] && run < RUN; k += 3, run++) {
+                if (acks[k] != index + (long) run * partitions
+                        || acks[k + 1] != (offset == Acks.NO_OFFSET ? offset : offset + run)) {
+                    break;
+                }
+                OUT.put(' ').ms(acks[k + 2]);
+            }
+            OUT.put('\n');
         }
         if (TAKEN[0] > 0 && !firstAckLogged) {
             firstAckLogged = true;
