@@ -228,6 +228,46 @@ def test_a_child_of_another_version_than_asked_fails_the_run(tmp_path):
         p.run(before_flush=None)
 
 
+# A stand-in child that says the lines it is given after `go` (and its answers to `handed`).
+SCRIPTED = textwrap.dedent('''
+    import json, sys
+    task = json.loads(sys.stdin.readline())
+    said = json.loads(sys.argv[1])
+    print("client kafka-clients 4.1.0", flush=True)
+    print("ready", flush=True)
+    assert sys.stdin.readline().strip() == "go"
+    for line in said:
+        print(line, flush=True)
+        if line == "handed":
+            assert sys.stdin.readline().strip() == "flush"
+''')
+
+
+def scripted(tmp_path, lines, messages=8, **task):
+    script = tmp_path / "scripted.py"
+    script.write_text(SCRIPTED)
+    env = ForeignEnv("kafka-clients", "4.1.0", (sys.executable, str(script), json.dumps(lines)))
+    return ForeignProducer(env, "127.0.0.1:9", "t", 2, messages, {"acks": "all"}, tmp_path / "acks.parquet", True,
+                           tmp_path / "producer.log", None, 5.0, threading.Event(), **task)
+
+
+def test_the_java_clients_fatal_error_is_the_results_fatal_and_its_sends_keep_their_rules(tmp_path):
+    # The Java child found the client failed for good between chunks (ClusterAuthorizationException: it aborts
+    # every batch); what send() refused is rejected, the batches it aborted are rejected only by that name.
+    fatal = "fatal error: Cluster authorization failed."
+    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1.0 1.0", "a 1 0 0 1.0", "e 1 1 ClusterAuthorizationException 2.0",
+                            "e 0 2 ProducerFencedException 2.0", "r 1 2 ClusterAuthorizationException", "sent 6",
+                            "handed", "result " + json.dumps({"handed": 6, "interrupted": False, "error": fatal,
+                                                              "fatal": "ClusterAuthorizationException",
+                                                              "duration": 0.1})])
+    result = p.run(before_flush=None)
+    assert (result.fatal, result.error) == ("ClusterAuthorizationException", fatal)
+    assert (result.sent, result.acked, result.rejected, result.unknown) == (6, 3, 2, 1)
+    by = {(r["partition"], r["value"]): r for r in rows(tmp_path / "acks.parquet")}
+    assert (by[0, 2]["outcome"], by[0, 2]["error"]) == ("unknown", "ProducerFencedException")  # may be written
+    assert (by[1, 2]["outcome"], by[1, 2]["error"]) == ("rejected", "ClusterAuthorizationException")
+
+
 # -- the spec -----------------------------------------------------------------------------------------------------
 def load(tmp_path, doc):
     path = tmp_path / "exp.yaml"

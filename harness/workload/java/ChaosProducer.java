@@ -11,7 +11,10 @@
 // each send's outcome becomes one line. The callback runs on the client's I/O thread, which is also the thread
 // that sends: it only records primitives (Acks); the main loop formats them into a byte buffer between chunks
 // (building a String per ack on the I/O thread halved the throughput). An error is named by its exception's simple class name. A send whose send() threw
-// was refused before anything was transmitted (`r`): the workload ends there. SIGTERM stops the handing; the
+// was refused before anything was transmitted (`r`): the workload ends there. So does a fatal error, the client
+// failing for good (its idempotence or transaction state holds one: ProducerFencedException,
+// ClusterAuthorizationException, UnsupportedVersionException, ... after which it aborts every batch and send()
+// throws): looked for between chunks once a send has failed, and at the end; the result's `fatal` names it. SIGTERM stops the handing; the
 // producer is then closed at once (what is unsent or unacknowledged fails: unknown), and the result follows.
 // The client's own log (log4j) goes to stderr, which the run keeps as the variant's client log.
 
@@ -41,6 +44,7 @@ public class ChaosProducer {
     static int partitions = 1;
     static boolean firstAckLogged = false;
     static PrintStream out;
+    static volatile boolean failedSend = false;  // a callback reported an error: look for a fatal one
 
     /** Acknowledged sends as (index, offset, latency ns) triples, appended by the callbacks (the I/O thread; the
      *  main thread too when send() fails a record at once), taken by the main thread: two arrays swapped. */
@@ -212,6 +216,38 @@ public class ChaosProducer {
         return e.getClass().getSimpleName();
     }
 
+    /** What send() threw, unwrapped: once the client holds an error, send() throws a KafkaException or an
+     *  IllegalStateException around it. */
+    static Throwable why(Throwable e) {
+        boolean wrapper = e.getClass() == org.apache.kafka.common.KafkaException.class
+                || e.getClass() == IllegalStateException.class;
+        return wrapper && e.getCause() != null ? e.getCause() : e;
+    }
+
+    /** The producer's fatal error when it holds one (it can send no more), else null. kafka-clients keeps it in
+     *  its transaction manager (idempotent and transactional producers), which it does not expose: read by
+     *  reflection; null on a version whose insides differ. */
+    static RuntimeException fatalError(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer) {
+        try {
+            java.lang.reflect.Field field = producer.getClass().getDeclaredField("transactionManager");
+            field.setAccessible(true);
+            Object manager = field.get(producer);
+            if (manager == null) {
+                return null;
+            }
+            java.lang.reflect.Method has = manager.getClass().getDeclaredMethod("hasFatalError");
+            has.setAccessible(true);
+            if (!(Boolean) has.invoke(manager)) {
+                return null;
+            }
+            java.lang.reflect.Method last = manager.getClass().getDeclaredMethod("lastError");
+            last.setAccessible(true);
+            return (RuntimeException) last.invoke(manager);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+
     static String said(Throwable e) {
         String text = e.getMessage() == null ? "" : e.getMessage().replaceAll("\\s+", " ").trim();
         return text.isEmpty() ? name(e) : text;
@@ -317,6 +353,12 @@ public class ChaosProducer {
                     if (STOP.get()) {
                         break;
                     }
+                    RuntimeException fatalNow = failedSend ? fatalError(producer) : null;
+                    if (fatalNow != null) {
+                        error = "fatal error: " + said(fatalNow);
+                        fatal = name(fatalNow);
+                        break;
+                    }
                     if (rate > 0) {
                         long ahead = (long) ((count / rate) * 1e9) - (System.nanoTime() - t0);
                         if (ahead > 0) {
@@ -336,12 +378,15 @@ public class ChaosProducer {
                                 ACKS.add(index, md.hasOffset() ? md.offset() : Acks.NO_OFFSET, System.nanoTime() - t);
                             } else {
                                 LINES.add("e " + p + " " + v + " " + name(ex) + " " + ms(t));
+                                failedSend = true;
                             }
                         });
                     } catch (Exception e) {  // refused before anything was transmitted
-                        LINES.add("r " + p + " " + v + " " + name(e));
-                        error = said(e);
-                        fatal = name(e);
+                        Throwable x = why(e);
+                        RuntimeException fatalNow = fatalError(producer);
+                        LINES.add("r " + p + " " + v + " " + name(x));
+                        error = fatalNow != null ? "fatal error: " + said(fatalNow) : said(x);
+                        fatal = name(fatalNow != null ? fatalNow : x);
                         count = handed = i + 1;
                         break outer;
                     }
@@ -353,6 +398,11 @@ public class ChaosProducer {
         } finally {
             // close(timeout) waits for what is out to complete, then fails the rest at once (each its callback)
             producer.close(clean ? Duration.ofMillis((long) (flushTimeout * 1000)) : Duration.ZERO);
+        }
+        RuntimeException fatalAtEnd = error.isEmpty() ? fatalError(producer) : null;  // e.g. during the flush
+        if (fatalAtEnd != null) {
+            error = "fatal error: " + said(fatalAtEnd);
+            fatal = name(fatalAtEnd);
         }
         return result(handed, error, fatal, t0);
     }
