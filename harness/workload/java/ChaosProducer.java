@@ -7,7 +7,9 @@
 //                                                                      property names), connecting nowhere: `ok`,
 //                                                                      or `refused WORDS` (the client's words)
 //
-// Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks;
+// Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks
+// (a transactional task: transaction K holds messages K*S .. K*S+S-1, committed or aborted as planned, each
+// ending with a `t` line);
 // each send's outcome becomes one line. The callback runs on the client's I/O thread, which is also the thread
 // that sends: it only records primitives (Acks); the main loop formats them into a byte buffer between chunks
 // (building a String per ack on the I/O thread halved the throughput). An error is named by its exception's simple class name. A send whose send() threw
@@ -261,10 +263,14 @@ public class ChaosProducer {
     static final int[] TAKEN = new int[1];
     static final int RUN = 4096;
 
-    /** The lines so far, written: the acknowledgements first (their order does not matter), then the others in
-     *  order. Acks that follow one another in a partition (value and offset one more each: a batch) share an `A`
-     *  line, at most RUN of them. */
+    /** The lines so far, written: the others in order, then the acknowledgements (a chunk's line is queued before
+     *  its sends, so it precedes their acks; the acks' order does not matter). Acks that follow one another in a
+     *  partition (value and offset one more each: a batch) share an `A` line, at most RUN of them. */
     static void emit() throws java.io.IOException {
+        String line;
+        while ((line = LINES.poll()) != null) {
+            OUT.put(line).put('\n');
+        }
         long[] acks = ACKS.take(TAKEN);
         int k = 0;
         while (k < TAKEN[0]) {
@@ -284,10 +290,6 @@ public class ChaosProducer {
         if (TAKEN[0] > 0 && !firstAckLogged) {
             firstAckLogged = true;
             System.err.println("first send acknowledged (" + acks[1] + " at partition " + acks[0] % partitions + ")");
-        }
-        String line;
-        while ((line = LINES.poll()) != null) {
-            OUT.put(line).put('\n');
         }
         OUT.flush();
     }
@@ -310,6 +312,33 @@ public class ChaosProducer {
         return b.append('"').toString();
     }
 
+    /** What a transactional task asks (null: the plain producer): transactions of `size` messages, those in
+     *  `aborts` aborted on purpose. */
+    record Transactions(long size, java.util.Set<Long> aborts) {
+    }
+
+    /** The workload's state between its steps: how far it got and, once something ended it, why. */
+    static final class State {
+        long handed = 0;
+        String error = "";
+        String fatal = "";
+        long txn = -1;  // the open transaction, -1: none
+        long txnSends = 0;
+
+        /** The workload ends with what `e` says; a fatal error the client holds is named instead. */
+        void failed(Throwable e, org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer) {
+            RuntimeException held = fatalError(producer);
+            Throwable x = why(e);
+            error = held != null ? "fatal error: " + said(held) : said(x);
+            fatal = name(held != null ? held : x);
+        }
+    }
+
+    static void ended(long txn, String outcome, String cause, String error, long sends) {
+        LINES.add("t " + txn + " " + outcome + " " + cause + " " + error + " " + sends + " "
+                + System.currentTimeMillis());
+    }
+
     @SuppressWarnings("unchecked")
     static String run(Map<String, Object> task, BufferedReader in) throws Exception {
         long t0 = System.nanoTime();
@@ -322,9 +351,16 @@ public class ChaosProducer {
         int chunk = ((Number) task.get("chunk")).intValue();
         double flushTimeout = ((Number) task.get("flush_timeout")).doubleValue();
         Properties props = properties((Map<String, Object>) task.get("settings"), (String) task.get("bootstrap"));
-        String error = "";
-        String fatal = "";
-        long handed = 0;
+        Map<String, Object> txns = (Map<String, Object>) task.get("transactions");
+        Transactions tx = null;
+        if (txns != null) {
+            java.util.Set<Long> aborts = new java.util.HashSet<>();
+            for (Object k : (java.util.List<Object>) txns.get("aborts")) {
+                aborts.add(((Number) k).longValue());
+            }
+            tx = new Transactions(((Number) txns.get("size")).longValue(), aborts);
+        }
+        State st = new State();
         org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> producer;
         try {
             producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
@@ -332,22 +368,25 @@ public class ChaosProducer {
             return result(0, said(e), name(e), t0);
         }
         try {  // connected, the topic's partitions known: sending starts at once on `go` (waits up to max.block.ms)
+            if (tx != null) {
+                producer.initTransactions();
+            }
             producer.partitionsFor(topic);
         } catch (Exception e) {
             producer.close(Duration.ZERO);
-            return result(0, said(e), name(e), t0);
+            return result(0, said(why(e)), name(why(e)), t0);
         }
         boolean clean = false;
         try {
             if (!answer("ready", "go", in)) {
-                return result(0, error, fatal, t0);
+                return result(0, st.error, st.fatal, t0);
             }
             going = true;
             t0 = System.nanoTime();
             long count = 0;
             outer:
             while (count < n) {
-                if (count > 0) {
+                if (count > 0) {  // between two pieces (a chunk, or its part in one transaction)
                     LINES.add("sent " + count);
                     emit();
                     if (STOP.get()) {
@@ -355,8 +394,7 @@ public class ChaosProducer {
                     }
                     RuntimeException fatalNow = failedSend ? fatalError(producer) : null;
                     if (fatalNow != null) {
-                        error = "fatal error: " + said(fatalNow);
-                        fatal = name(fatalNow);
+                        st.failed(fatalNow, producer);
                         break;
                     }
                     if (rate > 0) {
@@ -366,8 +404,23 @@ public class ChaosProducer {
                         }
                     }
                 }
-                LINES.add("chunk " + System.currentTimeMillis());
-                long end = Math.min(n, count + chunk);
+                if (count % chunk == 0) {  // one chunk line per `chunk` messages: the run times them by it
+                    LINES.add("chunk " + System.currentTimeMillis());
+                }
+                long end = Math.min(n, (count / chunk + 1) * chunk);
+                if (tx != null) {
+                    if (count % tx.size() == 0) {
+                        try {
+                            producer.beginTransaction();
+                        } catch (Exception e) {
+                            st.failed(e, producer);
+                            break;
+                        }
+                        st.txn = count / tx.size();
+                        st.txnSends = 0;
+                    }
+                    end = Math.min(end, (count / tx.size() + 1) * tx.size());
+                }
                 for (long i = count; i < end; i++) {
                     final long p = i % parts, v = i / parts, index = i;
                     final long t = System.nanoTime();
@@ -382,29 +435,89 @@ public class ChaosProducer {
                             }
                         });
                     } catch (Exception e) {  // refused before anything was transmitted
-                        Throwable x = why(e);
-                        RuntimeException fatalNow = fatalError(producer);
-                        LINES.add("r " + p + " " + v + " " + name(x));
-                        error = fatalNow != null ? "fatal error: " + said(fatalNow) : said(x);
-                        fatal = name(fatalNow != null ? fatalNow : x);
-                        count = handed = i + 1;
+                        LINES.add("r " + p + " " + v + " " + name(why(e)));
+                        st.failed(e, producer);
+                        st.txnSends += i + 1 - count;
+                        count = st.handed = i + 1;
                         break outer;
                     }
                 }
-                count = handed = end;
+                st.txnSends += end - count;
+                count = st.handed = end;
+                if (tx != null && (count % tx.size() == 0 || count == n)) {
+                    boolean planned = tx.aborts().contains(st.txn);
+                    long txn = st.txn;
+                    st.txn = -1;
+                    if (!endTransaction(producer, txn, st.txnSends, planned, flushTimeout, st)) {
+                        break;
+                    }
+                }
+            }
+            if (st.txn >= 0) {  // stopped, or failed, inside a transaction it never asked to commit
+                ended(st.txn, "aborted", STOP.get() && st.error.isEmpty() ? "interrupted" : "error",
+                        st.fatal.isEmpty() ? "-" : st.fatal, st.txnSends);
             }
             LINES.add("sent " + count);
-            clean = answer("handed", "flush", in) && error.isEmpty();
+            clean = answer("handed", "flush", in) && st.error.isEmpty();
         } finally {
             // close(timeout) waits for what is out to complete, then fails the rest at once (each its callback)
             producer.close(clean ? Duration.ofMillis((long) (flushTimeout * 1000)) : Duration.ZERO);
         }
-        RuntimeException fatalAtEnd = error.isEmpty() ? fatalError(producer) : null;  // e.g. during the flush
+        RuntimeException fatalAtEnd = st.error.isEmpty() ? fatalError(producer) : null;  // e.g. during the flush
         if (fatalAtEnd != null) {
-            error = "fatal error: " + said(fatalAtEnd);
-            fatal = name(fatalAtEnd);
+            st.failed(fatalAtEnd, producer);
         }
-        return result(handed, error, fatal, t0);
+        return result(st.handed, st.error, st.fatal, t0);
+    }
+
+    /** Commit transaction `txn`, or flush (its records written: read_committed must leave them out) and abort it as
+     *  planned; its `t` line says how it ended. A commit that fails is aborted when the client can (an abortable
+     *  error: definitely not committed), else unknown. A commit that times out is asked again (the client resumes
+     *  it) until flush_timeout. false: the workload cannot go on (st says why). */
+    static boolean endTransaction(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer, long txn, long sends,
+                                  boolean planned, double flushTimeout, State st) {
+        if (planned) {
+            producer.flush();
+            try {
+                producer.abortTransaction();
+                ended(txn, "aborted", "planned", "-", sends);
+                return true;
+            } catch (Exception e) {
+                ended(txn, "aborted", "planned", name(why(e)), sends);
+                st.failed(e, producer);
+                return false;
+            }
+        }
+        long deadline = System.nanoTime() + (long) (flushTimeout * 1e9);
+        while (true) {
+            try {
+                producer.commitTransaction();
+                ended(txn, "committed", "-", "-", sends);
+                return true;
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                if (System.nanoTime() < deadline && !STOP.get()) {
+                    continue;
+                }
+                ended(txn, "unknown", STOP.get() ? "interrupted" : "error", name(e), sends);
+                st.failed(e, producer);
+                return false;
+            } catch (Exception e) {
+                String failed = name(why(e));
+                if (fatalError(producer) == null) {
+                    try {
+                        producer.abortTransaction();
+                        ended(txn, "aborted", "error", failed, sends);
+                        return true;
+                    } catch (Exception e2) {
+                        st.failed(e2, producer);
+                    }
+                } else {
+                    st.failed(e, producer);
+                }
+                ended(txn, "unknown", "error", failed, sends);
+                return false;
+            }
+        }
     }
 
     /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush); false: the run is stopping. */
