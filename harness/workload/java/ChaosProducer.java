@@ -9,15 +9,16 @@
 //
 // Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks
 // (a transactional task: transaction K holds messages K*S .. K*S+S-1, committed or aborted as planned, each
-// ending with a `t` line);
-// each send's outcome becomes one line. The callback runs on the client's I/O thread, which is also the thread
-// that sends: it only records primitives (Acks); the main loop formats them into a byte buffer between chunks
-// (building a String per ack on the I/O thread halved the throughput). An error is named by its exception's simple class name. A send whose send() threw
-// was refused before anything was transmitted (`r`): the workload ends there. So does a fatal error, the client
-// failing for good (its idempotence or transaction state holds one: ProducerFencedException,
-// ClusterAuthorizationException, UnsupportedVersionException, ... after which it aborts every batch and send()
-// throws): looked for between chunks once a send has failed, and at the end; the result's `fatal` names it. SIGTERM stops the handing; the
-// producer is then closed at once (what is unsent or unacknowledged fails: unknown), and the result follows.
+// ending with a `t` line). Each send's outcome is told once (Report): its callback runs on the client's I/O
+// thread, which is also the thread that sends, so it records primitives only (Acks) and the main loop formats
+// them into a byte buffer between chunks (a String built per ack on the I/O thread halved the throughput). An
+// error is named by its exception's simple class name. A send whose send() threw, and whose record the client
+// never took (it never called back), was refused before anything was transmitted (`r`): the workload ends there.
+// So does a fatal error, the client failing for good (its idempotence or transaction state holds one:
+// ProducerFencedException, ClusterAuthorizationException, UnsupportedVersionException, ...; it then aborts every
+// batch): looked for between chunks once a send has failed, and at the end; the result's `fatal` names it.
+// SIGTERM stops the handing; the producer is then closed at once (what is unsent or unacknowledged fails:
+// unknown), and the result follows.
 // The client's own log (log4j) goes to stderr, which the run keeps as the variant's client log.
 
 import java.io.BufferedReader;
@@ -74,6 +75,41 @@ public class ChaosProducer {
                 spare = full;
                 size = 0;
                 return full;
+            }
+        }
+    }
+
+    /** One send's delivery callback: its outcome is told once. kafka-clients may call back twice: send() calls back
+     *  with an error raised after the record was appended (the transaction manager's, e.g. the producer fenced),
+     *  and the record's batch calls back again when it is aborted. A send() that throws may also have appended
+     *  its record: its callback, if the client calls it, says what became of it (the `r` line waits for the close).
+     *  The callback runs on the client's I/O thread, which is also the thread that sends: it records primitives
+     *  only (Acks). */
+    static final class Report implements org.apache.kafka.clients.producer.Callback {
+        static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Report> CLAIMED =
+                java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Report.class, "claimed");
+        final long index, handedAt;
+        volatile int claimed;
+
+        Report(long index, long handedAt) {
+            this.index = index;
+            this.handedAt = handedAt;
+        }
+
+        boolean claim() {
+            return CLAIMED.compareAndSet(this, 0, 1);
+        }
+
+        @Override
+        public void onCompletion(org.apache.kafka.clients.producer.RecordMetadata md, Exception ex) {
+            if (!claim()) {
+                return;
+            }
+            if (ex == null) {
+                ACKS.add(index, md.hasOffset() ? md.offset() : Acks.NO_OFFSET, System.nanoTime() - handedAt);
+            } else {
+                LINES.add("e " + index % partitions + " " + index / partitions + " " + name(ex) + " " + ms(handedAt));
+                failedSend = true;
             }
         }
     }
@@ -361,6 +397,8 @@ public class ChaosProducer {
             tx = new Transactions(((Number) txns.get("size")).longValue(), aborts);
         }
         State st = new State();
+        Report refused = null;
+        String refusedAs = "";
         org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> producer;
         try {
             producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
@@ -422,20 +460,13 @@ public class ChaosProducer {
                     end = Math.min(end, (count / tx.size() + 1) * tx.size());
                 }
                 for (long i = count; i < end; i++) {
-                    final long p = i % parts, v = i / parts, index = i;
-                    final long t = System.nanoTime();
+                    Report report = new Report(i, System.nanoTime());
                     try {
-                        producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) p, null,
-                                Long.toString(v).getBytes(StandardCharsets.US_ASCII)), (md, ex) -> {
-                            if (ex == null) {
-                                ACKS.add(index, md.hasOffset() ? md.offset() : Acks.NO_OFFSET, System.nanoTime() - t);
-                            } else {
-                                LINES.add("e " + p + " " + v + " " + name(ex) + " " + ms(t));
-                                failedSend = true;
-                            }
-                        });
-                    } catch (Exception e) {  // refused before anything was transmitted
-                        LINES.add("r " + p + " " + v + " " + name(why(e)));
+                        producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) (i % parts),
+                                null, Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
+                    } catch (Exception e) {  // refused: told once the client is closed, unless it called back
+                        refused = report;
+                        refusedAs = name(why(e));
                         st.failed(e, producer);
                         st.txnSends += i + 1 - count;
                         count = st.handed = i + 1;
@@ -462,6 +493,9 @@ public class ChaosProducer {
         } finally {
             // close(timeout) waits for what is out to complete, then fails the rest at once (each its callback)
             producer.close(clean ? Duration.ofMillis((long) (flushTimeout * 1000)) : Duration.ZERO);
+        }
+        if (refused != null && refused.claim()) {  // never appended: nothing was transmitted
+            LINES.add("r " + refused.index % parts + " " + refused.index / parts + " " + refusedAs);
         }
         RuntimeException fatalAtEnd = st.error.isEmpty() ? fatalError(producer) : null;  // e.g. during the flush
         if (fatalAtEnd != null) {
