@@ -489,10 +489,13 @@ public class ChaosProducer {
                         st.fatal.isEmpty() ? "-" : st.fatal, st.txnSends);
             }
             LINES.add("sent " + count);
-            clean = answer("handed", "flush", in) && st.error.isEmpty();
+            clean = answer("handed", "flush", in) && st.error.isEmpty() && flushed(producer, flushTimeout);
         } finally {
-            // close(timeout) waits for what is out to complete, then fails the rest at once (each its callback)
-            producer.close(clean ? Duration.ofMillis((long) (flushTimeout * 1000)) : Duration.ZERO);
+            // Everything acknowledged: the client is left to the exit (its close, tens of ms, is no part of the
+            // workload). Else close(ZERO) fails what is still out at once, each through its callback.
+            if (!clean) {
+                producer.close(Duration.ZERO);
+            }
         }
         if (refused != null && refused.claim()) {  // never appended: nothing was transmitted
             LINES.add("r " + refused.index % parts + " " + refused.index / parts + " " + refusedAs);
@@ -552,6 +555,19 @@ public class ChaosProducer {
                 return false;
             }
         }
+    }
+
+    /** Every send handed has its outcome within `timeout` s (flush() itself takes no timeout), unless stopped. */
+    static boolean flushed(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer, double timeout)
+            throws InterruptedException {
+        Thread flush = new Thread(producer::flush, "flush");
+        flush.setDaemon(true);
+        flush.start();
+        long deadline = System.nanoTime() + (long) (timeout * 1e9);
+        while (flush.isAlive() && !STOP.get() && System.nanoTime() < deadline) {  // a SIGTERM cuts it short
+            flush.join(50);
+        }
+        return !flush.isAlive();
     }
 
     /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush); false: the run is stopping. */
