@@ -144,7 +144,7 @@ class DeliveryLog:
         one per latency (and per transaction in txns): a batch's acknowledgements in one call."""
         values, offsets, latencies = self._reports[partition]
         end = value + len(latencies_s)
-        values.extend(b"%d" % v for v in range(value, end))
+        values.extend(map(b"%d".__mod__, range(value, end)))
         offsets.extend(range(offset, offset + len(latencies_s)) if offset is not None
                        else [None] * len(latencies_s))
         latencies.extend(latencies_s)

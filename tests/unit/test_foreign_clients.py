@@ -26,8 +26,6 @@ from harness.workload.transactional import TransactionsLog, planned_abort
 @pytest.mark.parametrize("line, event", [
     ("a 2 17 340 4.250\n", Told(2, 17, 340, 4.25)),
     ("a 0 0 - 1.5", Told(0, 0, None, 1.5)),
-    ("A 1 4 90 2.5 2.25 2.0\n", ToldRun(1, 4, 90, [2.5, 2.25, 2.0])),
-    ("A 0 0 - 1.0", ToldRun(0, 0, None, [1.0])),
     ("e 1 9 KafkaTimeoutError 120000.0", Failed(1, 9, "KafkaTimeoutError", 120000.0, refused=False)),
     ("r 0 3 MessageSizeTooLargeError", Failed(0, 3, "MessageSizeTooLargeError", None, refused=True)),
     ("sent 2048", ("sent", 2048)),
@@ -45,6 +43,14 @@ def test_each_line_of_the_protocol_is_read_as_what_it_says(line, event):
     assert parse(line, partitions=3) == event
 
 
+@pytest.mark.parametrize("line, event", [("A 1 4 90 2.5 2.25 2.0\n", (1, 4, 90, [2.5, 2.25, 2.0])),
+                                         ("A 0 0 - 1.0", (0, 0, None, [1.0]))])
+def test_a_run_of_acknowledgements_is_read_as_what_it_says(line, event):
+    told = parse(line, partitions=3)
+    assert isinstance(told, ToldRun)
+    assert (told.partition, told.value, told.offset, told.latencies_ms.tolist()) == event
+
+
 @pytest.mark.parametrize("line", [
     "a 3 0 1 1.0",  # partition 3 of 3
     "a 0 -1 1 1.0",  # a negative value
@@ -53,6 +59,9 @@ def test_each_line_of_the_protocol_is_read_as_what_it_says(line, event):
     "A 0 1 1",  # a run of no acknowledgement
     "A 3 0 1 1.0",
     "A 0 1 1 1.0 x",
+    "A 0 1 1 1.0  2.0",
+    "A 0 1 1 1.0 nan",
+    "A 0 1 1 ",
     "e 0 1  1.0",  # no error name
     "r 0 1",
     "sent",
