@@ -110,7 +110,8 @@ class Failed:  # e P V NAME LAT, r P V NAME
 
 def parse(line: str, partitions: int):
     """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | Told | ToldRun | Failed |
-    Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a partition out of range, a negative value, ...)."""
+    Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a partition out of range, a negative
+    value, ...)."""
     word, _, rest = line.rstrip("\n").partition(" ")
     parts = rest.split(" ")
     try:
