@@ -26,9 +26,10 @@ class Implementation:
     name: str  # the key under `client:`
     language: str  # python | java
     idempotence: str  # its setting that turns idempotence on (for the docs and the examples)
-    transactional: str  # its setting that makes the producer transactional (not served in a child yet)
+    transactional: str  # its setting that makes the producer transactional
     owned: dict[str, str] = field(default_factory=dict)  # settings the harness sets, and why
     definite: dict[str, str] = field(default_factory=dict)  # error name -> why it proves nothing was written
+    transactions: bool = False  # its child runs the transactional workload (foreignproc.py): the Java client's
 
     def rejected(self, error: str) -> bool:
         """An error a delivery callback gave: rejected when it proves the record was never written."""
@@ -79,7 +80,8 @@ KAFKA_CLIENTS = Implementation(
      "UnsupportedCompressionTypeException": "the topic refuses the producer's compression",
      "TopicAuthorizationException": "the producer may not write to the topic",
      "ClusterAuthorizationException": "the producer may not use idempotence on this cluster",
-     "SerializationException": "the client could not serialise the record; nothing was transmitted"})
+     "SerializationException": "the client could not serialise the record; nothing was transmitted"},
+    transactions=True)
 
 FOREIGN: dict[str, Implementation] = {i.name: i for i in (KAFKA_PYTHON, AIOKAFKA, KAFKA_CLIENTS)}
 LIBRARIES = (CONFLUENT_KAFKA, *FOREIGN)

@@ -704,7 +704,7 @@ class ExperimentSpec(Strict):
             name, version = library
             foreign = FOREIGN.get(name)
             tid = foreign.transactional if foreign else "transactional.id"
-            if self.transactional(v) or tid in self.producer_config(v):
+            if (self.transactional(v) or tid in self.producer_config(v)) and not (foreign and foreign.transactions):
                 raise ValueError(f"client: variant {v.name} runs {name} {version} in a child process, which "
                                  "runs the plain producer (and its consumer group's members) under broker and network "
                                  f"faults only, so far; it cannot send in transactions ({tid})")

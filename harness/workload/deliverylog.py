@@ -128,17 +128,34 @@ class DeliveryLog:
         self.chunk_times_ms.append(int(time.time() * 1000) if at_ms is None else at_ms)
 
     # -- a foreign client's reports (workload/foreignproc.py: the child's lines, one per send) --------------
-    def told(self, partition: int, value: int, offset: int | None, latency_s: float) -> None:
-        """Acknowledged at `offset` (None: the broker tells none, acks=0)."""
+    def told(self, partition: int, value: int, offset: int | None, latency_s: float, txn: int | None = None) -> None:
+        """Acknowledged at `offset` (None: the broker tells none, acks=0); txn: its transaction (every report of
+        a transactional variant names one)."""
         values, offsets, latencies = self._reports[partition]
         values.append(b"%d" % value)
         offsets.append(offset)
         latencies.append(latency_s)
+        if txn is not None:
+            self._txns[partition].append(txn)
 
-    def failed(self, partition: int, value: int, error: str, latency_s: float, rejected: bool) -> None:
+    def told_run(self, partition: int, value: int, offset: int | None, latencies_s: list[float],
+                 txns: list[int] | None = None) -> None:
+        """Values value, value + 1, ... of `partition` acknowledged at offset, offset + 1, ... (None: none told),
+        one per latency (and per transaction in txns): a batch's acknowledgements in one call."""
+        values, offsets, latencies = self._reports[partition]
+        end = value + len(latencies_s)
+        values.extend(map(b"%d".__mod__, range(value, end)))
+        offsets.extend(range(offset, offset + len(latencies_s)) if offset is not None
+                       else [None] * len(latencies_s))
+        latencies.extend(latencies_s)
+        if txns is not None:
+            self._txns[partition].extend(txns)
+
+    def failed(self, partition: int, value: int, error: str, latency_s: float, rejected: bool,
+               txn: int | None = None) -> None:
         """Failed with the implementation's error `error` (harness/clients.py names it): rejected when it proves
         nothing was written (or the client refused the send), else unknown."""
-        self._failed.append((partition, b"%d" % value, NamedError(error), latency_s, None,
+        self._failed.append((partition, b"%d" % value, NamedError(error), latency_s, txn,
                              Outcome.REJECTED if rejected else Outcome.UNKNOWN))
 
     # -- sessions --------------------------------------------------------------------------

@@ -6,7 +6,10 @@ child only sends and tells what became of each send.
     run -> child   {json}               the task, first line: topic, partitions, messages, rate, chunk (sends per
                                         chunk), flush_timeout (s), bootstrap (the cluster's address), settings
                                         (the variant's producer settings, in the implementation's own names,
-                                        passed to it as they are)
+                                        passed to it as they are), transactions (null, or for a transactional
+                                        variant {"size": S, "aborts": [K, ...]}: transaction K holds messages
+                                        K*S .. K*S+S-1; those listed are aborted on purpose, the others
+                                        committed: transactional.py's seeded plan)
                    go                   the fault timeline starts: send
                    flush                the faults are healed: flush and finish
     child -> run   client NAME VERSION  the implementation and version it runs (checked)
@@ -14,11 +17,25 @@ child only sends and tells what became of each send.
                    chunk MS             the next `chunk` sends are handed from now (wall clock, ms): their sent_at
                    sent N               progress: messages 0..N-1 are handed (message i: partition i % P, value i // P)
                    a P V OFFSET LAT     (P, V) acknowledged at OFFSET, LAT ms after it was handed
+                   A P V OFFSET LAT...  a run of acknowledgements: (P, V), (P, V + 1), ... at OFFSET, OFFSET + 1, ...
+                                        (OFFSET `-`: none told), one latency each (a batch's acks on one line:
+                                        the run reads it for a fraction of the cost of one `a` line per send)
                    e P V NAME LAT       (P, V) failed with error NAME (its exception class's simple name)
                    r P V NAME           (P, V) refused by the client's send() before transmitting anything
+                   t K OUTCOME CAUSE ERROR SENDS MS
+                                        transaction K ended (MS: wall clock, ms) after SENDS sends were handed in
+                                        it: OUTCOME committed | aborted | unknown (the commit was asked, never
+                                        answered), CAUSE planned | error | interrupted (`-`: committed), ERROR
+                                        the exception's simple name (`-`: none); a row of the transactions log
                    handed               every message is handed; it waits for `flush` (the end of its stdin: stop)
                    result {json}        handed (how many), interrupted, error (the words of what ended it early),
                                         fatal (that error's name), duration (s)
+
+A transactional child (only the Java client's so far) begins a transaction before message K*S, and at its last
+message commits it, or flushes (so its records are written and read_committed must leave them out) and aborts it
+as planned; a commit that fails is aborted when the client can (aborted, cause error), else unknown, and an
+error the client cannot recover from ends the workload (result `fatal`); nothing is sent again. Every send's
+row in the delivery log carries its transaction (index // S).
 
 Outcomes keep the delivery log's rules (outcomes.py): `a` is acked; `e` is rejected only when the error's name is
 in the implementation's table of errors that prove nothing was written (clients.py), else unknown; `r` is
@@ -38,13 +55,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from .. import procs
 from ..exits import InfraError
-from ..formats import Outcome
+from datetime import datetime, timezone
+
+from ..formats import Outcome, TxnCause, TxnOutcome
 from .clientproc import STOP_TIMEOUT, _close, _say, ask_to_finish
 from .deliverylog import CHUNK, DeliveryLog
 from .foreignenv import ForeignEnv
 from .producer import ProduceResult
+from .transactional import TransactionsLog
 
 
 class ProtocolError(ValueError):
@@ -59,6 +81,24 @@ class Told:  # a P V OFFSET LAT
     latency_ms: float
 
 
+@dataclass(frozen=True, eq=False)
+class ToldRun:  # A P V OFFSET LAT...
+    partition: int
+    value: int  # the first; then value + 1, ...
+    offset: int | None  # the first's
+    latencies_ms: np.ndarray  # float64, one per send
+
+
+@dataclass(frozen=True)
+class Ended:  # t K OUTCOME CAUSE ERROR SENDS MS
+    number: int
+    outcome: str
+    cause: str | None
+    error: str | None
+    sends: int
+    at_ms: int
+
+
 @dataclass(frozen=True)
 class Failed:  # e P V NAME LAT, r P V NAME
     partition: int
@@ -69,11 +109,22 @@ class Failed:  # e P V NAME LAT, r P V NAME
 
 
 def parse(line: str, partitions: int):
-    """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | Told | Failed | ("handed",) |
-    ("result", dict). ProtocolError for anything else (a partition out of range, a negative value, ...)."""
+    """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | Told | ToldRun | Failed |
+    Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a partition out of range, a negative
+    value, ...)."""
     word, _, rest = line.rstrip("\n").partition(" ")
     parts = rest.split(" ")
     try:
+        if word == "A":
+            # A run carries hundreds of latencies: parsed by numpy at once (one float() each cost the run
+            # more CPU than the child's JVM could spare on 2 cores)
+            p, v, offset, text = rest.split(" ", 3)
+            p, v = int(p), int(v)
+            if not 0 <= p < partitions or v < 0:
+                raise ProtocolError(f"no such send: partition {p}, value {v}")
+            latencies = np.fromstring(text, sep=" ")
+            if latencies.size == text.count(" ") + 1 and np.isfinite(latencies).all():
+                return ToldRun(p, v, None if offset == "-" else int(offset), latencies)
         if word in ("a", "e", "r"):
             p, v = int(parts[0]), int(parts[1])
             if not 0 <= p < partitions or v < 0:
@@ -85,6 +136,13 @@ def parse(line: str, partitions: int):
                 return Failed(p, v, parts[2], float(parts[3]), refused=False)
             if word == "r" and len(parts) == 3 and parts[2]:
                 return Failed(p, v, parts[2], None, refused=True)
+        elif word == "t" and len(parts) == 6:
+            number, sends, at_ms = int(parts[0]), int(parts[4]), int(parts[5])
+            cause, error = (None if x == "-" else x for x in parts[2:4])
+            if parts[1] in TxnOutcome.__members__.values() and number >= 0 and sends >= 0 and error != "" \
+                    and (cause is None) == (parts[1] == TxnOutcome.COMMITTED) \
+                    and (cause is None or cause in TxnCause.__members__.values()):
+                return Ended(number, parts[1], cause, error, sends, at_ms)
         elif word == "sent" and len(parts) == 1:
             return ("sent", int(parts[0]))
         elif word == "chunk" and len(parts) == 1:
@@ -104,12 +162,17 @@ def parse(line: str, partitions: int):
 
 
 class Reports:
-    """The child's lines applied to the delivery log, as they come. `handed` is the most the child said it had
+    """The child's lines applied to the delivery log (and a transactional child's to the transactions log
+    `txlog`, its transactions of `size` messages), as they come. `handed` is the most the child said it had
     handed; the log is closed with it (every send handed and never reported: unknown). A send reported twice, or
-    one beyond the workload's messages, is a ProtocolError: the log would no longer add up."""
+    one beyond the workload's messages, is a ProtocolError: the log would no longer add up; so is a transaction
+    ended twice or beyond the workload's."""
 
-    def __init__(self, log: DeliveryLog, implementation, partitions: int, offsets_told: bool, messages: int):
+    def __init__(self, log: DeliveryLog, implementation, partitions: int, offsets_told: bool, messages: int,
+                 txlog: TransactionsLog | None = None, size: int = 0):
         self.log, self.impl, self.partitions, self.offsets_told = log, implementation, partitions, offsets_told
+        self.txlog, self.size = txlog, size
+        self.ended = bytearray(-(-messages // size) if txlog is not None else 0)
         self.reported = bytearray(messages)
         self.handed = 0
         self.result: dict | None = None
@@ -120,12 +183,26 @@ class Reports:
         if isinstance(event, Told):
             self._saw(event)
             log.told(event.partition, event.value, event.offset if self.offsets_told else None,
-                     event.latency_ms / 1000.0)
+                     event.latency_ms / 1000.0, self._txn(event.partition, event.value))
+        elif isinstance(event, ToldRun):
+            p, v, n = event.partition, event.value, len(event.latencies_ms)
+            self._saw_run(p, v, n)
+            txns = (((np.arange(v, v + n) * self.partitions + p) // self.size).tolist() if self.txlog is not None
+                    else None)
+            log.told_run(p, v, event.offset if self.offsets_told else None, (event.latencies_ms / 1000.0).tolist(),
+                         txns)
         elif isinstance(event, Failed):
             self._saw(event)
             rejected = event.refused or self.impl.rejected(event.error)
             log.failed(event.partition, event.value, event.error,
-                       -1.0 if event.latency_ms is None else event.latency_ms / 1000.0, rejected)
+                       -1.0 if event.latency_ms is None else event.latency_ms / 1000.0, rejected,
+                       self._txn(event.partition, event.value))
+        elif isinstance(event, Ended):
+            if self.txlog is None or event.number >= len(self.ended) or self.ended[event.number]:
+                raise ProtocolError(f"transaction {event.number}: not one of the workload's, or ended twice")
+            self.ended[event.number] = 1
+            self.txlog.add(event.number, 0, event.outcome, event.error, event.cause, event.sends,
+                           datetime.fromtimestamp(event.at_ms / 1000, timezone.utc))
         elif event[0] == "chunk":
             log.mark_chunk(event[1])
             log.maybe_spill()
@@ -138,6 +215,9 @@ class Reports:
             self.client = (event[1], event[2])
         # ("ready",), ("handed",): the producer answers them
 
+    def _txn(self, partition: int, value: int) -> int | None:
+        return (value * self.partitions + partition) // self.size if self.txlog is not None else None
+
     def _saw(self, event) -> None:
         index = event.value * self.partitions + event.partition
         if index >= len(self.reported):
@@ -148,6 +228,18 @@ class Reports:
         self.reported[index] = 1
         self.handed = max(self.handed, index + 1)
 
+    def _saw_run(self, partition: int, value: int, count: int) -> None:
+        first, last = value * self.partitions + partition, (value + count - 1) * self.partitions + partition
+        if last >= len(self.reported):
+            raise ProtocolError(f"a report of a send the workload does not have: partition {partition}, "
+                                f"value {value + count - 1}")
+        run = slice(first, last + 1, self.partitions)
+        if 1 in self.reported[run]:
+            again = value + self.reported[run].index(1)
+            raise ProtocolError(f"partition {partition}, value {again} reported twice")
+        self.reported[run] = b"\x01" * count
+        self.handed = max(self.handed, last + 1)
+
     def close(self) -> None:
         self.log.close(self.handed)
 
@@ -155,16 +247,22 @@ class Reports:
 class ForeignProducer:
     """The variant's producer in a child of implementation `env.name` at `env.version`. prepare() starts the child
     and returns once its client is built (the JVM's start and a source file's compilation take seconds: the
-    fault timeline starts after them); run() lets it send. `result` and `versions` stay readable however it ends."""
+    fault timeline starts after them); run() lets it send. `result` and `versions` stay readable however it ends.
+    txlog (a transactional variant): the transactions log, written from the child's `t` lines, of transactions of
+    `size` messages, those numbered in `aborts` aborted on purpose."""
 
     def __init__(self, env: ForeignEnv, bootstrap: str, topic: str, partitions: int, messages: int, settings: dict,
                  acks: Path, offsets_told: bool, client_log: Path, rate: float | None, flush_timeout: float,
-                 stop: threading.Event, on_progress: Callable[[int], None] | None = None):
+                 stop: threading.Event, on_progress: Callable[[int], None] | None = None,
+                 txlog: TransactionsLog | None = None, size: int = 0, aborts: list[int] | None = None):
         self.env, self.client_log, self.stop, self.on_progress = env, client_log, stop, on_progress
+        transactions = {"size": size, "aborts": list(aborts or [])} if txlog is not None else None
         self.task = {"topic": topic, "partitions": partitions, "messages": messages, "rate": rate, "chunk": CHUNK,
-                     "flush_timeout": flush_timeout, "bootstrap": bootstrap, "settings": settings}
+                     "flush_timeout": flush_timeout, "bootstrap": bootstrap, "settings": settings,
+                     "transactions": transactions}
         self.log = DeliveryLog(acks, partitions, offsets_told)
-        self.reports = Reports(self.log, env.implementation, partitions, offsets_told, messages)
+        self.txlog = txlog
+        self.reports = Reports(self.log, env.implementation, partitions, offsets_told, messages, txlog, size)
         self.result: ProduceResult | None = None
         self.versions = ""
         self._wrong = ""
@@ -184,6 +282,8 @@ class ForeignProducer:
             self.proc = procs.spawn(list(self.env.command), self.client_log, env=self.env.environ(), talk=True)
         except BaseException:
             self.reports.close()
+            if self.txlog is not None:
+                self.txlog.close()
             raise
         self._relay = threading.Thread(target=self._relay_stop, args=(self.proc, self._ended),
                                        name="foreign-child-stop", daemon=True)
@@ -233,7 +333,9 @@ class ForeignProducer:
         procs.stop(proc, timeout=STOP_TIMEOUT)
         self._relay.join()
         _close(proc.stdout)
-        self.reports.close()  # the log is closed however it ends
+        self.reports.close()  # the logs are closed however it ends
+        if self.txlog is not None:
+            self.txlog.close()
         said = self.reports.result or {}
         counts = self.log.counts
         self.result = ProduceResult(self.log.sent, counts[Outcome.ACKED], counts[Outcome.REJECTED],
@@ -250,7 +352,7 @@ class ForeignProducer:
             for line in proc.stdout:
                 event = parse(line, partitions)
                 apply(event)
-                if isinstance(event, (Told, Failed)):
+                if isinstance(event, (Told, ToldRun, Failed, Ended)):
                     continue
                 if event[0] == "client":
                     self.versions = f"{event[1]} {event[2]}"

@@ -4,7 +4,7 @@
     transactional  transactional.TransactionalWorkload (the variant's producer names a transactional.id)
     child          clientproc.ChildProducer (the variant names another confluent-kafka version)
     foreign        foreignproc.ForeignProducer (the variant names another implementation: kafka-python, aiokafka,
-                   the Java client; harness/clients.py)
+                   the Java client; harness/clients.py); the Java client's also transactional
 
     prepare()                              readies what must be ready before the fault timeline starts (a
                                            child's client: a JVM's start takes seconds); nothing for the others
@@ -32,7 +32,7 @@ from .foreignenv import ensure as ensure_foreign
 from .foreignproc import ForeignProducer
 from .deliverylog import DeliveryLog
 from .producer import ProduceResult, produce
-from .transactional import TransactionalWorkload, TransactionsLog
+from .transactional import TransactionalWorkload, TransactionsLog, planned_abort
 
 
 @dataclass
@@ -123,11 +123,15 @@ class Child:
 
 
 class Foreign:
-    def __init__(self, s: Sending, name: str, version: str):
-        self.name, self.version = name, version
+    def __init__(self, s: Sending, name: str, version: str, txlog: TransactionsLog | None = None, size: int = 0,
+                 abort_ratio: float = 0.0, seed: int = 0):
+        """txlog: a transactional variant (its transactions of `size` sends, aborted on purpose as the harness's
+        own transactional workload plans it)."""
+        self.name, self.version, self.txlog = name, version, txlog
+        aborts = [k for k in range(-(-s.messages // size)) if planned_abort(seed, k, abort_ratio)] if txlog else None
         self.child = ForeignProducer(ensure_foreign(name, version), s.client["bootstrap.servers"], s.topic,
                                      s.partitions, s.messages, s.config, s.acks, s.offsets_told, s.client_log, s.rate,
-                                     s.flush_timeout, s.stop, s.on_progress)
+                                     s.flush_timeout, s.stop, s.on_progress, txlog, size, aborts)
 
     def prepare(self) -> None:
         self.child.prepare()
@@ -138,16 +142,22 @@ class Foreign:
     def record(self) -> dict:
         """The delivery log's counts (the run wrote it from the child's lines), however the child ended."""
         log = self.child.log
-        return {"sent": log.sent, **log.counts, "client": self.child.versions or f"{self.name} {self.version}"}
+        transactions = {"transactions": self.txlog.counts()} if self.txlog is not None else {}
+        return {"sent": log.sent, **log.counts, "client": self.child.versions or f"{self.name} {self.version}",
+                **transactions}
 
 
 def make_producer(s: Sending, library: tuple[str, str] | None, transactional: bool, transactions: Path, size: int,
                   abort_ratio: float, seed: int) -> VariantProducer:
     """The variant's producer: another implementation's or another client version's in a child, a transactional
-    one, or the plain one (spec.py refuses a client library with transactions)."""
+    one, or the plain one (spec.py refuses transactions with a client library other than the Java client)."""
     if library is not None:
         name, version = library
-        return Child(s, version) if name == CONFLUENT_KAFKA else Foreign(s, name, version)
+        if name == CONFLUENT_KAFKA:
+            return Child(s, version)
+        if transactional:
+            return Foreign(s, name, version, TransactionsLog(transactions), size, abort_ratio, seed)
+        return Foreign(s, name, version)
     if transactional:
         return Transactional(s, transactions, size, abort_ratio, seed)
     return Plain(s)

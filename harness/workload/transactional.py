@@ -59,6 +59,12 @@ SOCKET_TIMEOUT_MS = 60_000  # librdkafka's default socket.timeout.ms
 STEP = 0.25  # seconds a commit or abort call waits before it is resumed (a restart may come in between)
 
 
+def planned_abort(seed: int, number: int, ratio: float) -> bool:
+    """Transaction `number` is to be aborted on purpose: the seeded plan every transactional workload follows
+    (this one, and a foreign client's child: foreignproc.py hands it the plan)."""
+    return random.Random(f"{seed}/abort/{number}").random() < ratio
+
+
 class TransactionsUnavailable(RuntimeError):
     """The producer could not start its transactions: the broker refuses the API (init_transactions failed for
     good), or init_transactions kept timing out until the workload's flush timeout. The run cannot test them."""
@@ -92,8 +98,12 @@ class TransactionsLog:
         self.replaced: Counter[str] = Counter()  # error name -> instances it broke for good (replaced)
 
     def record(self, txn: _Txn, outcome: str, error: str | None = None, cause: str | None = None) -> None:
-        self.rows.append({"txn": txn.number, "session": txn.session, "outcome": outcome, "error": error,
-                          "cause": cause, "sends": txn.handed, "ended_at": datetime.now(timezone.utc)})
+        self.add(txn.number, txn.session, outcome, error, cause, txn.handed, datetime.now(timezone.utc))
+
+    def add(self, number: int, session: int, outcome: str, error: str | None, cause: str | None, sends: int,
+            ended_at: datetime) -> None:
+        self.rows.append({"txn": number, "session": session, "outcome": outcome, "error": error, "cause": cause,
+                          "sends": sends, "ended_at": ended_at})
 
     def counts(self) -> dict[str, int]:
         return {o: sum(1 for r in self.rows if r["outcome"] == o) for o in TxnOutcome}
@@ -308,7 +318,7 @@ class TransactionalWorkload:
         return True
 
     def _end(self, txn: _Txn) -> None:
-        txn.planned = random.Random(f"{self.seed}/abort/{txn.number}").random() < self.abort_ratio
+        txn.planned = planned_abort(self.seed, txn.number, self.abort_ratio)
         result = self._finish(txn, commit=not txn.planned)
         if result is None:  # a restart came while it waited: _restart() recorded it
             return

@@ -64,3 +64,80 @@ def test_a_stopped_run_stops_the_java_child_and_keeps_its_log(tmp_path):
     v = summary["variants"]["java"]
     assert 0 < v["sent"] < 400_000 and accounting(v)
     assert pq.read_table(run_dir / "java" / "acks.parquet").num_rows == v["sent"]
+
+
+def test_the_java_clients_transactions_commit_and_abort_as_planned(tmp_path):
+    # The harness's transactional workload's plan (seed 3, 30 % aborted on purpose) run by the Java client's child
+    # on one KRaft node, without faults: every committed value read once, no aborted one under read_committed,
+    # while read_uncommitted shows them (so the check could fail).
+    from tests.kafka.test_transactions import committed_read_once_and_aborted_invisible
+    from tests.kafka.test_transactions import run as run_experiment
+    doc = {"name": "java-transactions", "seed": 3, "cluster": ONE_NODE, "topic": {"partitions": 3},
+           "workload": {"messages": 6000, "rate": 3000, "transaction.size": 200, "abort_ratio": 0.3},
+           "variants": [{"name": "java-tx", "client": {"kafka-clients": java_version()},
+                         "producer": {"acks": "all", "linger.ms": 5, "transactional.id": "kc-java-tx"}}],
+           "expectations": {"java-tx": {"duplicates": 0, "missing": "> 0"}}}
+    r, run_dir, summary = run_experiment(tmp_path, doc)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert summary["verdict"] == "pass", summary
+    v = summary["variants"]["java-tx"]
+    assert v["client"] == f"kafka-clients {java_version()}" and accounting(v) and "client_fatal" not in v
+    assert v["transactions"] == {"committed": v["transactions"]["committed"], "aborted": v["transactions"]["aborted"],
+                                 "unknown": 0} and sum(v["transactions"].values()) == 30
+    assert v["transactions"]["aborted"] > 0 and v["transactions"]["committed"] > 0
+    for key in ("aborted_reads", "lost_committed", "torn_transactions", "zombie_writes_visible", "duplicates",
+                "lost", "unseen", "inconsistent_offsets"):
+        assert v[key] == 0, (key, v)
+    once, aborted_read, aborted_kept, n_committed = committed_read_once_and_aborted_invisible(run_dir, "java-tx")
+    assert once and n_committed == 200 * v["transactions"]["committed"]
+    assert aborted_read == 0
+    assert aborted_kept > 0  # the aborted records are in the log: read_committed really left them out
+    txns = pq.read_table(run_dir / "java-tx" / "transactions.parquet").to_pylist()
+    planned = [r["txn"] for r in txns if r["cause"] == "planned"]
+    from harness.workload.transactional import planned_abort
+    assert planned == [k for k in range(30) if planned_abort(3, k, 0.3)]  # the harness's own plan
+
+
+def test_a_fenced_java_producer_fails_for_good_and_names_its_fatal_error(tmp_path):
+    # A second producer with the same transactional.id (the harness's librdkafka) fences the Java child once it
+    # has handed 5,000 sends: the child hands no more, and its result names the fatal error as client_fatal would.
+    import threading
+
+    from confluent_kafka import Producer
+
+    from harness.cluster import make_cluster
+    from harness.cluster.topic import create_topic
+    from harness.spec import LocalClusterSpec
+    from harness.workload.foreignproc import ForeignProducer
+    from harness.workload.transactional import TransactionsLog
+    cluster = make_cluster(LocalClusterSpec(backend="local", broker="kafka", brokers=1), tmp_path / "cluster")
+    cluster.up()
+    try:
+        create_topic(cluster.client, "t", 3, 1)
+        successor = []
+
+        def fence(sent):
+            if sent >= 5000 and not successor:
+                successor.append(Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "kc-fenced"}))
+                successor[0].init_transactions(30)
+
+        txlog = TransactionsLog(tmp_path / "transactions.parquet")
+        child = ForeignProducer(ensure("kafka-clients", java_version()), cluster.bootstrap, "t", 3, 200_000,
+                                {"acks": "all", "transactional.id": "kc-fenced"}, tmp_path / "acks.parquet", True,
+                                tmp_path / "producer.log", 5000.0, 30.0, threading.Event(), fence, txlog, 500, [])
+        r = child.run(before_flush=None)
+    finally:
+        cluster.down()
+    # The client's own name for it: seen InvalidTxnStateException (4.1.0: the commit after the fencing)
+    assert successor and r.fatal in ("ProducerFencedException", "InvalidProducerEpochException",
+                                     "InvalidTxnStateException"), r
+    assert r.error.startswith("fatal error: ") and 5000 <= r.sent < 200_000, r
+    assert r.sent == r.acked + r.rejected + r.unknown
+    txns = pq.read_table(tmp_path / "transactions.parquet").to_pylist()
+    assert [t["txn"] for t in txns] == list(range(len(txns))) and txns[0]["outcome"] == "committed"
+    last = txns[-1]  # the one the fencing took: not committed as far as the child knows
+    assert last["outcome"] in ("aborted", "unknown") and last["cause"] == "error" and last["error"], last
+    # Before it, the client may have got through an InvalidProducerEpochException: abortable in 4.x, aborted with
+    # an epoch bump (seen: one transaction aborted so, six committed after it, then fenced for good)
+    assert all(t["outcome"] == "committed" or (t["outcome"] == "aborted" and t["cause"] == "error" and t["error"])
+               for t in txns[:-1]), txns

@@ -18,7 +18,8 @@ from harness.spec import load_spec
 from harness.workload import pychild
 from harness.workload.deliverylog import CHUNK, DeliveryLog
 from harness.workload.foreignenv import ForeignEnv
-from harness.workload.foreignproc import Failed, ForeignProducer, ProtocolError, Reports, Told, parse
+from harness.workload.foreignproc import Ended, Failed, ForeignProducer, ProtocolError, Reports, Told, ToldRun, parse
+from harness.workload.transactional import TransactionsLog, planned_abort
 
 
 # -- the lines ----------------------------------------------------------------------------------------------------
@@ -28,6 +29,9 @@ from harness.workload.foreignproc import Failed, ForeignProducer, ProtocolError,
     ("e 1 9 KafkaTimeoutError 120000.0", Failed(1, 9, "KafkaTimeoutError", 120000.0, refused=False)),
     ("r 0 3 MessageSizeTooLargeError", Failed(0, 3, "MessageSizeTooLargeError", None, refused=True)),
     ("sent 2048", ("sent", 2048)),
+    ("t 3 committed - - 100 1764250000123", Ended(3, "committed", None, None, 100, 1764250000123)),
+    ("t 4 aborted planned - 100 5", Ended(4, "aborted", "planned", None, 100, 5)),
+    ("t 5 unknown error TimeoutException 7 5", Ended(5, "unknown", "error", "TimeoutException", 7, 5)),
     ("chunk 1764250000123", ("chunk", 1764250000123)),
     ("handed", ("handed",)),
     ("ready", ("ready",)),
@@ -39,14 +43,34 @@ def test_each_line_of_the_protocol_is_read_as_what_it_says(line, event):
     assert parse(line, partitions=3) == event
 
 
+@pytest.mark.parametrize("line, event", [("A 1 4 90 2.5 2.25 2.0\n", (1, 4, 90, [2.5, 2.25, 2.0])),
+                                         ("A 0 0 - 1.0", (0, 0, None, [1.0]))])
+def test_a_run_of_acknowledgements_is_read_as_what_it_says(line, event):
+    told = parse(line, partitions=3)
+    assert isinstance(told, ToldRun)
+    assert (told.partition, told.value, told.offset, told.latencies_ms.tolist()) == event
+
+
 @pytest.mark.parametrize("line", [
     "a 3 0 1 1.0",  # partition 3 of 3
     "a 0 -1 1 1.0",  # a negative value
     "a 0 1 x 1.0",  # an offset that is not a number
     "a 0 1 1",  # no latency
+    "A 0 1 1",  # a run of no acknowledgement
+    "A 3 0 1 1.0",
+    "A 0 1 1 1.0 x",
+    "A 0 1 1 1.0  2.0",
+    "A 0 1 1 1.0 nan",
+    "A 0 1 1 ",
     "e 0 1  1.0",  # no error name
     "r 0 1",
     "sent",
+    "t 3 committed - - 100",  # no time
+    "t 3 committed error - 100 5",  # committed has no cause
+    "t 3 aborted - - 100 5",  # not committed: a cause
+    "t 3 lost planned - 100 5",
+    "t 3 aborted later - 100 5",
+    "t -1 aborted planned - 100 5",
     "handed now",
     "result [1]",
     'result {"handed": -1}',
@@ -101,8 +125,17 @@ def test_the_lines_become_the_delivery_log_with_the_same_accounting(tmp_path):
     assert all(r["sent_at"].timestamp() == 1764250000.0 for r in got)  # the chunk's time, as the child said
 
 
+def test_a_run_of_acknowledgements_is_each_of_its_sends(tmp_path):
+    log, got = feed(tmp_path, ["chunk 1", "A 1 1 40 1.0 2.0 3.0", "A 0 0 - 4.0", "sent 8"], messages=8)
+    assert log.counts == {"acked": 4, "rejected": 0, "unknown": 4}
+    acked = [(r["partition"], r["value"], r["offset"], r["latency_ms"]) for r in got if r["outcome"] == "acked"]
+    assert acked == [(0, 0, -1, 4.0), (1, 1, 40, 1.0), (1, 2, 41, 2.0), (1, 3, 42, 3.0)]
+
+
 @pytest.mark.parametrize("lines, said", [
     (["a 0 0 0 1.0", "e 0 0 KafkaTimeoutError 2.0"], "partition 0, value 0 reported twice"),
+    (["a 1 1 0 1.0", "A 1 0 0 1.0 1.0"], "partition 1, value 1 reported twice"),
+    (["A 1 0 0 1.0 1.0 1.0"], "a report of a send the workload does not have: partition 1, value 2"),
     (["a 1 2 0 1.0"], "a report of a send the workload does not have: partition 1, value 2"),  # message 5 of 4
 ])
 def test_a_send_reported_twice_or_beyond_the_workload_is_a_protocol_error(tmp_path, lines, said):
@@ -214,6 +247,106 @@ def test_a_child_of_another_version_than_asked_fails_the_run(tmp_path):
         p.run(before_flush=None)
 
 
+# A stand-in child that says the lines it is given after `go` (and its answers to `handed`).
+SCRIPTED = textwrap.dedent('''
+    import json, sys
+    task = json.loads(sys.stdin.readline())
+    said = json.loads(sys.argv[1])
+    print("client kafka-clients 4.1.0", flush=True)
+    print("ready", flush=True)
+    assert sys.stdin.readline().strip() == "go"
+    for line in said:
+        print(line, flush=True)
+        if line == "handed":
+            assert sys.stdin.readline().strip() == "flush"
+''')
+
+
+def scripted(tmp_path, lines, messages=8, **task):
+    script = tmp_path / "scripted.py"
+    script.write_text(SCRIPTED)
+    env = ForeignEnv("kafka-clients", "4.1.0", (sys.executable, str(script), json.dumps(lines)))
+    return ForeignProducer(env, "127.0.0.1:9", "t", 2, messages, {"acks": "all"}, tmp_path / "acks.parquet", True,
+                           tmp_path / "producer.log", None, 5.0, threading.Event(), **task)
+
+
+def test_the_java_clients_fatal_error_is_the_results_fatal_and_its_sends_keep_their_rules(tmp_path):
+    # The Java child found the client failed for good between chunks (ClusterAuthorizationException: it aborts
+    # every batch); what send() refused is rejected, the batches it aborted are rejected only by that name.
+    fatal = "fatal error: Cluster authorization failed."
+    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1.0 1.0", "a 1 0 0 1.0", "e 1 1 ClusterAuthorizationException 2.0",
+                            "e 0 2 ProducerFencedException 2.0", "r 1 2 ClusterAuthorizationException", "sent 6",
+                            "handed", "result " + json.dumps({"handed": 6, "interrupted": False, "error": fatal,
+                                                              "fatal": "ClusterAuthorizationException",
+                                                              "duration": 0.1})])
+    result = p.run(before_flush=None)
+    assert (result.fatal, result.error) == ("ClusterAuthorizationException", fatal)
+    assert (result.sent, result.acked, result.rejected, result.unknown) == (6, 3, 2, 1)
+    by = {(r["partition"], r["value"]): r for r in rows(tmp_path / "acks.parquet")}
+    assert (by[0, 2]["outcome"], by[0, 2]["error"]) == ("unknown", "ProducerFencedException")  # may be written
+    assert (by[1, 2]["outcome"], by[1, 2]["error"]) == ("rejected", "ClusterAuthorizationException")
+
+
+def test_a_transactional_childs_lines_become_both_logs(tmp_path):
+    # 2 partitions, transactions of 3 sends: transaction 1 is messages 3, 4, 5 (partition 1 value 1, ...)
+    txlog = TransactionsLog(tmp_path / "transactions.parquet")
+    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1.0 1.0", "A 1 0 0 1.0", "t 0 committed - - 3 1764250000000",
+                            "a 1 1 2 1.0", "a 0 2 3 1.0", "e 1 2 TimeoutException 9.0",
+                            "t 1 aborted planned - 3 1764250000500", "a 0 3 5 1.0",
+                            "t 2 unknown error TimeoutException 1 1764250001000", "sent 7", "handed",
+                            "result " + json.dumps({"handed": 7, "interrupted": False, "error": "", "fatal": "",
+                                                    "duration": 0.1})],
+                 messages=7, txlog=txlog, size=3, aborts=[1])
+    assert p.task["transactions"] == {"size": 3, "aborts": [1]}
+    result = p.run(before_flush=None)
+    assert (result.sent, result.acked, result.unknown) == (7, 6, 1)
+    txn = {(r["partition"], r["value"]): r["txn"] for r in rows(tmp_path / "acks.parquet")}
+    assert txn == {(0, 0): 0, (1, 0): 0, (0, 1): 0, (1, 1): 1, (0, 2): 1, (1, 2): 1, (0, 3): 2}
+    got = pq.read_table(tmp_path / "transactions.parquet").to_pylist()
+    assert [(r["txn"], r["session"], r["outcome"], r["cause"], r["error"], r["sends"]) for r in got] == [
+        (0, 0, "committed", None, None, 3), (1, 0, "aborted", "planned", None, 3),
+        (2, 0, "unknown", "error", "TimeoutException", 1)]
+    assert got[1]["ended_at"].timestamp() == 1764250000.5
+    assert txlog.counts() == {"committed": 1, "aborted": 1, "unknown": 1}
+
+
+@pytest.mark.parametrize("lines, said", [
+    (["t 0 committed - - 3 1", "t 0 committed - - 3 1"], "transaction 0: not one of the workload's, or ended twice"),
+    (["t 3 committed - - 3 1"], "transaction 3: not one of the workload's"),  # 7 messages: transactions 0..2
+])
+def test_a_transaction_ended_twice_or_beyond_the_workload_is_a_protocol_error(tmp_path, lines, said):
+    log = DeliveryLog(tmp_path / "acks.parquet", 2)
+    reports = Reports(log, KAFKA_CLIENTS, 2, True, 7, TransactionsLog(tmp_path / "tx.parquet"), 3)
+    with pytest.raises(ProtocolError, match=said):
+        for line in lines:
+            reports.apply(parse(line, 2))
+
+
+def test_the_java_clients_transactions_follow_the_harness_plan_of_aborts(tmp_path, monkeypatch):
+    from harness.workload import producers
+    monkeypatch.setattr(producers, "ensure_foreign",
+                        lambda name, version: ForeignEnv(name, version, (sys.executable, "-c", "")))
+    sending = producers.Sending({"bootstrap.servers": "127.0.0.1:9"}, "t", 3, 1000, {"transactional.id": "x"},
+                                tmp_path / "acks.parquet", tmp_path / "p.log", None, 5.0, threading.Event(),
+                                lambda n: None, None, None)
+    made = producers.make_producer(sending, ("kafka-clients", "4.1.0"), True, tmp_path / "tx.parquet", 30, 0.3, 42)
+    plan = made.child.task["transactions"]
+    assert plan["size"] == 30 and plan["aborts"] == [k for k in range(34) if planned_abort(42, k, 0.3)]
+    assert 0 < len(plan["aborts"]) < 34  # some aborted, not all
+    assert producers.make_producer(sending, ("kafka-clients", "4.1.0"), False, tmp_path / "tx.parquet", 30, 0.3,
+                                   42).child.task["transactions"] is None
+
+
+def test_only_the_java_clients_child_sends_in_transactions(tmp_path):
+    spec = load(tmp_path, {"workload": {"messages": 100, "rate": 100, "transaction_size": 10, "abort_ratio": 0.2},
+                           "variants": [{"name": "j", "client": {"kafka-clients": "4.1.0"},
+                                         "producer": {"transactional.id": "j-tx"}}]})
+    assert spec.transactional(spec.variants[0])
+    with pytest.raises(Exception, match=r"runs kafka-python 3.0.12 in a child process.*\(transactional_id\)"):
+        load(tmp_path, {"variants": [{"name": "k", "client": {"kafka-python": "3.0.12"},
+                                      "producer": {"transactional_id": "k-tx"}}]})
+
+
 # -- the spec -----------------------------------------------------------------------------------------------------
 def load(tmp_path, doc):
     path = tmp_path / "exp.yaml"
@@ -252,7 +385,7 @@ def test_the_task_says_where_and_what_to_send_in_the_implementations_own_setting
     p = producer(tmp_path, "ok")
     task = json.loads(json.dumps(p.task))
     assert task == {"topic": "t", "partitions": 2, "messages": 8, "rate": None, "chunk": CHUNK, "flush_timeout": 5.0,
-                    "bootstrap": "127.0.0.1:9", "settings": {"acks": "all"}}
+                    "bootstrap": "127.0.0.1:9", "settings": {"acks": "all"}, "transactions": None}
 
 
 # -- the Java client: its jars come from KAFKA_HOME ----------------------------------------------------------------

@@ -7,11 +7,18 @@
 //                                                                      property names), connecting nowhere: `ok`,
 //                                                                      or `refused WORDS` (the client's words)
 //
-// Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks;
-// each send's outcome becomes one line, written by the client's I/O thread into a queue that the main loop
-// empties between chunks. An error is named by its exception's simple class name. A send whose send() threw
-// was refused before anything was transmitted (`r`): the workload ends there. SIGTERM stops the handing; the
-// producer is then closed at once (what is unsent or unacknowledged fails: unknown), and the result follows.
+// Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks
+// (a transactional task: transaction K holds messages K*S .. K*S+S-1, committed or aborted as planned, each
+// ending with a `t` line). Each send's outcome is told once (Report): its callback runs on the client's I/O
+// thread, which is also the thread that sends, so it records primitives only (Acks) and the main loop formats
+// them into a byte buffer between chunks (a String built per ack on the I/O thread halved the throughput). An
+// error is named by its exception's simple class name. A send whose send() threw, and whose record the client
+// never took (it never called back), was refused before anything was transmitted (`r`): the workload ends there.
+// So does a fatal error, the client failing for good (its idempotence or transaction state holds one:
+// ProducerFencedException, ClusterAuthorizationException, UnsupportedVersionException, ...; it then aborts every
+// batch): looked for between chunks once a send has failed, and at the end; the result's `fatal` names it.
+// SIGTERM stops the handing; the producer is then closed at once (what is unsent or unacknowledged fails:
+// unknown), and the result follows.
 // The client's own log (log4j) goes to stderr, which the run keeps as the variant's client log.
 
 import java.io.BufferedReader;
@@ -34,9 +41,144 @@ public class ChaosProducer {
     // The run said `go`: from then on SIGTERM stops the handing. Before it nothing was handed, and building or
     // connecting the client may block for max.block.ms: the child answers its (empty) result and ends at once.
     static volatile boolean going = false;
-    static final ConcurrentLinkedQueue<String> LINES = new ConcurrentLinkedQueue<>();
-    static final AtomicBoolean FIRST_ACKED = new AtomicBoolean();
+    static final ConcurrentLinkedQueue<String> LINES = new ConcurrentLinkedQueue<>();  // all but `a` lines
+    static final Acks ACKS = new Acks();
+    static final Lines OUT = new Lines();
+    static int partitions = 1;
+    static boolean firstAckLogged = false;
     static PrintStream out;
+    static volatile boolean failedSend = false;  // a callback reported an error: look for a fatal one
+
+    /** Acknowledged sends as (index, offset, latency ns) triples, appended by the callbacks (the I/O thread; the
+     *  main thread too when send() fails a record at once), taken by the main thread: two arrays swapped. */
+    static final class Acks {
+        static final long NO_OFFSET = Long.MIN_VALUE;
+        private long[] filling = new long[3 * 4096], spare = new long[3 * 4096];
+        private int size;
+
+        synchronized void add(long index, long offset, long nanos) {
+            if (size + 3 > filling.length) {
+                filling = java.util.Arrays.copyOf(filling, filling.length * 2);
+            }
+            filling[size] = index;
+            filling[size + 1] = offset;
+            filling[size + 2] = nanos;
+            size += 3;
+        }
+
+        /** What was added since the last call, in the returned array's [0, count): valid until the next call. */
+        long[] take(int[] count) {
+            synchronized (this) {
+                long[] full = filling;
+                count[0] = size;
+                filling = spare.length >= full.length ? spare : new long[full.length];
+                spare = full;
+                size = 0;
+                return full;
+            }
+        }
+    }
+
+    /** One send's delivery callback: its outcome is told once. kafka-clients may call back twice: send() calls back
+     *  with an error raised after the record was appended (the transaction manager's, e.g. the producer fenced),
+     *  and the record's batch calls back again when it is aborted. A send() that throws may also have appended
+     *  its record: its callback, if the client calls it, says what became of it (the `r` line waits for the close).
+     *  The callback runs on the client's I/O thread, which is also the thread that sends: it records primitives
+     *  only (Acks). */
+    static final class Report implements org.apache.kafka.clients.producer.Callback {
+        static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Report> CLAIMED =
+                java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Report.class, "claimed");
+        final long index, handedAt;
+        volatile int claimed;
+
+        Report(long index, long handedAt) {
+            this.index = index;
+            this.handedAt = handedAt;
+        }
+
+        boolean claim() {
+            return CLAIMED.compareAndSet(this, 0, 1);
+        }
+
+        @Override
+        public void onCompletion(org.apache.kafka.clients.producer.RecordMetadata md, Exception ex) {
+            if (!claim()) {
+                return;
+            }
+            if (ex == null) {
+                ACKS.add(index, md.hasOffset() ? md.offset() : Acks.NO_OFFSET, System.nanoTime() - handedAt);
+            } else {
+                LINES.add("e " + index % partitions + " " + index / partitions + " " + name(ex) + " " + ms(handedAt));
+                failedSend = true;
+            }
+        }
+    }
+
+    /** The protocol's lines as ASCII bytes, written to stdout in one call per flush. */
+    static final class Lines {
+        private byte[] buf = new byte[1 << 16];
+        private int pos;
+        private final FileOutputStream stdout = new FileOutputStream(FileDescriptor.out);
+
+        private void room(int n) {
+            if (pos + n > buf.length) {
+                buf = java.util.Arrays.copyOf(buf, Math.max(buf.length * 2, pos + n));
+            }
+        }
+
+        Lines put(char c) {
+            room(1);
+            buf[pos++] = (byte) c;
+            return this;
+        }
+
+        Lines put(String s) {
+            byte[] b = s.getBytes(StandardCharsets.UTF_8);
+            room(b.length);
+            System.arraycopy(b, 0, buf, pos, b.length);
+            pos += b.length;
+            return this;
+        }
+
+        Lines put(long x) {
+            room(20);
+            if (x < 0) {
+                if (x == Long.MIN_VALUE) {
+                    return put(Long.toString(x));
+                }
+                buf[pos++] = '-';
+                x = -x;
+            }
+            int start = pos;
+            do {
+                buf[pos++] = (byte) ('0' + x % 10);
+                x /= 10;
+            } while (x > 0);
+            for (int i = start, j = pos - 1; i < j; i++, j--) {
+                byte t = buf[i];
+                buf[i] = buf[j];
+                buf[j] = t;
+            }
+            return this;
+        }
+
+        /** Nanoseconds as milliseconds with three decimals. */
+        Lines ms(long nanos) {
+            long us = Math.max(0, nanos) / 1000;
+            put(us / 1000).put('.');
+            long frac = us % 1000;
+            room(3);
+            buf[pos++] = (byte) ('0' + frac / 100);
+            buf[pos++] = (byte) ('0' + frac / 10 % 10);
+            buf[pos++] = (byte) ('0' + frac % 10);
+            return this;
+        }
+
+        void flush() throws java.io.IOException {
+            stdout.write(buf, 0, pos);
+            pos = 0;
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         // The protocol owns stdout; anything else that prints (log4j's default console) goes to stderr.
@@ -112,6 +254,38 @@ public class ChaosProducer {
         return e.getClass().getSimpleName();
     }
 
+    /** What send() threw, unwrapped: once the client holds an error, send() throws a KafkaException or an
+     *  IllegalStateException around it. */
+    static Throwable why(Throwable e) {
+        boolean wrapper = e.getClass() == org.apache.kafka.common.KafkaException.class
+                || e.getClass() == IllegalStateException.class;
+        return wrapper && e.getCause() != null ? e.getCause() : e;
+    }
+
+    /** The producer's fatal error when it holds one (it can send no more), else null. kafka-clients keeps it in
+     *  its transaction manager (idempotent and transactional producers), which it does not expose: read by
+     *  reflection; null on a version whose insides differ. */
+    static RuntimeException fatalError(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer) {
+        try {
+            java.lang.reflect.Field field = producer.getClass().getDeclaredField("transactionManager");
+            field.setAccessible(true);
+            Object manager = field.get(producer);
+            if (manager == null) {
+                return null;
+            }
+            java.lang.reflect.Method has = manager.getClass().getDeclaredMethod("hasFatalError");
+            has.setAccessible(true);
+            if (!(Boolean) has.invoke(manager)) {
+                return null;
+            }
+            java.lang.reflect.Method last = manager.getClass().getDeclaredMethod("lastError");
+            last.setAccessible(true);
+            return (RuntimeException) last.invoke(manager);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+
     static String said(Throwable e) {
         String text = e.getMessage() == null ? "" : e.getMessage().replaceAll("\\s+", " ").trim();
         return text.isEmpty() ? name(e) : text;
@@ -122,14 +296,38 @@ public class ChaosProducer {
         return text.equals(name(e)) ? text : name(e) + ": " + text;
     }
 
-    static void emit() {
-        StringBuilder b = new StringBuilder();
+    static final int[] TAKEN = new int[1];
+    static final int RUN = 4096;
+
+    /** The lines so far, written: the others in order, then the acknowledgements (a chunk's line is queued before
+     *  its sends, so it precedes their acks; the acks' order does not matter). Acks that follow one another in a
+     *  partition (value and offset one more each: a batch) share an `A` line, at most RUN of them. */
+    static void emit() throws java.io.IOException {
         String line;
         while ((line = LINES.poll()) != null) {
-            b.append(line).append('\n');
+            OUT.put(line).put('\n');
         }
-        out.print(b);
-        out.flush();
+        long[] acks = ACKS.take(TAKEN);
+        int k = 0;
+        while (k < TAKEN[0]) {
+            long index = acks[k], offset = acks[k + 1];
+            OUT.put("A ").put(index % partitions).put(' ').put(index / partitions).put(' ');
+            (offset == Acks.NO_OFFSET ? OUT.put('-') : OUT.put(offset)).put(' ').ms(acks[k + 2]);
+            int run = 1;
+            for (k += 3; k < TAKEN[0] && run < RUN; k += 3, run++) {
+                if (acks[k] != index + (long) run * partitions
+                        || acks[k + 1] != (offset == Acks.NO_OFFSET ? offset : offset + run)) {
+                    break;
+                }
+                OUT.put(' ').ms(acks[k + 2]);
+            }
+            OUT.put('\n');
+        }
+        if (TAKEN[0] > 0 && !firstAckLogged) {
+            firstAckLogged = true;
+            System.err.println("first send acknowledged (" + acks[1] + " at partition " + acks[0] % partitions + ")");
+        }
+        OUT.flush();
     }
 
     static String ms(long t0) {
@@ -150,20 +348,57 @@ public class ChaosProducer {
         return b.append('"').toString();
     }
 
+    /** What a transactional task asks (null: the plain producer): transactions of `size` messages, those in
+     *  `aborts` aborted on purpose. */
+    record Transactions(long size, java.util.Set<Long> aborts) {
+    }
+
+    /** The workload's state between its steps: how far it got and, once something ended it, why. */
+    static final class State {
+        long handed = 0;
+        String error = "";
+        String fatal = "";
+        long txn = -1;  // the open transaction, -1: none
+        long txnSends = 0;
+
+        /** The workload ends with what `e` says; a fatal error the client holds is named instead. */
+        void failed(Throwable e, org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer) {
+            RuntimeException held = fatalError(producer);
+            Throwable x = why(e);
+            error = held != null ? "fatal error: " + said(held) : said(x);
+            fatal = name(held != null ? held : x);
+        }
+    }
+
+    static void ended(long txn, String outcome, String cause, String error, long sends) {
+        LINES.add("t " + txn + " " + outcome + " " + cause + " " + error + " " + sends + " "
+                + System.currentTimeMillis());
+    }
+
     @SuppressWarnings("unchecked")
     static String run(Map<String, Object> task, BufferedReader in) throws Exception {
         long t0 = System.nanoTime();
         String topic = (String) task.get("topic");
         int parts = ((Number) task.get("partitions")).intValue();
+        partitions = parts;
         long n = ((Number) task.get("messages")).longValue();
         Number rateGiven = (Number) task.get("rate");
         double rate = rateGiven == null ? 0 : rateGiven.doubleValue();
         int chunk = ((Number) task.get("chunk")).intValue();
         double flushTimeout = ((Number) task.get("flush_timeout")).doubleValue();
         Properties props = properties((Map<String, Object>) task.get("settings"), (String) task.get("bootstrap"));
-        String error = "";
-        String fatal = "";
-        long handed = 0;
+        Map<String, Object> txns = (Map<String, Object>) task.get("transactions");
+        Transactions tx = null;
+        if (txns != null) {
+            java.util.Set<Long> aborts = new java.util.HashSet<>();
+            for (Object k : (java.util.List<Object>) txns.get("aborts")) {
+                aborts.add(((Number) k).longValue());
+            }
+            tx = new Transactions(((Number) txns.get("size")).longValue(), aborts);
+        }
+        State st = new State();
+        Report refused = null;
+        String refusedAs = "";
         org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> producer;
         try {
             producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
@@ -171,25 +406,33 @@ public class ChaosProducer {
             return result(0, said(e), name(e), t0);
         }
         try {  // connected, the topic's partitions known: sending starts at once on `go` (waits up to max.block.ms)
+            if (tx != null) {
+                producer.initTransactions();
+            }
             producer.partitionsFor(topic);
         } catch (Exception e) {
             producer.close(Duration.ZERO);
-            return result(0, said(e), name(e), t0);
+            return result(0, said(why(e)), name(why(e)), t0);
         }
         boolean clean = false;
         try {
             if (!answer("ready", "go", in)) {
-                return result(0, error, fatal, t0);
+                return result(0, st.error, st.fatal, t0);
             }
             going = true;
             t0 = System.nanoTime();
             long count = 0;
             outer:
             while (count < n) {
-                if (count > 0) {
+                if (count > 0) {  // between two pieces (a chunk, or its part in one transaction)
                     LINES.add("sent " + count);
                     emit();
                     if (STOP.get()) {
+                        break;
+                    }
+                    RuntimeException fatalNow = failedSend ? fatalError(producer) : null;
+                    if (fatalNow != null) {
+                        st.failed(fatalNow, producer);
                         break;
                     }
                     if (rate > 0) {
@@ -199,41 +442,132 @@ public class ChaosProducer {
                         }
                     }
                 }
-                LINES.add("chunk " + System.currentTimeMillis());
-                long end = Math.min(n, count + chunk);
+                if (count % chunk == 0) {  // one chunk line per `chunk` messages: the run times them by it
+                    LINES.add("chunk " + System.currentTimeMillis());
+                }
+                long end = Math.min(n, (count / chunk + 1) * chunk);
+                if (tx != null) {
+                    if (count % tx.size() == 0) {
+                        try {
+                            producer.beginTransaction();
+                        } catch (Exception e) {
+                            st.failed(e, producer);
+                            break;
+                        }
+                        st.txn = count / tx.size();
+                        st.txnSends = 0;
+                    }
+                    end = Math.min(end, (count / tx.size() + 1) * tx.size());
+                }
                 for (long i = count; i < end; i++) {
-                    final long p = i % parts, v = i / parts;
-                    final long t = System.nanoTime();
+                    Report report = new Report(i, System.nanoTime());
                     try {
-                        producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) p, null,
-                                Long.toString(v).getBytes(StandardCharsets.US_ASCII)), (md, ex) -> {
-                            if (ex == null) {
-                                String line = "a " + p + " " + v + " " + (md.hasOffset() ? md.offset() : "-") + " " + ms(t);
-                                LINES.add(line);
-                                if (FIRST_ACKED.compareAndSet(false, true)) {
-                                    System.err.println("first send acknowledged (" + line + ")");
-                                }
-                            } else {
-                                LINES.add("e " + p + " " + v + " " + name(ex) + " " + ms(t));
-                            }
-                        });
-                    } catch (Exception e) {  // refused before anything was transmitted
-                        LINES.add("r " + p + " " + v + " " + name(e));
-                        error = said(e);
-                        fatal = name(e);
-                        count = handed = i + 1;
+                        producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) (i % parts),
+                                null, Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
+                    } catch (Exception e) {  // refused: told once the client is closed, unless it called back
+                        refused = report;
+                        refusedAs = name(why(e));
+                        st.failed(e, producer);
+                        st.txnSends += i + 1 - count;
+                        count = st.handed = i + 1;
                         break outer;
                     }
                 }
-                count = handed = end;
+                st.txnSends += end - count;
+                count = st.handed = end;
+                if (tx != null && (count % tx.size() == 0 || count == n)) {
+                    boolean planned = tx.aborts().contains(st.txn);
+                    long txn = st.txn;
+                    st.txn = -1;
+                    if (!endTransaction(producer, txn, st.txnSends, planned, flushTimeout, st)) {
+                        break;
+                    }
+                }
+            }
+            if (st.txn >= 0) {  // stopped, or failed, inside a transaction it never asked to commit
+                ended(st.txn, "aborted", STOP.get() && st.error.isEmpty() ? "interrupted" : "error",
+                        st.fatal.isEmpty() ? "-" : st.fatal, st.txnSends);
             }
             LINES.add("sent " + count);
-            clean = answer("handed", "flush", in) && error.isEmpty();
+            clean = answer("handed", "flush", in) && st.error.isEmpty() && flushed(producer, flushTimeout);
         } finally {
-            // close(timeout) waits for what is out to complete, then fails the rest at once (each its callback)
-            producer.close(clean ? Duration.ofMillis((long) (flushTimeout * 1000)) : Duration.ZERO);
+            // Everything acknowledged: the client is left to the exit (its close, tens of ms, is no part of the
+            // workload). Else close(ZERO) fails what is still out at once, each through its callback.
+            if (!clean) {
+                producer.close(Duration.ZERO);
+            }
         }
-        return result(handed, error, fatal, t0);
+        if (refused != null && refused.claim()) {  // never appended: nothing was transmitted
+            LINES.add("r " + refused.index % parts + " " + refused.index / parts + " " + refusedAs);
+        }
+        RuntimeException fatalAtEnd = st.error.isEmpty() ? fatalError(producer) : null;  // e.g. during the flush
+        if (fatalAtEnd != null) {
+            st.failed(fatalAtEnd, producer);
+        }
+        return result(st.handed, st.error, st.fatal, t0);
+    }
+
+    /** Commit transaction `txn`, or flush (its records written: read_committed must leave them out) and abort it as
+     *  planned; its `t` line says how it ended. A commit that fails is aborted when the client can (an abortable
+     *  error: definitely not committed), else unknown. A commit that times out is asked again (the client resumes
+     *  it) until flush_timeout. false: the workload cannot go on (st says why). */
+    static boolean endTransaction(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer, long txn, long sends,
+                                  boolean planned, double flushTimeout, State st) {
+        if (planned) {
+            producer.flush();
+            try {
+                producer.abortTransaction();
+                ended(txn, "aborted", "planned", "-", sends);
+                return true;
+            } catch (Exception e) {
+                ended(txn, "aborted", "planned", name(why(e)), sends);
+                st.failed(e, producer);
+                return false;
+            }
+        }
+        long deadline = System.nanoTime() + (long) (flushTimeout * 1e9);
+        while (true) {
+            try {
+                producer.commitTransaction();
+                ended(txn, "committed", "-", "-", sends);
+                return true;
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                if (System.nanoTime() < deadline && !STOP.get()) {
+                    continue;
+                }
+                ended(txn, "unknown", STOP.get() ? "interrupted" : "error", name(e), sends);
+                st.failed(e, producer);
+                return false;
+            } catch (Exception e) {
+                String failed = name(why(e));
+                if (fatalError(producer) == null) {
+                    try {
+                        producer.abortTransaction();
+                        ended(txn, "aborted", "error", failed, sends);
+                        return true;
+                    } catch (Exception e2) {
+                        st.failed(e2, producer);
+                    }
+                } else {
+                    st.failed(e, producer);
+                }
+                ended(txn, "unknown", "error", failed, sends);
+                return false;
+            }
+        }
+    }
+
+    /** Every send handed has its outcome within `timeout` s (flush() itself takes no timeout), unless stopped. */
+    static boolean flushed(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer, double timeout)
+            throws InterruptedException {
+        Thread flush = new Thread(producer::flush, "flush");
+        flush.setDaemon(true);
+        flush.start();
+        long deadline = System.nanoTime() + (long) (timeout * 1e9);
+        while (flush.isAlive() && !STOP.get() && System.nanoTime() < deadline) {  // a SIGTERM cuts it short
+            flush.join(50);
+        }
+        return !flush.isAlive();
     }
 
     /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush); false: the run is stopping. */
