@@ -42,3 +42,33 @@ def dialling(upstream: str) -> None:
                   for c in psutil.net_connections("tcp4")):
         assert time.monotonic() < deadline, f"nothing dials {upstream}"
         time.sleep(0.01)
+
+
+def test_both_sides_of_a_link_send_without_nagle():
+    """Toxiproxy (Go) sets TCP_NODELAY on every connection. asyncio sets it only on sockets whose proto says TCP,
+    which an accepted socket's does not: the client's side kept Nagle, and a response written while the one
+    before was unacknowledged waited for the client's delayed ACK (40 ms a pipelined request)."""
+    import asyncio
+
+    from harness.proxy.link import Proxy
+
+    async def scenario() -> tuple[int, int]:
+        upstream = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        proxy = Proxy("p", "127.0.0.1:0", "127.0.0.1:%d" % upstream.sockets[0].getsockname()[1])
+        await proxy.start()
+        host, port = proxy.listen.rsplit(":", 1)
+        _, writer = await asyncio.open_connection(host, int(port))
+        for _ in range(3000):  # until the link is connected upstream (a deadlock guard, not a timing)
+            if proxy.links:
+                break
+            await asyncio.sleep(0.01)
+        link = next(iter(proxy.links))
+        sides = (link.client_w.get_extra_info("socket"), link.server_w.get_extra_info("socket"))
+        options = tuple(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in sides)
+        writer.close()
+        await proxy.stop()
+        upstream.close()
+        return options
+
+    client_side, upstream_side = asyncio.run(scenario())
+    assert client_side and upstream_side
