@@ -29,7 +29,7 @@ class Implementation:
     transactional: str  # its setting that makes the producer transactional
     owned: dict[str, str] = field(default_factory=dict)  # settings the harness sets, and why
     definite: dict[str, str] = field(default_factory=dict)  # error name -> why it proves nothing was written
-    transactions: bool = False  # its child runs the transactional workload (foreignproc.py): the Java client's
+    transactions: bool = False  # its child runs the transactional workload (foreignproc.py)
 
     def rejected(self, error: str) -> bool:
         """An error a delivery callback gave: rejected when it proves the record was never written."""
@@ -58,12 +58,14 @@ KAFKA_PYTHON = Implementation(
     "kafka-python", "python", "enable_idempotence", "transactional_id", dict(_PYTHON_OWNED),
     {**_BROKER_DEFINITE,
      "InvalidRecordError": "the broker's validation refused the record (e.g. no key on a compacted topic)",
-     "UnsupportedCompressionTypeError": "the topic refuses the producer's compression"})
+     "UnsupportedCompressionTypeError": "the topic refuses the producer's compression"},
+    transactions=True)
 
 AIOKAFKA = Implementation(
     "aiokafka", "python", "enable_idempotence", "transactional_id", dict(_PYTHON_OWNED),
     {**_BROKER_DEFINITE,
-     "RecordTooLargeError": "the client refused a record over max_request_size before sending it"})
+     "RecordTooLargeError": "the client refused a record over max_request_size before sending it"},
+    transactions=True)
 
 KAFKA_CLIENTS = Implementation(
     "kafka-clients", "java", "enable.idempotence", "transactional.id",

@@ -704,7 +704,7 @@ class ExperimentSpec(Strict):
             name, version = library
             foreign = FOREIGN.get(name)
             tid = foreign.transactional if foreign else "transactional.id"
-            if (self.transactional(v) or tid in self.producer_config(v)) and not (foreign and foreign.transactions):
+            if self.transactional(v) and not (foreign and foreign.transactions):
                 raise ValueError(f"client: variant {v.name} runs {name} {version} in a child process, which "
                                  "runs the plain producer (and its consumer group's members) under broker and network "
                                  f"faults only, so far; it cannot send in transactions ({tid})")
@@ -816,8 +816,11 @@ class ExperimentSpec(Strict):
         return self.client_of(variant).get(CLIENT_LIBRARY)
 
     def transactional(self, variant: VariantSpec) -> bool:
-        """The variant sends in transactions (its producer settings name a transactional.id)."""
-        return "transactional.id" in self.producer_config(variant)
+        """The variant sends in transactions: its producer settings name a transactional id, in its implementation's
+        spelling (transactional.id; kafka-python's and aiokafka's transactional_id)."""
+        library = self.client_library(variant)
+        foreign = FOREIGN.get(library[0]) if library else None
+        return (foreign.transactional if foreign else "transactional.id") in self.producer_config(variant)
 
     def consumer_spec(self, variant: VariantSpec) -> ConsumerSpec | None:
         """The variant's consumer group: the experiment's section with the variant's fields over it (their

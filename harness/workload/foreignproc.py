@@ -31,7 +31,7 @@ child only sends and tells what became of each send.
                    result {json}        handed (how many), interrupted, error (the words of what ended it early),
                                         fatal (that error's name), duration (s)
 
-A transactional child (only the Java client's so far) begins a transaction before message K*S, and at its last
+A transactional child (the Java client's, kafka-python's, aiokafka's) begins a transaction before message K*S, and at its last
 message commits it, or flushes (so its records are written and read_committed must leave them out) and aborts it
 as planned; a commit that fails is aborted when the client can (aborted, cause error), else unknown, and an
 error the client cannot recover from ends the workload (result `fatal`); nothing is sent again. Every send's

@@ -4,7 +4,7 @@
     transactional  transactional.TransactionalWorkload (the variant's producer names a transactional.id)
     child          clientproc.ChildProducer (the variant names another confluent-kafka version)
     foreign        foreignproc.ForeignProducer (the variant names another implementation: kafka-python, aiokafka,
-                   the Java client; harness/clients.py); the Java client's also transactional
+                   the Java client; harness/clients.py), transactional too when its producer names a transactional id
 
     prepare()                              readies what must be ready before the fault timeline starts (a
                                            child's client: a JVM's start takes seconds); nothing for the others
@@ -150,7 +150,7 @@ class Foreign:
 def make_producer(s: Sending, library: tuple[str, str] | None, transactional: bool, transactions: Path, size: int,
                   abort_ratio: float, seed: int) -> VariantProducer:
     """The variant's producer: another implementation's or another client version's in a child, a transactional
-    one, or the plain one (spec.py refuses transactions with a client library other than the Java client)."""
+    one, or the plain one (spec.py refuses transactions with another confluent-kafka version)."""
     if library is not None:
         name, version = library
         if name == CONFLUENT_KAFKA:

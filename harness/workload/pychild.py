@@ -13,6 +13,11 @@ thread into a queue that the main loop empties between chunks. A send whose send
 the client before anything was transmitted (`r`): the workload ends there, as the harness's own producer
 ends on a refusal that is not a full queue. SIGTERM stops the handing; what the client still reports within
 a short close is written, then the result.
+
+A transactional task (task["transactions"]) is run as the Java child runs it (foreignproc.py): transaction K
+holds messages K*S .. K*S+S-1, begun before its first and, after its last, committed or (planned) flushed and
+aborted; a commit that fails is aborted when the client can, else its outcome is unknown and the workload ends,
+as it does on any error the client cannot recover from. Each transaction's end is one `t` line.
 """
 
 from __future__ import annotations
@@ -93,6 +98,40 @@ class Lines:
         sys.stdout.flush()
 
 
+class Stopped(BaseException):
+    """SIGTERM during a call that blocks without a timeout (kafka-python's commit and abort): it is cut short."""
+
+
+class Transactions:
+    """A transactional task's plan (transactions of `size` sends, those in `aborts` aborted on purpose) and the
+    one in progress; each transaction's end becomes a `t` line."""
+
+    def __init__(self, plan: dict, lines: Lines):
+        self.size, self.aborts, self.lines = plan["size"], set(plan["aborts"]), lines
+        self.open = -1  # the transaction in progress, -1: none
+        self.sends = 0  # handed in it
+
+    def piece_end(self, count: int, end: int) -> int:
+        """The end of the piece from message `count`: no piece spans two transactions."""
+        return min(end, (count // self.size + 1) * self.size)
+
+    def ending(self, count: int, n: int) -> bool:
+        """Message count - 1 was the open transaction's last."""
+        return self.open >= 0 and (count % self.size == 0 or count == n)
+
+    def planned(self) -> bool:
+        return self.open in self.aborts
+
+    def ended(self, outcome: str, cause: str, error: str = "-") -> None:
+        self.lines.put(f"t {self.open} {outcome} {cause} {error} {self.sends} {int(time.time() * 1000)}")
+        self.open = -1
+
+    def left_open(self, r: "Result", stop: threading.Event) -> None:
+        """Stopped, or failed, inside a transaction it never asked to end."""
+        if self.open >= 0:
+            self.ended("aborted", "interrupted" if stop.is_set() and not r.error else "error", r.fatal or "-")
+
+
 def ms(t0: float) -> str:
     return f"{(time.perf_counter() - t0) * 1000:.3f}"
 
@@ -106,7 +145,11 @@ class Result:
 
     def refused(self, lines: Lines, p: int, v: int, e: BaseException) -> None:
         lines.put(f"r {p} {v} {error_name(e)}")
-        self.error, self.fatal = said(e), error_name(e)
+        self.failed(e)
+
+    def failed(self, e: BaseException, fatal: bool = False) -> None:
+        """The workload ends with what `e` says; `fatal`: the client failed for good with it."""
+        self.error, self.fatal = f"fatal error: {said(e)}" if fatal else said(e), error_name(e)
 
     def line(self, stop: threading.Event) -> str:
         return "result " + json.dumps({"handed": self.handed, "interrupted": stop.is_set(), "error": self.error,
@@ -114,6 +157,7 @@ class Result:
 
 
 GOING = [False]  # the run said `go`: from then on a SIGTERM stops the handing; before, the child ends at once
+BLOCKED = [False]  # in a call that waits without a timeout: a SIGTERM raises Stopped there
 
 
 def terminated(stop: threading.Event) -> None:
@@ -124,6 +168,18 @@ def terminated(stop: threading.Event) -> None:
         sys.stdout.write(Result().line(stop) + "\n")
         sys.stdout.flush()
         os._exit(0)
+    if BLOCKED[0]:
+        BLOCKED[0] = False
+        raise Stopped
+
+
+def blocking(call):
+    """call(), cut short by a SIGTERM (Stopped)."""
+    BLOCKED[0] = True
+    try:
+        return call()
+    finally:
+        BLOCKED[0] = False
 
 
 def answer(lines: Lines, say: str, expect: str, stop: threading.Event, read=None) -> bool:
@@ -155,9 +211,13 @@ class KafkaPython:
     def run(self, task: dict, lines: Lines, stop: threading.Event) -> Result:
         from kafka import KafkaProducer
         r = Result()
+        tx = Transactions(task["transactions"], lines) if task.get("transactions") else None
+
         def start():
             producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
             try:  # connected, the topic's partitions known: sending starts at once on `go`
+                if tx is not None:
+                    producer.init_transactions()
                 producer.partitions_for(task["topic"])
             except Exception:
                 producer.close(timeout=0)
@@ -196,8 +256,18 @@ class KafkaPython:
                         ahead = r.t0 + count / rate - time.monotonic()
                         if ahead > 0:
                             time.sleep(ahead)
-                put(f"chunk {int(time.time() * 1000)}")
-                end = min(n, count + chunk)
+                if count % chunk == 0:
+                    put(f"chunk {int(time.time() * 1000)}")
+                end = min(n, (count // chunk + 1) * chunk)
+                if tx is not None:
+                    if count % tx.size == 0:
+                        try:
+                            producer.begin_transaction()
+                        except Exception as e:
+                            self.failed(producer, r, e)
+                            break
+                        tx.open, tx.sends = count // tx.size, 0
+                    end = tx.piece_end(count, end)
                 for i in range(count, end):
                     p, v = i % parts, i // parts
                     t = time.perf_counter()
@@ -205,19 +275,26 @@ class KafkaPython:
                         future = producer.send(topic, value=b"%d" % v, partition=p)
                     except Exception as e:
                         r.refused(lines, p, v, e)
-                        count = r.handed = i + 1
+                        end = i + 1
                         break
                     future.add_callback(acked, p, v, t)
                     future.add_errback(failed, p, v, t)
-                else:
-                    count = r.handed = end
-                    continue
-                break
+                if tx is not None:
+                    tx.sends += end - count
+                count = r.handed = end
+                if r.error or stop.is_set():
+                    break
+                if tx is not None and tx.ending(count, n) and not self.end_transaction(producer, tx, r):
+                    break
+            if tx is not None:
+                tx.left_open(r, stop)
             put(f"sent {count}")
             self.failed(producer, r)
             if answer(lines, "handed", "flush", stop) and not r.error:
                 producer.flush(timeout=task["flush_timeout"])
                 clean = True
+        except Stopped:  # in a commit or an abort: its transaction's `t` line says so
+            pass
         except Exception as e:  # flush's KafkaTimeoutError: what is still out ends unknown, as librdkafka's would
             print(f"ended early: {words(e)}", file=sys.stderr, flush=True)
         finally:
@@ -228,10 +305,52 @@ class KafkaPython:
                 pass
         return r
 
+    def end_transaction(self, producer, tx: Transactions, r: Result) -> bool:
+        """Commit the open transaction, or flush it (its records written: read_committed must leave them out) and
+        abort it as planned. A commit that fails is aborted when the client can (aborted, cause error), else its
+        outcome is unknown. False: the workload cannot go on (r says why). Both calls wait without a timeout
+        (until the coordinator answers, or aborts the transaction at transaction_timeout_ms): a SIGTERM cuts them
+        short, the outcome unknown."""
+        if tx.planned():
+            try:
+                blocking(producer.flush)
+                blocking(producer.abort_transaction)
+            except Stopped:  # never to be committed, as one left open
+                tx.ended("aborted", "interrupted")
+                raise
+            except Exception as e:
+                tx.ended("aborted", "planned", error_name(e))
+                self.failed(producer, r, e)
+                return False
+            tx.ended("aborted", "planned")
+            return True
+        try:
+            blocking(producer.commit_transaction)
+        except Stopped:
+            tx.ended("unknown", "interrupted")
+            raise
+        except Exception as e:
+            if not self.failed(producer, r):
+                try:
+                    blocking(producer.abort_transaction)
+                except Stopped:
+                    tx.ended("unknown", "interrupted")
+                    raise
+                except Exception as e2:
+                    self.failed(producer, r, e2)
+                else:
+                    tx.ended("aborted", "error", error_name(e))
+                    return True
+            tx.ended("unknown", "error", error_name(e))
+            return False
+        tx.ended("committed", "-")
+        return True
+
     @staticmethod
-    def failed(producer, r: Result) -> bool:
-        """The client failed for good (its idempotence state holds a fatal error: the sender aborts every batch
-        from then on, as librdkafka's fatal error does): its result says so, and no more is handed."""
+    def failed(producer, r: Result, e: BaseException | None = None) -> bool:
+        """The client failed for good (its idempotence or transaction state holds a fatal error: the sender
+        aborts every batch from then on, as librdkafka's fatal error does): its result says so, and no more is
+        handed. `e`: what ended the workload if the client holds no fatal error."""
         if r.error:
             return True
         manager = getattr(producer, "_transaction_manager", None)
@@ -239,11 +358,12 @@ class KafkaPython:
             fatal = manager is not None and manager.has_fatal_error()
             error = manager.last_error if fatal else None
         except Exception:  # another version's insides
-            return False
-        if error is None:
-            return False
-        r.error, r.fatal = f"fatal error: {said(error)}", error_name(error)
-        return True
+            error = None
+        if error is not None:
+            r.failed(error, fatal=True)
+        elif e is not None:
+            r.failed(e)
+        return bool(r.error)
 
 
 # -- aiokafka -----------------------------------------------------------------------------------------------------
@@ -283,6 +403,7 @@ class AioKafka:
                 me.cancel()
 
         loop.add_signal_handler(signal.SIGTERM, on_term)
+        tx = Transactions(task["transactions"], lines) if task.get("transactions") else None
         deadline = time.monotonic() + task["flush_timeout"]
         while True:  # as started(): a client that cannot reach the cluster yet tries again
             producer = AIOKafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
@@ -326,6 +447,54 @@ class AioKafka:
             else:
                 told(f"a {p} {v} {f.result().offset} {ms(t)}")
 
+        async def cut(call):
+            """await call(), cut short by a SIGTERM (Stopped)."""
+            sending[0] = True
+            try:
+                return await call()
+            except asyncio.CancelledError:
+                me.uncancel()
+                raise Stopped from None
+            finally:
+                sending[0] = False
+
+        async def end_transaction() -> bool:
+            """As KafkaPython.end_transaction; aiokafka's calls wait without a timeout too."""
+            if tx.planned():
+                try:
+                    await cut(producer.flush)
+                    await cut(producer.abort_transaction)
+                except Stopped:
+                    tx.ended("aborted", "interrupted")
+                    raise
+                except Exception as e:
+                    tx.ended("aborted", "planned", error_name(e))
+                    self.failed(producer, r, e)
+                    return False
+                tx.ended("aborted", "planned")
+                return True
+            try:
+                await cut(producer.commit_transaction)
+            except Stopped:
+                tx.ended("unknown", "interrupted")
+                raise
+            except Exception as e:
+                if not self.failed(producer, r):
+                    try:
+                        await cut(producer.abort_transaction)
+                    except Stopped:
+                        tx.ended("unknown", "interrupted")
+                        raise
+                    except Exception as e2:
+                        self.failed(producer, r, e2)
+                    else:
+                        tx.ended("aborted", "error", error_name(e))
+                        return True
+                tx.ended("unknown", "error", error_name(e))
+                return False
+            tx.ended("committed", "-")
+            return True
+
         clean = False
         try:
             count = 0
@@ -334,14 +503,24 @@ class AioKafka:
                     put(f"sent {count}")
                     await asyncio.sleep(0)  # the callbacks due run
                     lines.emit()
-                    if stop.is_set():
+                    if stop.is_set() or self.failed(producer, r):
                         break
                     if rate:
                         ahead = r.t0 + count / rate - time.monotonic()
                         if ahead > 0:
                             await asyncio.sleep(ahead)
-                put(f"chunk {int(time.time() * 1000)}")
-                end = min(n, count + chunk)
+                if count % chunk == 0:
+                    put(f"chunk {int(time.time() * 1000)}")
+                end = min(n, (count // chunk + 1) * chunk)
+                if tx is not None:
+                    if count % tx.size == 0:
+                        try:
+                            await cut(producer.begin_transaction)  # waits for the producer id
+                        except Exception as e:
+                            self.failed(producer, r, e)
+                            break
+                        tx.open, tx.sends = count // tx.size, 0
+                    end = tx.piece_end(count, end)
                 for i in range(count, end):
                     p, v = i % parts, i // parts
                     t = time.perf_counter()
@@ -350,20 +529,26 @@ class AioKafka:
                         future = await producer.send(topic, b"%d" % v, partition=p)
                     except asyncio.CancelledError:  # stopped while it waited: handed, its fate unknown
                         me.uncancel()
-                        count = r.handed = i + 1
+                        end = i + 1
                         break
                     except Exception as e:
                         r.refused(lines, p, v, e)
-                        count = r.handed = i + 1
+                        end = i + 1
                         break
                     finally:
                         sending[0] = False
                     future.add_done_callback(lambda f, p=p, v=v, t=t: done(p, v, t, f))
-                else:
-                    count = r.handed = end
-                    continue
-                break
+                if tx is not None:
+                    tx.sends += end - count
+                count = r.handed = end
+                if r.error or stop.is_set():
+                    break
+                if tx is not None and tx.ending(count, n) and not await end_transaction():
+                    break
+            if tx is not None:
+                tx.left_open(r, stop)
             put(f"sent {count}")
+            self.failed(producer, r)
             if await answered("handed", "flush") and not r.error:
                 sending[0] = True  # a SIGTERM cuts the flush short too
                 try:
@@ -371,14 +556,35 @@ class AioKafka:
                 finally:
                     sending[0] = False
                 clean = True
+        except Stopped:  # in a transactional call: its transaction's `t` line says so
+            pass
         except (Exception, asyncio.CancelledError) as e:  # flush's timeout: what is still out ends unknown
             print(f"flush: {words(e) if str(e) else error_name(e)}", file=sys.stderr, flush=True)
         finally:
             while me.cancelling():  # a SIGTERM's cancel that no await took
                 me.uncancel()
+            self.failed(producer, r)
             await _quietly(producer.stop(), 5.0 if clean else CLOSE_TIMEOUT)
             await asyncio.sleep(0)
         return r
+
+
+    @staticmethod
+    def failed(producer, r: Result, e: BaseException | None = None) -> bool:
+        """As KafkaPython.failed: aiokafka's client fails for good when its sender task ends with an error
+        (ProducerFenced, OutOfOrderSequenceNumber, ...: every pending batch fails with it)."""
+        if r.error:
+            return True
+        try:
+            task = producer._sender.sender_task
+            error = task.exception() if task is not None and task.done() and not task.cancelled() else None
+        except Exception:  # another version's insides
+            error = None
+        if error is not None:
+            r.failed(error, fatal=True)
+        elif e is not None:
+            r.failed(e)
+        return bool(r.error)
 
 
 async def _quietly(coro, timeout: float) -> None:

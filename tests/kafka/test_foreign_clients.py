@@ -1,7 +1,8 @@
 """The client axis with KAFKA_HOME: on real Apache Kafka (one KRaft node), the Java client (the distribution's own
 kafka-clients jar, its producer run from source) and aiokafka's idempotent producer (which Tansu cannot serve:
 its InitProducerId answer is UNKNOWN_SERVER_ERROR), each judged like the harness's own under lost acks and
-connection resets; and a stopped run's Java child (on the embedded Tansu: only the client needs KAFKA_HOME).
+connection resets; the transactions of the Java client, kafka-python and aiokafka; and a stopped run's Java
+child (on the embedded Tansu: only the client needs KAFKA_HOME).
 aiokafka is installed into the cache on first use; where it cannot be, its variant is left out."""
 
 import signal
@@ -66,36 +67,46 @@ def test_a_stopped_run_stops_the_java_child_and_keeps_its_log(tmp_path):
     assert pq.read_table(run_dir / "java" / "acks.parquet").num_rows == v["sent"]
 
 
-def test_the_java_clients_transactions_commit_and_abort_as_planned(tmp_path):
-    # The harness's transactional workload's plan (seed 3, 30 % aborted on purpose) run by the Java client's child
-    # on one KRaft node, without faults: every committed value read once, no aborted one under read_committed,
-    # while read_uncommitted shows them (so the check could fail).
+def test_each_implementations_transactions_commit_and_abort_as_planned(tmp_path):
+    # The harness's transactional workload's plan (seed 3, 30 % aborted on purpose) run by the Java client's,
+    # kafka-python's and aiokafka's children on one KRaft node, without faults: every committed value read once,
+    # no aborted one under read_committed, while read_uncommitted shows them (so the check could fail).
+    from harness.workload.transactional import planned_abort
     from tests.kafka.test_transactions import committed_read_once_and_aborted_invisible
     from tests.kafka.test_transactions import run as run_experiment
-    doc = {"name": "java-transactions", "seed": 3, "cluster": ONE_NODE, "topic": {"partitions": 3},
+    variants = [{"name": "java-tx", "client": {"kafka-clients": java_version()},
+                 "producer": {"acks": "all", "linger.ms": 5, "transactional.id": "kc-java-tx"}}]
+    for name, version in (("kafka-python", "3.0.12"), ("aiokafka", "0.14.0")):
+        try:
+            ensure(name, version)
+        except ClientEnvError as e:
+            print(f"{name} {version} left out: it cannot be installed here ({e})")
+            continue
+        variants.append({"name": f"{name}-tx", "client": {name: version},
+                         "producer": {"acks": "all", "linger_ms": 5, "transactional_id": f"kc-{name}-tx"}})
+    doc = {"name": "foreign-transactions", "seed": 3, "cluster": ONE_NODE, "topic": {"partitions": 3},
            "workload": {"messages": 6000, "rate": 3000, "transaction.size": 200, "abort_ratio": 0.3},
-           "variants": [{"name": "java-tx", "client": {"kafka-clients": java_version()},
-                         "producer": {"acks": "all", "linger.ms": 5, "transactional.id": "kc-java-tx"}}],
-           "expectations": {"java-tx": {"duplicates": 0, "missing": "> 0"}}}
+           "variants": variants,
+           "expectations": {v["name"]: {"duplicates": 0, "missing": "> 0"} for v in variants}}
     r, run_dir, summary = run_experiment(tmp_path, doc)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert summary["verdict"] == "pass", summary
-    v = summary["variants"]["java-tx"]
-    assert v["client"] == f"kafka-clients {java_version()}" and accounting(v) and "client_fatal" not in v
-    assert v["transactions"] == {"committed": v["transactions"]["committed"], "aborted": v["transactions"]["aborted"],
-                                 "unknown": 0} and sum(v["transactions"].values()) == 30
-    assert v["transactions"]["aborted"] > 0 and v["transactions"]["committed"] > 0
-    for key in ("aborted_reads", "lost_committed", "torn_transactions", "zombie_writes_visible", "duplicates",
-                "lost", "unseen", "inconsistent_offsets"):
-        assert v[key] == 0, (key, v)
-    once, aborted_read, aborted_kept, n_committed = committed_read_once_and_aborted_invisible(run_dir, "java-tx")
-    assert once and n_committed == 200 * v["transactions"]["committed"]
-    assert aborted_read == 0
-    assert aborted_kept > 0  # the aborted records are in the log: read_committed really left them out
-    txns = pq.read_table(run_dir / "java-tx" / "transactions.parquet").to_pylist()
-    planned = [r["txn"] for r in txns if r["cause"] == "planned"]
-    from harness.workload.transactional import planned_abort
-    assert planned == [k for k in range(30) if planned_abort(3, k, 0.3)]  # the harness's own plan
+    for variant in variants:
+        name = variant["name"]
+        v = summary["variants"][name]
+        assert v["client"] == " ".join(*variant["client"].items()) and accounting(v) and "client_fatal" not in v
+        assert v["transactions"]["unknown"] == 0 and sum(v["transactions"].values()) == 30, (name, v)
+        assert v["transactions"]["aborted"] > 0 and v["transactions"]["committed"] > 0, (name, v)
+        for key in ("aborted_reads", "lost_committed", "torn_transactions", "zombie_writes_visible", "duplicates",
+                    "lost", "unseen", "inconsistent_offsets"):
+            assert v[key] == 0, (name, key, v)
+        once, aborted_read, aborted_kept, n_committed = committed_read_once_and_aborted_invisible(run_dir, name)
+        assert once and n_committed == 200 * v["transactions"]["committed"], name
+        assert aborted_read == 0, name
+        assert aborted_kept > 0, name  # the aborted records are in the log: read_committed really left them out
+        txns = pq.read_table(run_dir / name / "transactions.parquet").to_pylist()
+        planned = [r["txn"] for r in txns if r["cause"] == "planned"]
+        assert planned == [k for k in range(30) if planned_abort(3, k, 0.3)], name  # the harness's own plan
 
 
 def test_a_fenced_java_producer_fails_for_good_and_names_its_fatal_error(tmp_path):

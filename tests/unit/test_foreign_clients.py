@@ -337,14 +337,19 @@ def test_the_java_clients_transactions_follow_the_harness_plan_of_aborts(tmp_pat
                                    42).child.task["transactions"] is None
 
 
-def test_only_the_java_clients_child_sends_in_transactions(tmp_path):
+def test_each_implementation_is_transactional_by_its_own_setting_but_another_confluent_kafka_is_not(tmp_path):
     spec = load(tmp_path, {"workload": {"messages": 100, "rate": 100, "transaction_size": 10, "abort_ratio": 0.2},
                            "variants": [{"name": "j", "client": {"kafka-clients": "4.1.0"},
-                                         "producer": {"transactional.id": "j-tx"}}]})
-    assert spec.transactional(spec.variants[0])
-    with pytest.raises(Exception, match=r"runs kafka-python 3.0.12 in a child process.*\(transactional_id\)"):
-        load(tmp_path, {"variants": [{"name": "k", "client": {"kafka-python": "3.0.12"},
-                                      "producer": {"transactional_id": "k-tx"}}]})
+                                         "producer": {"transactional.id": "j-tx"}},
+                                        {"name": "k", "client": {"kafka-python": "3.0.12"},
+                                         "producer": {"transactional_id": "k-tx"}},
+                                        {"name": "a", "client": {"aiokafka": "0.14.0"},
+                                         "producer": {"transactional_id": "a-tx"}},
+                                        {"name": "plain", "client": {"aiokafka": "0.14.0"}}]})
+    assert [spec.transactional(v) for v in spec.variants] == [True, True, True, False]
+    with pytest.raises(Exception, match=r"runs confluent-kafka 2.2.0 in a child process.*\(transactional.id\)"):
+        load(tmp_path, {"variants": [{"name": "c", "client": {"confluent-kafka": "2.2.0"},
+                                      "producer": {"transactional.id": "c-tx"}}]})
 
 
 # -- the spec -----------------------------------------------------------------------------------------------------
@@ -503,6 +508,12 @@ FAKE_KAFKA = textwrap.dedent('''
             if self.error is not None:
                 f(*args, self.error)
 
+    class KafkaError(Exception):
+        pass
+
+    class ProducerFencedError(Exception):
+        pass
+
     class _Manager:
         def __init__(self):
             self.last_error = None
@@ -512,11 +523,38 @@ FAKE_KAFKA = textwrap.dedent('''
 
     class KafkaProducer:
         """Acknowledges every send at once (offset = value), but: mode refuse: send() of message 5 raises;
-        mode fail: message 4 fails (timeout); mode fatal: after message 2000 its idempotence state is fatal."""
+        mode fail: message 4 fails (timeout); mode fatal: after message 2000 its idempotence state is fatal.
+        Transactions (transactional_id set): mode txfail: the commit of transaction 2 fails (abortable), mode
+        fenced: that commit fails with the client fenced for good; mode hang: the commit of transaction 1 never
+        returns. `calls` is what the workload asked, in order."""
 
-        def __init__(self, bootstrap_servers, mode="ok", **rest):
-            self.mode, self.sent = mode, 0
+        def __init__(self, bootstrap_servers, mode="ok", transactional_id=None, **rest):
+            self.mode, self.sent, self.calls, self.txn = mode, 0, [], -1
             self._transaction_manager = _Manager()
+
+        def init_transactions(self):
+            self.calls.append("init")
+
+        def begin_transaction(self):
+            if self.calls[-1:] not in (["init"], ["commit"], ["abort"]):
+                raise KafkaError("begin while in a transaction")
+            self.txn += 1
+            self.calls.append("begin")
+
+        def commit_transaction(self):
+            self.calls.append("commit")
+            if self.txn == 1 and self.mode == "hang":  # waits for an answer that never comes
+                import sys, threading
+                print("commit hangs", file=sys.stderr, flush=True)
+                threading.Event().wait()
+            if self.txn == 2 and self.mode == "txfail":
+                raise KafkaError("abortable: InvalidProducerEpoch")
+            if self.txn == 2 and self.mode == "fenced":
+                self._transaction_manager.last_error = ProducerFencedError("fenced by a newer producer")
+                raise self._transaction_manager.last_error
+
+        def abort_transaction(self):
+            self.calls.append("abort")
 
         def partitions_for(self, topic):
             return {0, 1}
@@ -540,14 +578,21 @@ FAKE_KAFKA = textwrap.dedent('''
 ''')
 
 
-def fake_child(tmp_path, mode, messages=10):
+def fake_child(tmp_path, mode, messages=10, txlog=None, size=0, aborts=None, stop=None):
     from harness.workload.foreignenv import PYCHILD
     folder = tmp_path / "site"
     (folder / "kafka").mkdir(parents=True)
     (folder / "kafka" / "__init__.py").write_text(FAKE_KAFKA)
     env = ForeignEnv("kafka-python", "9.0.0", (sys.executable, "-I", str(PYCHILD), "kafka-python", str(folder)))
-    return ForeignProducer(env, "127.0.0.1:9", "t", 2, messages, {"mode": mode}, tmp_path / "acks.parquet", True,
-                           tmp_path / "producer.log", None, 5.0, threading.Event())
+    settings = {"mode": mode, **({"transactional_id": "x"} if txlog is not None else {})}
+    return ForeignProducer(env, "127.0.0.1:9", "t", 2, messages, settings, tmp_path / "acks.parquet", True,
+                           tmp_path / "producer.log", None, 5.0, stop or threading.Event(), None, txlog, size,
+                           aborts)
+
+
+def transactions(tmp_path):
+    return [(r["txn"], r["outcome"], r["cause"], r["error"], r["sends"])
+            for r in pq.read_table(tmp_path / "transactions.parquet").to_pylist()]
 
 
 def test_the_child_program_reports_every_send_and_heals_before_its_flush(tmp_path):
@@ -576,3 +621,52 @@ def test_a_fatal_idempotence_error_ends_the_workload_between_chunks(tmp_path):
     result = p.run(before_flush=lambda: None)
     assert result.sent == (2000 // CHUNK + 1) * CHUNK == result.acked  # up to the end of the chunk it failed in
     assert (result.fatal, result.error) == ("OutOfOrderSequenceNumberError", "fatal error: out of order")
+
+
+def test_the_python_child_commits_and_aborts_transactions_as_planned(tmp_path):
+    # 25 messages in transactions of 10 (the last one 5), transaction 1 aborted on purpose
+    p = fake_child(tmp_path, "tx", messages=25, txlog=TransactionsLog(tmp_path / "transactions.parquet"), size=10,
+                   aborts=[1])
+    result = p.run(before_flush=lambda: None)
+    assert (result.sent, result.acked, result.error) == (25, 25, "")
+    assert transactions(tmp_path) == [(0, "committed", None, None, 10), (1, "aborted", "planned", None, 10),
+                                      (2, "committed", None, None, 5)]
+    assert {r["txn"] for r in rows(tmp_path / "acks.parquet") if r["partition"] == 0 and r["value"] == 12} == {2}
+
+
+def test_a_failed_commit_is_aborted_when_the_client_can_and_the_workload_goes_on(tmp_path):
+    p = fake_child(tmp_path, "txfail", messages=40, txlog=TransactionsLog(tmp_path / "transactions.parquet"),
+                   size=10, aborts=[])
+    result = p.run(before_flush=lambda: None)
+    assert (result.sent, result.error) == (40, "")
+    assert [t[:4] for t in transactions(tmp_path)] == [(0, "committed", None, None), (1, "committed", None, None),
+                                                       (2, "aborted", "error", "KafkaError"),
+                                                       (3, "committed", None, None)]
+
+
+def test_a_fenced_python_producer_ends_the_workload_with_its_transaction_unknown(tmp_path):
+    p = fake_child(tmp_path, "fenced", messages=40, txlog=TransactionsLog(tmp_path / "transactions.parquet"),
+                   size=10, aborts=[])
+    result = p.run(before_flush=lambda: None)
+    assert result.sent == 30  # nothing handed after the fenced commit
+    assert (result.fatal, result.error) == ("ProducerFencedError", "fatal error: fenced by a newer producer")
+    assert transactions(tmp_path)[2] == (2, "unknown", "error", "ProducerFencedError", 10)
+    assert len(transactions(tmp_path)) == 3
+
+
+def test_a_stop_cuts_a_commit_short_and_its_outcome_is_unknown(tmp_path):
+    stop = threading.Event()
+    p = fake_child(tmp_path, "hang", messages=40, txlog=TransactionsLog(tmp_path / "transactions.parquet"),
+                   size=10, aborts=[], stop=stop)
+    log = tmp_path / "producer.log"
+
+    def stop_once_the_commit_hangs():
+        while not (log.exists() and "commit hangs" in log.read_text()):
+            threading.Event().wait(0.02)
+        stop.set()
+
+    watcher = threading.Thread(target=stop_once_the_commit_hangs, daemon=True)
+    watcher.start()
+    result = p.run(before_flush=lambda: None)
+    assert result.interrupted and result.sent == 20 == result.acked + result.unknown
+    assert transactions(tmp_path) == [(0, "committed", None, None, 10), (1, "unknown", "interrupted", None, 10)]
