@@ -70,6 +70,13 @@ def warnings_for(spec: ExperimentSpec, schedule: list[PlannedFault]) -> list[str
             "process, so a killed or restarted broker comes back empty. Every record written before is counted "
             "as lost (that is the truth about this broker), and an idempotent producer then gets "
             "UnknownProducerId and times out until it is recreated. Use Apache Kafka to test failover.")
+    aborting = [v.name for v in spec.variants if spec.transactional(v) or (
+        (c := spec.consumer_spec(v)) is not None and c.strategy == "transactional")]
+    if spec.cluster.broker == "tansu" and aborting:
+        out.append(
+            f"{', '.join(aborting)}: transactions on Tansu, which answers every Fetch with an empty list of aborted "
+            "transactions (0.6.0), so a read_committed consumer reads the records of aborted transactions: each "
+            "counts as aborted_reads (that is the truth about this broker). Use Apache Kafka to test transactions.")
     return out
 
 
