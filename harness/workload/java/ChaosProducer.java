@@ -85,6 +85,8 @@ public class ChaosProducer {
      *  its record: its callback, if the client calls it, says what became of it (the `r` line waits for the close).
      *  The callback runs on the client's I/O thread, which is also the thread that sends: it records primitives
      *  only (Acks). */
+    static final java.util.concurrent.atomic.AtomicLong REPEATED = new java.util.concurrent.atomic.AtomicLong();
+
     static final class Report implements org.apache.kafka.clients.producer.Callback {
         static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Report> CLAIMED =
                 java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Report.class, "claimed");
@@ -103,6 +105,7 @@ public class ChaosProducer {
         @Override
         public void onCompletion(org.apache.kafka.clients.producer.RecordMetadata md, Exception ex) {
             if (!claim()) {
+                REPEATED.incrementAndGet();
                 return;
             }
             if (ex == null) {
@@ -514,6 +517,9 @@ public class ChaosProducer {
         RuntimeException fatalAtEnd = st.error.isEmpty() ? fatalError(producer) : null;  // e.g. during the flush
         if (fatalAtEnd != null) {
             st.failed(fatalAtEnd, producer);
+        }
+        if (REPEATED.get() > 0) {  // evidence in the client log; the outcome told is the first call's
+            System.err.println("the client called back a second time for " + REPEATED.get() + " send(s)");
         }
         return result(st.handed, st.error, st.fatal, t0);
     }
