@@ -9,7 +9,8 @@ Toxiproxy (TOXIPROXY_SERVER), whatever its own cluster section says (broker-fail
 for Docker Compose); without it, the experiment's own cluster. A setting an implementation does not have (e.g.
 librdkafka's socket.timeout.ms; aiokafka has no retries or delivery timeout) is left out of its variants, and
 the table says which. An implementation whose child cannot do what the experiment asks (producer faults) is
-left out of that experiment, said in the table. Each experiment is one `kafka-chaos run` (its variants one
+left out of that experiment (aiokafka under producer-restart; a transactional variant of another
+implementation than librdkafka under it), said in the table. Each experiment is one `kafka-chaos run` (its variants one
 after the other), so the table is a measurement of one seed: its exit code and verdict are given as they came.
 This is a script, not a test: it asserts nothing.
 """
@@ -28,6 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.clients import FOREIGN  # noqa: E402
 from harness.faults.registry import KINDS  # noqa: E402
 
 # Implementation -> (its `client:` entry, None for the harness's own librdkafka).
@@ -80,13 +82,18 @@ def derive(doc: dict, cluster: dict | None) -> tuple[dict, dict]:
     faults = {f["kind"] for f in doc.get("faults", [])}
     left_out = {}
     variants, expectations = [], {}
+    producer_faults = faults & PRODUCER_FAULTS
     for impl, client in IMPLEMENTATIONS.items():
-        if client is not None and faults & PRODUCER_FAULTS:
-            left_out[impl] = f"not run: its child takes no producer faults ({', '.join(sorted(faults & PRODUCER_FAULTS))})"
+        foreign = FOREIGN[next(iter(client))] if client else None
+        if foreign is not None and producer_faults and (producer_faults != {"producer-restart"} or not foreign.restarts):
+            left_out[impl] = f"not run: its child takes no {', '.join(sorted(producer_faults))}"
             continue
         for v in doc["variants"]:
             settings, dropped = translate({**shared, **(v.get("producer") or {})}, impl)
             name = f"{impl}-{v['name']}"
+            if foreign is not None and producer_faults and "transactional.id" in {**shared, **(v.get("producer") or {})}:
+                left_out[name] = "not run: its child restarts a plain or idempotent producer only"
+                continue
             variant = {**v, "name": name, "producer": settings}
             if client is not None:
                 variant["client"] = client

@@ -30,6 +30,7 @@ class Implementation:
     owned: dict[str, str] = field(default_factory=dict)  # settings the harness sets, and why
     definite: dict[str, str] = field(default_factory=dict)  # error name -> why it proves nothing was written
     transactions: bool = False  # its child runs the transactional workload (foreignproc.py)
+    restarts: bool = False  # its child restarts its (plain or idempotent) producer when told (a restart ask)
 
     def rejected(self, error: str) -> bool:
         """An error a delivery callback gave: rejected when it proves the record was never written."""
@@ -59,7 +60,7 @@ KAFKA_PYTHON = Implementation(
     {**_BROKER_DEFINITE,
      "InvalidRecordError": "the broker's validation refused the record (e.g. no key on a compacted topic)",
      "UnsupportedCompressionTypeError": "the topic refuses the producer's compression"},
-    transactions=True)
+    transactions=True, restarts=True)
 
 AIOKAFKA = Implementation(
     "aiokafka", "python", "enable_idempotence", "transactional_id", dict(_PYTHON_OWNED),
@@ -83,7 +84,7 @@ KAFKA_CLIENTS = Implementation(
      "TopicAuthorizationException": "the producer may not write to the topic",
      "ClusterAuthorizationException": "the producer may not use idempotence on this cluster",
      "SerializationException": "the client could not serialise the record; nothing was transmitted"},
-    transactions=True)
+    transactions=True, restarts=True)
 
 FOREIGN: dict[str, Implementation] = {i.name: i for i in (KAFKA_PYTHON, AIOKAFKA, KAFKA_CLIENTS)}
 LIBRARIES = (CONFLUENT_KAFKA, *FOREIGN)

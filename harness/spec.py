@@ -20,7 +20,7 @@ from pydantic import (AfterValidator, BeforeValidator, Discriminator, Field, Pla
                       PrivateAttr, Tag, ValidationError, ValidationInfo, field_validator, model_validator)
 
 from . import yamlfile
-from .clients import CONFLUENT_KAFKA, FOREIGN, LIBRARIES, library_words
+from .clients import CONFLUENT_KAFKA, FOREIGN, LIBRARIES, Implementation, library_words
 from .space import ExploreSpec, cross_check
 from .faults.kind import BrokerTarget, FollowerTarget
 from .faults.registry import KINDS, Fault
@@ -815,11 +815,16 @@ class ExperimentSpec(Strict):
         harness's own (a variant of another library's producer has its group run the harness's own)."""
         return self.client_of(variant).get(CLIENT_LIBRARY)
 
+    def implementation(self, variant: VariantSpec) -> Implementation | None:
+        """The other implementation the variant's producer runs (harness/clients.py), None for confluent-kafka's
+        (the harness's own, or another version of it)."""
+        library = self.client_library(variant)
+        return FOREIGN.get(library[0]) if library else None
+
     def transactional(self, variant: VariantSpec) -> bool:
         """The variant sends in transactions: its producer settings name a transactional id, in its implementation's
         spelling (transactional.id; kafka-python's and aiokafka's transactional_id)."""
-        library = self.client_library(variant)
-        foreign = FOREIGN.get(library[0]) if library else None
+        foreign = self.implementation(variant)
         return (foreign.transactional if foreign else "transactional.id") in self.producer_config(variant)
 
     def consumer_spec(self, variant: VariantSpec) -> ConsumerSpec | None:

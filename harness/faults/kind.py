@@ -166,18 +166,30 @@ def link(action: str) -> tuple[Action, Action]:
     return (lambda c, b, n, p, t: c.link_fault(b, n, action, p)), (lambda c, b, n, p, t: c.heal_link(b, n))
 
 
-def producer_problem(kind: str, experiment, fault) -> str:
-    """A fault on the producer needs the harness's own producer running on the fault timeline."""
+def producer_problem(kind: str, experiment, fault, restarts: bool = False) -> str:
+    """A fault on the producer needs the harness's own producer running on the fault timeline; `restarts`: the
+    kind is a restart, which the children of some other implementations serve too (a plain or idempotent one)."""
     groups = [experiment.consumer_spec(v) for v in experiment.variants]
     if any(g is not None and g.when == "after" for g in groups):
         return f"{kind} acts on the producer, which runs before the fault timeline when consumer.when is after"
     for v in experiment.variants:
         library = experiment.client_library(v)
-        if library is not None:
-            return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child "
-                    "process, which runs the plain producer (and its consumer group's members) under broker and "
-                    "network faults only, so far")
+        if library is None:
+            continue
+        implementation = experiment.implementation(v)
+        if restarts and implementation is not None and implementation.restarts:
+            if experiment.transactional(v):
+                return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child "
+                        "process, which restarts a plain or idempotent producer only, so far (not a transactional "
+                        "one)")
+            continue
+        return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child process, "
+                f"which takes no {kind} so far")
     return ""
+
+
+def restart_problem(kind: str, experiment, fault) -> str:
+    return producer_problem(kind, experiment, fault, restarts=True)
 
 
 def consumer_problem(kind: str, experiment, fault) -> str:

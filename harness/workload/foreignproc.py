@@ -11,6 +11,9 @@ child only sends and tells what became of each send.
                                         K*S .. K*S+S-1; those listed are aborted on purpose, the others
                                         committed: transactional.py's seeded plan)
                    go                   the fault timeline starts: send
+                   restart              (a producer restart, any time after `go`) close the producer now without
+                                        flushing, start a new instance and hand again, in index order, every
+                                        message handed and not acknowledged; then go on
                    flush                the faults are healed: flush and finish
     child -> run   client NAME VERSION  the implementation and version it runs (checked)
                    ready                its producer is built (and started): it waits for `go`
@@ -27,6 +30,11 @@ child only sends and tells what became of each send.
                                         it: OUTCOME committed | aborted | unknown (the commit was asked, never
                                         answered), CAUSE planned | error | interrupted (`-`: committed), ERROR
                                         the exception's simple name (`-`: none); a row of the transactions log
+                   s K N                session K (the producer instance after K restarts) starts, N messages
+                                        handed so far: every line before it is of earlier sessions, every line
+                                        after it of this one (the old instance is closed, its callbacks done;
+                                        a later one is dropped: its send stays unknown there); it hands again
+                                        the messages not acknowledged so far, then fresh ones
                    handed               every message is handed; it waits for `flush` (the end of its stdin: stop)
                    result {json}        handed (how many), interrupted, error (the words of what ended it early),
                                         fatal (that error's name), duration (s)
@@ -59,6 +67,7 @@ import numpy as np
 
 from .. import procs
 from ..exits import InfraError
+from ..faults.channel import RESTART_PRODUCER, FaultTable, WorkloadFaults
 from datetime import datetime, timezone
 
 from ..formats import Outcome, TxnCause, TxnOutcome
@@ -109,8 +118,8 @@ class Failed:  # e P V NAME LAT, r P V NAME
 
 
 def parse(line: str, partitions: int):
-    """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | Told | ToldRun | Failed |
-    Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a partition out of range, a negative
+    """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | ("session", k, n) | Told |
+    ToldRun | Failed | Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a partition out of range, a negative
     value, ...)."""
     word, _, rest = line.rstrip("\n").partition(" ")
     parts = rest.split(" ")
@@ -145,6 +154,8 @@ def parse(line: str, partitions: int):
                 return Ended(number, parts[1], cause, error, sends, at_ms)
         elif word == "sent" and len(parts) == 1:
             return ("sent", int(parts[0]))
+        elif word == "s" and len(parts) == 2 and int(parts[0]) > 0 and int(parts[1]) >= 0:
+            return ("session", int(parts[0]), int(parts[1]))
         elif word == "chunk" and len(parts) == 1:
             return ("chunk", int(parts[0]))
         elif word in ("handed", "ready") and not rest:
@@ -208,12 +219,27 @@ class Reports:
             log.maybe_spill()
         elif event[0] == "sent":
             self.handed = max(self.handed, event[1])
+        elif event[0] == "session":
+            self._restarted(*event[1:])
         elif event[0] == "result":
             self.result = event[1]
             self.handed = max(self.handed, event[1]["handed"])
         elif event[0] == "client":
             self.client = (event[1], event[2])
         # ("ready",), ("handed",): the producer answers them
+
+    def _restarted(self, session: int, handed: int) -> None:
+        """A new instance starts: it hands again what no session was told was acknowledged (as the harness's own
+        produce loop does), each of those to be reported once more, in this session."""
+        if session != self.log.session + 1 or handed < self.handed or handed > len(self.reported):
+            raise ProtocolError(f"session {session} after {handed} messages: the log is at session "
+                                f"{self.log.session}, {self.handed} messages handed")
+        self.handed = handed
+        self.log.new_session(handed)
+        again = self.log.unacked(handed)
+        self.log.handed_late(again)
+        for i in again.tolist():
+            self.reported[i] = 0
 
     def _txn(self, partition: int, value: int) -> int | None:
         return (value * self.partitions + partition) // self.size if self.txlog is not None else None
@@ -254,8 +280,12 @@ class ForeignProducer:
     def __init__(self, env: ForeignEnv, bootstrap: str, topic: str, partitions: int, messages: int, settings: dict,
                  acks: Path, offsets_told: bool, client_log: Path, rate: float | None, flush_timeout: float,
                  stop: threading.Event, on_progress: Callable[[int], None] | None = None,
-                 txlog: TransactionsLog | None = None, size: int = 0, aborts: list[int] | None = None):
+                 txlog: TransactionsLog | None = None, size: int = 0, aborts: list[int] | None = None,
+                 faults: WorkloadFaults | None = None):
         self.env, self.client_log, self.stop, self.on_progress = env, client_log, stop, on_progress
+        self.faults = faults  # the producer faults it serves (restarts), between two of the child's lines
+        self.served: FaultTable = {RESTART_PRODUCER: (self._restart, None)}
+        self._handed_early = False
         transactions = {"size": size, "aborts": list(aborts or [])} if txlog is not None else None
         self.task = {"topic": topic, "partitions": partitions, "messages": messages, "rate": rate, "chunk": CHUNK,
                      "flush_timeout": flush_timeout, "bootstrap": bootstrap, "settings": settings,
@@ -343,17 +373,44 @@ class ForeignProducer:
                                     bool(said.get("interrupted")) or self.stop.is_set(),
                                     str(said.get("error", "")), str(said.get("fatal", "")))
 
-    def _listen(self, proc, serve: bool = True, until_ready: bool = False) -> None:
-        """The child's lines, each applied to the log, to their end (until_ready: to its `ready`); serve=False:
-        no answer to `handed` (the run is stopping)."""
+    def _handed(self, proc, faults: WorkloadFaults | None) -> None:
+        """Everything is handed: the faults are healed (those still due served meanwhile), then `flush`."""
+        if faults is not None:
+            faults.idle = lambda: faults.serve(self.served)
+        try:
+            if self.before_flush is not None:
+                self.before_flush()
+        finally:
+            if faults is not None:
+                faults.idle = None
+        _say(proc, "flush")
+
+    def _restart(self, params: dict) -> None:
+        """A restart: the child is told, and the fault is done when its new session starts."""
+        _say(self.proc, "restart")
+        if not self._listen(self.proc, until="session"):
+            raise RuntimeError("the producer child ended before it restarted its producer")
+
+    def _listen(self, proc, serve: bool = True, until_ready: bool = False, until: str = "") -> bool:
+        """The child's lines, each applied to the log, to their end (until_ready: to its `ready`; until: to the
+        first event of that kind, True if it came); serve=False: no answer to `handed` (the run is stopping).
+        A producer fault asked for is served between two lines (the child says one at least every chunk)."""
         partitions = self.task["partitions"]
         apply = self.reports.apply
+        faults = self.faults if serve else None
         try:
             for line in proc.stdout:
                 event = parse(line, partitions)
                 apply(event)
+                if faults is not None and faults.pending and self.ready and not until:
+                    faults.serve(self.served)
+                    if self._handed_early:  # said while the restart was being served
+                        self._handed_early = False
+                        self._handed(proc, faults)
                 if isinstance(event, (Told, ToldRun, Failed, Ended)):
                     continue
+                if event[0] == until:
+                    return True
                 if event[0] == "client":
                     self.versions = f"{event[1]} {event[2]}"
                     if event[1] != self.env.name or event[2] != self.env.version:
@@ -369,13 +426,15 @@ class ForeignProducer:
                 elif event[0] == "sent" and self.on_progress is not None:
                     self.on_progress(event[1])
                 elif event[0] == "handed":
-                    if self.before_flush is not None:
-                        self.before_flush()
-                    _say(proc, "flush")
+                    if until:  # inside a restart's service: the nemesis waits for it, before_flush for the nemesis
+                        self._handed_early = True
+                    else:
+                        self._handed(proc, faults)
         except ProtocolError as e:
             self._wrong = str(e)
         except (OSError, ValueError):  # the child went away mid-line
             pass
+        return False
 
     def _relay_stop(self, proc, ended: threading.Event) -> None:
         while not ended.wait(0.1):

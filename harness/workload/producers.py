@@ -131,7 +131,7 @@ class Foreign:
         aborts = [k for k in range(-(-s.messages // size)) if planned_abort(seed, k, abort_ratio)] if txlog else None
         self.child = ForeignProducer(ensure_foreign(name, version), s.client["bootstrap.servers"], s.topic,
                                      s.partitions, s.messages, s.config, s.acks, s.offsets_told, s.client_log, s.rate,
-                                     s.flush_timeout, s.stop, s.on_progress, txlog, size, aborts)
+                                     s.flush_timeout, s.stop, s.on_progress, txlog, size, aborts, s.faults)
 
     def prepare(self) -> None:
         self.child.prepare()

@@ -182,14 +182,49 @@ def blocking(call):
         BLOCKED[0] = False
 
 
-def answer(lines: Lines, say: str, expect: str, stop: threading.Event, read=None) -> bool:
-    """Say `say` (ready, handed) and wait for the run's `expect` (go, flush); the end of stdin, or a stop, means
-    the run is stopping (False). A stopped child says nothing more than its result."""
+class Commands:
+    """The run's lines after the task (go, restart, flush), read by a thread of their own: a restart is asked while
+    the workload sends. END: the end of stdin (the run is stopping)."""
+
+    END = ""
+
+    def __init__(self):
+        import queue
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, name="commands", daemon=True).start()
+
+    def _read(self) -> None:
+        for line in sys.stdin:
+            self.q.put(line.strip())
+        self.q.put(self.END)
+
+    def poll(self) -> str | None:
+        """The next line if one came, else None."""
+        try:
+            return self.q.get_nowait()
+        except Exception:
+            return None
+
+    def take(self) -> str:
+        return self.q.get()
+
+
+def answer(lines: Lines, say: str, expect: str, stop: threading.Event, commands: Commands, restart=None) -> bool:
+    """Say `say` (ready, handed) and wait for the run's `expect` (go, flush), serving a `restart` meanwhile with
+    restart() (None: none can come; it returns False when it failed); the end of stdin, or a stop, means the run
+    is stopping (False). A stopped child says nothing more than its result."""
     if stop.is_set():
         return False
     lines.put(say)
     lines.emit()
-    if (read or sys.stdin.readline)().strip() != expect:
+    line = commands.take()
+    while line == "restart" and restart is not None:
+        if not restart():
+            stop.set()
+            break
+        lines.emit()
+        line = commands.take()
+    if line != expect:
         stop.set()
     return not stop.is_set()
 
@@ -231,26 +266,71 @@ class KafkaPython:
             return r
         topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
         put, told = lines.put, lines.acked
-        if not answer(lines, "ready", "go", stop):
+        commands = Commands()
+        if not answer(lines, "ready", "go", stop, commands):
             producer.close(timeout=0)
             return r
         GOING[0] = True
         r.t0 = time.monotonic()
+        session = [0]  # the instance now: a callback of an earlier one that comes after its restart is dropped
+        pending = collections.Counter()  # session -> its sends not reported yet
+        is_acked = bytearray(n)  # message index -> told acknowledged: what a new instance skips
 
-        def acked(p, v, t, md):
-            told(f"a {p} {v} {md.offset} {ms(t)}")
+        def acked(s, p, v, t, md):
+            if s == session[0]:
+                is_acked[v * parts + p] = 1
+                told(f"a {p} {v} {md.offset} {ms(t)}")
+            pending[s] -= 1
 
-        def failed(p, v, t, e):
-            put(f"e {p} {v} {error_name(e)} {ms(t)}")
+        def failed(s, p, v, t, e):
+            if s == session[0]:
+                put(f"e {p} {v} {error_name(e)} {ms(t)}")
+            pending[s] -= 1
+
+        def send(i) -> bool:
+            """Message i handed to the instance now; False: its send() raised (refused, the workload ends)."""
+            p, v = i % parts, i // parts
+            t = time.perf_counter()
+            try:
+                future = producer.send(topic, value=b"%d" % v, partition=p)
+            except Exception as e:
+                r.refused(lines, p, v, e)
+                return False
+            s = session[0]
+            pending[s] += 1
+            future.add_callback(acked, s, p, v, t)
+            future.add_errback(failed, s, p, v, t)
+            return True
+
+        def restart() -> bool:
+            """A restart: the instance is closed without flushing (what is queued or in flight fails through
+            its errback, on kafka-python's sender thread: waited for up to CLOSE_TIMEOUT), and a new one hands
+            again, in index order, every message handed and not acknowledged."""
+            nonlocal producer
+            old = session[0]
+            self.close_now(producer)
+            deadline = time.monotonic() + CLOSE_TIMEOUT
+            while pending[old] > 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            session[0] = old + 1
+            producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
+            put(f"s {session[0]} {count}")
+            print(f"producer restarted: session {session[0]} after {count} messages", file=sys.stderr, flush=True)
+            return all(send(i) for i in range(count) if not is_acked[i])
 
         clean = False
+        count = 0
         try:
-            count = 0
             while count < n:
                 if count:
                     put(f"sent {count}")
                     lines.emit()
                     if stop.is_set() or self.failed(producer, r):
+                        break
+                    command = commands.poll()
+                    if command is not None and not (command == "restart" and tx is None and restart()):
+                        if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
+                            stop.set()
                         break
                     if rate:
                         ahead = r.t0 + count / rate - time.monotonic()
@@ -269,16 +349,9 @@ class KafkaPython:
                         tx.open, tx.sends = count // tx.size, 0
                     end = tx.piece_end(count, end)
                 for i in range(count, end):
-                    p, v = i % parts, i // parts
-                    t = time.perf_counter()
-                    try:
-                        future = producer.send(topic, value=b"%d" % v, partition=p)
-                    except Exception as e:
-                        r.refused(lines, p, v, e)
+                    if not send(i):
                         end = i + 1
                         break
-                    future.add_callback(acked, p, v, t)
-                    future.add_errback(failed, p, v, t)
                 if tx is not None:
                     tx.sends += end - count
                 count = r.handed = end
@@ -290,7 +363,7 @@ class KafkaPython:
                 tx.left_open(r, stop)
             put(f"sent {count}")
             self.failed(producer, r)
-            if answer(lines, "handed", "flush", stop) and not r.error:
+            if answer(lines, "handed", "flush", stop, commands, restart if tx is None else None) and not r.error:
                 producer.flush(timeout=task["flush_timeout"])
                 clean = True
         except Stopped:  # in a commit or an abort: its transaction's `t` line says so
@@ -299,11 +372,29 @@ class KafkaPython:
             print(f"ended early: {words(e)}", file=sys.stderr, flush=True)
         finally:
             self.failed(producer, r)
-            try:  # timeout 0 aborts what is queued or in flight: each gets its errback
-                producer.close(timeout=CLOSE_TIMEOUT if clean else 0)
-            except Exception:
-                pass
+            if clean:
+                try:
+                    producer.close(timeout=CLOSE_TIMEOUT)
+                except Exception:
+                    pass
+            else:  # what is queued or in flight fails now, each through its errback
+                self.close_now(producer)
         return r
+
+    @staticmethod
+    def close_now(producer) -> None:
+        """Close without flushing. kafka-python has no public way: close(timeout=0) flushes first and raises
+        KafkaTimeoutError when anything is still out, leaving the instance running. Its sender's force_close()
+        aborts every incomplete batch (each send's errback) and ends the sender thread; close() then has nothing
+        to wait for."""
+        sender = getattr(producer, "_sender", None)
+        try:
+            if sender is not None:
+                sender.force_close()
+                sender.join(CLOSE_TIMEOUT)
+            producer.close(timeout=0)
+        except Exception as e:
+            print(f"close: {words(e)}", file=sys.stderr, flush=True)
 
     def end_transaction(self, producer, tx: Transactions, r: Result) -> bool:
         """Commit the open transaction, or flush it (its records written: read_committed must leave them out) and
@@ -421,15 +512,14 @@ class AioKafka:
         topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
         put, told = lines.put, lines.acked
 
-        async def read() -> str:
-            return await loop.run_in_executor(None, sys.stdin.readline)
+        commands = Commands()
 
         async def answered(say: str, expect: str) -> bool:
             if stop.is_set():
                 return False
             lines.put(say)
             lines.emit()
-            if (await read()).strip() != expect:
+            if await loop.run_in_executor(None, commands.take) != expect:  # aiokafka's child takes no restart
                 stop.set()
             return not stop.is_set()
 

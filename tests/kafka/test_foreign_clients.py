@@ -152,3 +152,28 @@ def test_a_fenced_java_producer_fails_for_good_and_names_its_fatal_error(tmp_pat
     # an epoch bump (seen: one transaction aborted so, six committed after it, then fenced for good)
     assert all(t["outcome"] == "committed" or (t["outcome"] == "aborted" and t["cause"] == "error" and t["error"])
                for t in txns[:-1]), txns
+
+
+def test_java_restarts_hand_again_what_was_not_acknowledged(tmp_path):
+    # producer-restart on the Java child, idempotence on, one KRaft node: batches wait 1 s to fill (linger.ms), so
+    # each restart finds sends queued; close(ZERO) fails them (each callback once, before the new session's line)
+    # and the new instance sends them again. Nothing lost; no value acknowledged in a session is sent again later.
+    doc = {"name": "java-restarts", "cluster": ONE_NODE, "topic": {"partitions": 3},
+           "workload": {"messages": 30000, "rate": 10000},
+           "variants": [{"name": "java", "client": {"kafka-clients": java_version()},
+                         "producer": {"acks": "all", "linger.ms": 1000, "batch.size": 1048576,
+                                      "enable.idempotence": True}}],
+           "faults": [{"kind": "producer-restart", "every": 1.0, "start": 0.5}]}
+    r, summary, faults = run(tmp_path, doc)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    v = summary["variants"]["java"]
+    [acks_path] = tmp_path.glob("reports/*/java/acks.parquet")
+    acks = pq.read_table(acks_path).to_pandas()
+    assert acks.session.max() >= 2 and v["faults_not_applied"] == 0, v
+    assert v["lost"] == 0 and v["unexpected"] == 0 and v["duplicates"] == 0 and v["sent"] == 30000 < len(acks), v
+    acked = acks[acks.outcome == "acked"]
+    first_ack = acked.groupby(["partition", "value"]).session.min()
+    assert len(first_ack) == 30000
+    later = acks[acks.session > 0].merge(first_ack.rename("acked_in").reset_index(), on=["partition", "value"])
+    assert (later.acked_in >= later.session).all()
+    assert {f["kind"] for f in faults if f["outcome"] == "healed"} == {"producer-restart"}

@@ -29,6 +29,7 @@ from harness.workload.transactional import TransactionsLog, planned_abort
     ("e 1 9 KafkaTimeoutError 120000.0", Failed(1, 9, "KafkaTimeoutError", 120000.0, refused=False)),
     ("r 0 3 MessageSizeTooLargeError", Failed(0, 3, "MessageSizeTooLargeError", None, refused=True)),
     ("sent 2048", ("sent", 2048)),
+    ("s 2 4096", ("session", 2, 4096)),
     ("t 3 committed - - 100 1764250000123", Ended(3, "committed", None, None, 100, 1764250000123)),
     ("t 4 aborted planned - 100 5", Ended(4, "aborted", "planned", None, 100, 5)),
     ("t 5 unknown error TimeoutException 7 5", Ended(5, "unknown", "error", "TimeoutException", 7, 5)),
@@ -65,6 +66,8 @@ def test_a_run_of_acknowledgements_is_read_as_what_it_says(line, event):
     "e 0 1  1.0",  # no error name
     "r 0 1",
     "sent",
+    "s 0 10",  # session 0 is the first instance's: a new one is 1 or more
+    "s 1",
     "t 3 committed - - 100",  # no time
     "t 3 committed error - 100 5",  # committed has no cause
     "t 3 aborted - - 100 5",  # not committed: a cause
@@ -310,6 +313,13 @@ def test_a_transactional_childs_lines_become_both_logs(tmp_path):
     assert txlog.counts() == {"committed": 1, "aborted": 1, "unknown": 1}
 
 
+def test_a_session_out_of_turn_is_a_protocol_error(tmp_path):
+    reports = Reports(DeliveryLog(tmp_path / "acks.parquet", 2), KAFKA_CLIENTS, 2, True, 8)
+    reports.apply(parse("s 1 4", 2))
+    with pytest.raises(ProtocolError, match="session 3 after 6 messages: the log is at session 1"):
+        reports.apply(parse("s 3 6", 2))
+
+
 @pytest.mark.parametrize("lines, said", [
     (["t 0 committed - - 3 1", "t 0 committed - - 3 1"], "transaction 0: not one of the workload's, or ended twice"),
     (["t 3 committed - - 3 1"], "transaction 3: not one of the workload's"),  # 7 messages: transactions 0..2
@@ -496,17 +506,27 @@ FAKE_KAFKA = textwrap.dedent('''
         def __init__(self, offset):
             self.offset = offset
 
+    class KafkaConnectionError(Exception):
+        pass
+
     class _Future:
-        def __init__(self, value=None, error=None):
-            self.value, self.error = value, error
+        """Done at once, or (held) when fail() is called."""
+        def __init__(self, value=None, error=None, held=False):
+            self.value, self.error, self.held, self.errbacks = value, error, held, []
 
         def add_callback(self, f, *args):
-            if self.error is None:
+            if self.error is None and not self.held:
                 f(*args, self.value)
 
         def add_errback(self, f, *args):
-            if self.error is not None:
+            if self.held:
+                self.errbacks.append((f, args))
+            elif self.error is not None:
                 f(*args, self.error)
+
+        def fail(self, e):
+            for f, args in self.errbacks:
+                f(*args, e)
 
     class KafkaError(Exception):
         pass
@@ -528,9 +548,13 @@ FAKE_KAFKA = textwrap.dedent('''
         fenced: that commit fails with the client fenced for good; mode hang: the commit of transaction 1 never
         returns. `calls` is what the workload asked, in order."""
 
+        INSTANCES = []
+
         def __init__(self, bootstrap_servers, mode="ok", transactional_id=None, **rest):
             self.mode, self.sent, self.calls, self.txn = mode, 0, [], -1
             self._transaction_manager = _Manager()
+            self.held = []
+            KafkaProducer.INSTANCES.append(self)
 
         def init_transactions(self):
             self.calls.append("init")
@@ -568,17 +592,22 @@ FAKE_KAFKA = textwrap.dedent('''
                 self._transaction_manager.last_error = OutOfOrderSequenceNumberError("out of order")
             if self.mode == "fail" and i == 4:
                 return _Future(error=KafkaTimeoutError("Batch expired"))
+            if self.mode == "hold" and i >= 5 and len(KafkaProducer.INSTANCES) == 1:  # the first instance's
+                self.held.append(_Future(held=True))
+                return self.held[-1]
             return _Future(_Metadata(int(value)))
 
         def flush(self, timeout=None):
             pass
 
         def close(self, timeout=None):
-            pass
+            for future in self.held:  # aborted: what was in flight fails
+                future.fail(KafkaConnectionError("closed"))
+            self.held = []
 ''')
 
 
-def fake_child(tmp_path, mode, messages=10, txlog=None, size=0, aborts=None, stop=None):
+def fake_child(tmp_path, mode, messages=10, txlog=None, size=0, aborts=None, stop=None, faults=None):
     from harness.workload.foreignenv import PYCHILD
     folder = tmp_path / "site"
     (folder / "kafka").mkdir(parents=True)
@@ -587,7 +616,7 @@ def fake_child(tmp_path, mode, messages=10, txlog=None, size=0, aborts=None, sto
     settings = {"mode": mode, **({"transactional_id": "x"} if txlog is not None else {})}
     return ForeignProducer(env, "127.0.0.1:9", "t", 2, messages, settings, tmp_path / "acks.parquet", True,
                            tmp_path / "producer.log", None, 5.0, stop or threading.Event(), None, txlog, size,
-                           aborts)
+                           aborts, faults)
 
 
 def transactions(tmp_path):
@@ -670,3 +699,28 @@ def test_a_stop_cuts_a_commit_short_and_its_outcome_is_unknown(tmp_path):
     result = p.run(before_flush=lambda: None)
     assert result.interrupted and result.sent == 20 == result.acked + result.unknown
     assert transactions(tmp_path) == [(0, "committed", None, None, 10), (1, "unknown", "interrupted", None, 10)]
+
+
+def test_a_restart_hands_again_in_a_new_session_what_the_old_instance_did_not_acknowledge(tmp_path):
+    # The first instance acknowledges messages 0-4 and holds 5-9; the run asks a restart once all 10 are handed
+    # (as the nemesis serves the faults still due while the run heals): closed, the old instance fails 5-9
+    # (unknown: KafkaConnectionError proves nothing), and a new one sends them again, in session 1.
+    from harness.faults.channel import RESTART_PRODUCER, WorkloadFaults
+    stop = threading.Event()
+    faults = WorkloadFaults(stop)
+    p = fake_child(tmp_path, "hold", faults=faults)
+
+    def heal():  # as Nemesis.finish: the asks still due are served by the producer while it waits
+        asking = threading.Thread(target=faults.ask, args=(RESTART_PRODUCER, "apply"))
+        asking.start()
+        while asking.is_alive():
+            faults.idle()
+            asking.join(0.01)
+
+    result = p.run(before_flush=heal)
+    assert (result.sent, result.acked, result.rejected, result.unknown, result.error) == (15, 10, 0, 5, "")
+    got = sorted((r["session"], r["partition"], r["value"], r["outcome"]) for r in rows(tmp_path / "acks.parquet"))
+    assert sorted(g[1:3] for g in got if g[0] == 0 and g[3] == "unknown") == [(0, 3), (0, 4), (1, 2), (1, 3), (1, 4)]
+    assert sorted(g[1:] for g in got if g[0] == 1) == [(0, 3, "acked"), (0, 4, "acked"), (1, 2, "acked"),
+                                                      (1, 3, "acked"), (1, 4, "acked")]
+    assert "producer restarted: session 1 after 10 messages" in (tmp_path / "producer.log").read_text()

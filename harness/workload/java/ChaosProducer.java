@@ -18,7 +18,8 @@
 // ProducerFencedException, ClusterAuthorizationException, UnsupportedVersionException, ...; it then aborts every
 // batch): looked for between chunks once a send has failed, and at the end; the result's `fatal` names it.
 // SIGTERM stops the handing; the producer is then closed at once (what is unsent or unacknowledged fails:
-// unknown), and the result follows.
+// unknown), and the result follows. A `restart` from the run (producer-restart) closes the instance at once and
+// a new one hands again what was not acknowledged (restart()); a transactional task takes none.
 // The client's own log (log4j) goes to stderr, which the run keeps as the variant's client log.
 
 import java.io.BufferedReader;
@@ -86,6 +87,16 @@ public class ChaosProducer {
      *  The callback runs on the client's I/O thread, which is also the thread that sends: it records primitives
      *  only (Acks). */
     static final java.util.concurrent.atomic.AtomicLong REPEATED = new java.util.concurrent.atomic.AtomicLong();
+    /** The run's lines after the task (go, restart, flush), read by a thread of their own: a restart is asked
+     *  while the workload sends. END: the end of stdin (the run is stopping). */
+    static final java.util.concurrent.LinkedBlockingQueue<String> COMMANDS =
+            new java.util.concurrent.LinkedBlockingQueue<>();
+    static final String END = "";
+    /** The producer instance now (a restart replaces it), its session (0, then one more a restart). */
+    static org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> producer;
+    static long session = 0;
+    /** Message index -> told acknowledged (kept by emit(), on the main thread): what a new instance skips. */
+    static final java.util.BitSet ACKED = new java.util.BitSet();
 
     static final class Report implements org.apache.kafka.clients.producer.Callback {
         static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Report> CLAIMED =
@@ -210,7 +221,20 @@ public class ChaosProducer {
         Map<String, Object> task = new ObjectMapper().readValue(in.readLine(), Map.class);
         out.println("client kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion());
         out.flush();
-        String result = run(task, in);
+        Thread commands = new Thread(() -> {
+            try {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    COMMANDS.add(line.trim());
+                }
+            } catch (java.io.IOException e) {
+                // the run went away: as the end of stdin
+            }
+            COMMANDS.add(END);
+        }, "commands");
+        commands.setDaemon(true);
+        commands.start();
+        String result = run(task);
         emit();
         out.println("result " + result);
         out.flush();
@@ -321,6 +345,9 @@ public class ChaosProducer {
             OUT.put(line).put('\n');
         }
         long[] acks = ACKS.take(TAKEN);
+        for (int j = 0; j < TAKEN[0]; j += 3) {
+            ACKED.set((int) acks[j]);
+        }
         int k = 0;
         while (k < TAKEN[0]) {
             long index = acks[k], offset = acks[k + 1];
@@ -373,6 +400,8 @@ public class ChaosProducer {
         String fatal = "";
         long txn = -1;  // the open transaction, -1: none
         long txnSends = 0;
+        Report refused = null;  // the send whose send() threw, if one did
+        String refusedAs = "";
 
         /** The workload ends with what `e` says; a fatal error the client holds is named instead, and `e` is
          *  one when its kind is fatal by the client's documentation even if the client does not hold it yet. */
@@ -390,7 +419,7 @@ public class ChaosProducer {
     }
 
     @SuppressWarnings("unchecked")
-    static String run(Map<String, Object> task, BufferedReader in) throws Exception {
+    static String run(Map<String, Object> task) throws Exception {
         long t0 = System.nanoTime();
         String topic = (String) task.get("topic");
         int parts = ((Number) task.get("partitions")).intValue();
@@ -411,9 +440,6 @@ public class ChaosProducer {
             tx = new Transactions(((Number) txns.get("size")).longValue(), aborts);
         }
         State st = new State();
-        Report refused = null;
-        String refusedAs = "";
-        org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> producer;
         try {
             producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
         } catch (Exception e) {
@@ -430,7 +456,7 @@ public class ChaosProducer {
         }
         boolean clean = false;
         try {
-            if (!answer("ready", "go", in)) {
+            if (!answer("ready", "go", null)) {
                 return result(0, st.error, st.fatal, t0);
             }
             going = true;
@@ -442,6 +468,12 @@ public class ChaosProducer {
                     LINES.add("sent " + count);
                     emit();
                     if (STOP.get()) {
+                        break;
+                    }
+                    String command = COMMANDS.poll();
+                    if (command != null && !(command.equals("restart") && tx == null
+                            && restart(count, props, topic, parts, st))) {
+                        STOP.set(st.error.isEmpty());  // the end of stdin, or a line it cannot serve: stopping
                         break;
                     }
                     RuntimeException fatalNow = failedSend ? fatalError(producer) : null;
@@ -479,8 +511,8 @@ public class ChaosProducer {
                         producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) (i % parts),
                                 null, Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
                     } catch (Exception e) {  // refused: told once the client is closed, unless it called back
-                        refused = report;
-                        refusedAs = name(why(e));
+                        st.refused = report;
+                        st.refusedAs = name(why(e));
                         st.failed(e, producer);
                         st.txnSends += i + 1 - count;
                         count = st.handed = i + 1;
@@ -503,7 +535,16 @@ public class ChaosProducer {
                         st.fatal.isEmpty() ? "-" : st.fatal, st.txnSends);
             }
             LINES.add("sent " + count);
-            clean = answer("handed", "flush", in) && st.error.isEmpty() && flushed(producer, flushTimeout);
+            long handed = count;
+            boolean plain = tx == null;
+            java.util.function.Supplier<Boolean> restarts = () -> {
+                try {
+                    return plain && restart(handed, props, topic, parts, st);
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            };
+            clean = answer("handed", "flush", restarts) && st.error.isEmpty() && flushed(producer, flushTimeout);
         } finally {
             // Everything acknowledged: the client is left to the exit (its close, tens of ms, is no part of the
             // workload). Else close(ZERO) fails what is still out at once, each through its callback.
@@ -511,8 +552,8 @@ public class ChaosProducer {
                 producer.close(Duration.ZERO);
             }
         }
-        if (refused != null && refused.claim()) {  // never appended: nothing was transmitted
-            LINES.add("r " + refused.index % parts + " " + refused.index / parts + " " + refusedAs);
+        if (st.refused != null && st.refused.claim()) {  // never appended: nothing was transmitted
+            LINES.add("r " + st.refused.index % parts + " " + st.refused.index / parts + " " + st.refusedAs);
         }
         RuntimeException fatalAtEnd = st.error.isEmpty() ? fatalError(producer) : null;  // e.g. during the flush
         if (fatalAtEnd != null) {
@@ -587,18 +628,53 @@ public class ChaosProducer {
         return !flush.isAlive();
     }
 
-    /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush); false: the run is stopping. */
-    static boolean answer(String say, String expect, BufferedReader in) throws java.io.IOException {
+    /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush), serving a `restart` meanwhile with
+     *  `restart` (null: none can come); false: the run is stopping. */
+    static boolean answer(String say, String expect, java.util.function.Supplier<Boolean> restart)
+            throws java.io.IOException, InterruptedException {
         if (STOP.get()) {
             return false;
         }
         LINES.add(say);
         emit();
-        String line = in.readLine();
-        if (line == null || !line.trim().equals(expect)) {
+        String line;
+        while ((line = COMMANDS.take()).equals("restart") && restart != null) {
+            if (!restart.get()) {
+                STOP.set(true);
+                break;
+            }
+        }
+        if (!line.equals(expect)) {
             STOP.set(true);
         }
         return !STOP.get();
+    }
+
+    /** producer-restart: the instance is closed without flushing (close(ZERO) fails what is queued or in flight,
+     *  each through its callback, and joins the I/O thread: every callback of it is done on return), its lines
+     *  written, and a new instance hands again, in index order, every message below `count` that was not
+     *  acknowledged. false: a send was refused (st says which), and the workload ends. */
+    static boolean restart(long count, Properties props, String topic, int parts, State st) throws Exception {
+        producer.close(Duration.ZERO);
+        emit();
+        session++;
+        producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
+        LINES.add("s " + session + " " + count);
+        System.err.println("producer restarted: session " + session + " after " + count + " messages");
+        for (int i = ACKED.nextClearBit(0); i < count; i = ACKED.nextClearBit(i + 1)) {
+            Report report = new Report(i, System.nanoTime());
+            try {
+                producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, i % parts, null,
+                        Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
+            } catch (Exception e) {
+                st.refused = report;
+                st.refusedAs = name(why(e));
+                st.failed(e, producer);
+                return false;
+            }
+        }
+        emit();
+        return true;
     }
 
     static String result(long handed, String error, String fatal, long t0) {
