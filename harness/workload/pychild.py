@@ -98,6 +98,27 @@ class Lines:
         sys.stdout.flush()
 
 
+class Again:
+    """A send() that timed out (KafkaTimeoutError, both implementations: it waited for metadata, or for buffer
+    space, and appended nothing) is handed again, as an application does and as the harness's own producer does
+    on a full queue, for up to `within` seconds from the first timeout; any other error, or a stop, refuses it."""
+
+    def __init__(self, within: float, stop: threading.Event):
+        self.within, self.stop, self.deadline = within, stop, None
+
+    def after(self, e: BaseException, p: int, v: int) -> bool:
+        """True: send (p, v) again."""
+        if error_name(e) != "KafkaTimeoutError" or self.stop.is_set():
+            return False
+        now = time.monotonic()
+        if self.deadline is None:
+            self.deadline = now + self.within
+        if now >= self.deadline:
+            return False
+        print(f"send of partition {p} value {v}: {words(e)}; handing it again", file=sys.stderr, flush=True)
+        return True
+
+
 class Stopped(BaseException):
     """SIGTERM during a call that blocks without a timeout (kafka-python's commit and abort): it is cut short."""
 
@@ -126,10 +147,84 @@ class Transactions:
         self.lines.put(f"t {self.open} {outcome} {cause} {error} {self.sends} {int(time.time() * 1000)}")
         self.open = -1
 
+    def end_steps(self, failed):
+        """The rules of ending the open transaction, for both implementations: commit it, or flush it (its records
+        written: read_committed must leave them out) and abort it as planned; a commit that fails is aborted when
+        the client can (aborted, cause error), else its outcome is unknown. A generator: it yields each client call
+        to make ("flush", "abort", "commit") and is sent what the call raised (None: nothing); a Stopped (a SIGTERM
+        in a call that waits without a timeout) is thrown into it, and raised again once its `t` line is said.
+        failed(e) says whether the workload cannot go on (the client holds a fatal error; else `e`, if given, ends
+        it). It returns whether the workload goes on (run it with drive() or drive_async())."""
+        if self.planned():
+            try:
+                for call in ("flush", "abort"):
+                    raised = yield call
+                    if raised is not None:
+                        raise raised
+            except Stopped:  # never to be committed, as one left open
+                self.ended("aborted", "interrupted")
+                raise
+            except Exception as e:
+                self.ended("aborted", "planned", error_name(e))
+                failed(e)
+                return False
+            self.ended("aborted", "planned")
+            return True
+        try:
+            raised = yield "commit"
+            if raised is None:
+                self.ended("committed", "-")
+                return True
+            if not failed(None):
+                again = yield "abort"
+                if again is None:
+                    self.ended("aborted", "error", error_name(raised))
+                    return True
+                failed(again)
+        except Stopped:
+            self.ended("unknown", "interrupted")
+            raise
+        self.ended("unknown", "error", error_name(raised))
+        return False
+
     def left_open(self, r: "Result", stop: threading.Event) -> None:
         """Stopped, or failed, inside a transaction it never asked to end."""
         if self.open >= 0:
             self.ended("aborted", "interrupted" if stop.is_set() and not r.error else "error", r.fatal or "-")
+
+
+def drive(steps, call) -> bool:
+    """Runs a Transactions.end_steps() generator, call(name) making each call (kafka-python's: they block)."""
+    try:
+        name = next(steps)
+        while True:
+            try:
+                call(name)
+                raised = None
+            except Stopped:
+                steps.throw(Stopped)  # says so, and raises it again
+            except Exception as e:
+                raised = e
+            name = steps.send(raised)
+    except StopIteration as done:
+        return done.value
+
+
+async def drive_async(steps, call) -> bool:
+    """drive() for aiokafka, whose calls are awaited."""
+    try:
+        name = next(steps)
+        while True:
+            try:
+                await call(name)
+                raised = None
+            except Stopped:
+                steps.throw(Stopped)
+            except Exception as e:
+                raised = e
+            name = steps.send(raised)
+    except StopIteration as done:
+        return done.value
 
 
 def ms(t0: float) -> str:
@@ -291,11 +386,15 @@ class KafkaPython:
             """Message i handed to the instance now; False: its send() raised (refused, the workload ends)."""
             p, v = i % parts, i // parts
             t = time.perf_counter()
-            try:
-                future = producer.send(topic, value=b"%d" % v, partition=p)
-            except Exception as e:
-                r.refused(lines, p, v, e)
-                return False
+            again = Again(task["flush_timeout"], stop)
+            while True:
+                try:
+                    future = producer.send(topic, value=b"%d" % v, partition=p)
+                    break
+                except Exception as e:
+                    if not again.after(e, p, v):
+                        r.refused(lines, p, v, e)
+                        return False
             s = session[0]
             pending[s] += 1
             future.add_callback(acked, s, p, v, t)
@@ -397,45 +496,10 @@ class KafkaPython:
             print(f"close: {words(e)}", file=sys.stderr, flush=True)
 
     def end_transaction(self, producer, tx: Transactions, r: Result) -> bool:
-        """Commit the open transaction, or flush it (its records written: read_committed must leave them out) and
-        abort it as planned. A commit that fails is aborted when the client can (aborted, cause error), else its
-        outcome is unknown. False: the workload cannot go on (r says why). Both calls wait without a timeout
-        (until the coordinator answers, or aborts the transaction at transaction_timeout_ms): a SIGTERM cuts them
-        short, the outcome unknown."""
-        if tx.planned():
-            try:
-                blocking(producer.flush)
-                blocking(producer.abort_transaction)
-            except Stopped:  # never to be committed, as one left open
-                tx.ended("aborted", "interrupted")
-                raise
-            except Exception as e:
-                tx.ended("aborted", "planned", error_name(e))
-                self.failed(producer, r, e)
-                return False
-            tx.ended("aborted", "planned")
-            return True
-        try:
-            blocking(producer.commit_transaction)
-        except Stopped:
-            tx.ended("unknown", "interrupted")
-            raise
-        except Exception as e:
-            if not self.failed(producer, r):
-                try:
-                    blocking(producer.abort_transaction)
-                except Stopped:
-                    tx.ended("unknown", "interrupted")
-                    raise
-                except Exception as e2:
-                    self.failed(producer, r, e2)
-                else:
-                    tx.ended("aborted", "error", error_name(e))
-                    return True
-            tx.ended("unknown", "error", error_name(e))
-            return False
-        tx.ended("committed", "-")
-        return True
+        """Transactions.end_steps()'s rules; kafka-python's flush, commit and abort wait without a timeout (until the
+        coordinator answers, or aborts the transaction at transaction_timeout_ms): a SIGTERM cuts them short."""
+        calls = {"flush": producer.flush, "commit": producer.commit_transaction, "abort": producer.abort_transaction}
+        return drive(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: blocking(calls[name]))
 
     @staticmethod
     def failed(producer, r: Result, e: BaseException | None = None) -> bool:
@@ -549,41 +613,10 @@ class AioKafka:
                 sending[0] = False
 
         async def end_transaction() -> bool:
-            """As KafkaPython.end_transaction; aiokafka's calls wait without a timeout too."""
-            if tx.planned():
-                try:
-                    await cut(producer.flush)
-                    await cut(producer.abort_transaction)
-                except Stopped:
-                    tx.ended("aborted", "interrupted")
-                    raise
-                except Exception as e:
-                    tx.ended("aborted", "planned", error_name(e))
-                    self.failed(producer, r, e)
-                    return False
-                tx.ended("aborted", "planned")
-                return True
-            try:
-                await cut(producer.commit_transaction)
-            except Stopped:
-                tx.ended("unknown", "interrupted")
-                raise
-            except Exception as e:
-                if not self.failed(producer, r):
-                    try:
-                        await cut(producer.abort_transaction)
-                    except Stopped:
-                        tx.ended("unknown", "interrupted")
-                        raise
-                    except Exception as e2:
-                        self.failed(producer, r, e2)
-                    else:
-                        tx.ended("aborted", "error", error_name(e))
-                        return True
-                tx.ended("unknown", "error", error_name(e))
-                return False
-            tx.ended("committed", "-")
-            return True
+            """Transactions.end_steps()'s rules; aiokafka's calls wait without a timeout too."""
+            calls = {"flush": producer.flush, "commit": producer.commit_transaction,
+                     "abort": producer.abort_transaction}
+            return await drive_async(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: cut(calls[name]))
 
         clean = False
         try:
@@ -615,8 +648,15 @@ class AioKafka:
                     p, v = i % parts, i // parts
                     t = time.perf_counter()
                     sending[0] = True
+                    again = Again(task["flush_timeout"], stop)
                     try:
-                        future = await producer.send(topic, b"%d" % v, partition=p)
+                        while True:
+                            try:
+                                future = await producer.send(topic, b"%d" % v, partition=p)
+                                break
+                            except Exception as e:
+                                if not again.after(e, p, v):
+                                    raise
                     except asyncio.CancelledError:  # stopped while it waited: handed, its fate unknown
                         me.uncancel()
                         end = i + 1

@@ -162,6 +162,9 @@ def test_the_child_names_an_error_by_its_class_and_keeps_words_on_one_line():
     class KafkaTimeoutError(Exception):
         pass
 
+    class MessageSizeTooLargeError(Exception):
+        pass
+
     e = KafkaTimeoutError("Batch for TopicPartition(topic='t', partition=0)\ncontaining 3 record(s) expired")
     assert pychild.error_name(e) == "KafkaTimeoutError"
     assert pychild.words(e) == ("KafkaTimeoutError: Batch for TopicPartition(topic='t', partition=0) containing "
@@ -499,6 +502,9 @@ FAKE_KAFKA = textwrap.dedent('''
     class KafkaTimeoutError(Exception):
         pass
 
+    class MessageSizeTooLargeError(Exception):
+        pass
+
     class OutOfOrderSequenceNumberError(Exception):
         pass
 
@@ -543,7 +549,8 @@ FAKE_KAFKA = textwrap.dedent('''
 
     class KafkaProducer:
         """Acknowledges every send at once (offset = value), but: mode refuse: send() of message 5 raises;
-        mode fail: message 4 fails (timeout); mode fatal: after message 2000 its idempotence state is fatal.
+        mode fail: message 4 fails (timeout); mode fatal: after message 2000 its idempotence state is fatal;
+        mode stall: send() of message 5 times out three times (no metadata), then takes it.
         Transactions (transactional_id set): mode txfail: the commit of transaction 2 fails (abortable), mode
         fenced: that commit fails with the client fenced for good; mode hang: the commit of transaction 1 never
         returns. `calls` is what the workload asked, in order."""
@@ -587,6 +594,8 @@ FAKE_KAFKA = textwrap.dedent('''
             i = int(value) * 2 + partition
             self.sent += 1
             if self.mode == "refuse" and i == 5:
+                raise MessageSizeTooLargeError("The message is 2000000 bytes when serialized")
+            if self.mode == "stall" and i == 5 and self.sent < 9:  # three timeouts, then it takes it
                 raise KafkaTimeoutError("Failed to update metadata after 60.0 secs.")
             if self.mode == "fatal" and i == 2000:
                 self._transaction_manager.last_error = OutOfOrderSequenceNumberError("out of order")
@@ -640,7 +649,7 @@ def test_a_send_the_client_refuses_ends_the_workload_as_rejected(tmp_path):
     p = fake_child(tmp_path, "refuse")
     result = p.run(before_flush=lambda: None)
     assert (result.sent, result.acked, result.rejected, result.unknown) == (6, 5, 1, 0)
-    assert (result.fatal, result.error) == ("KafkaTimeoutError", "Failed to update metadata after 60.0 secs.")
+    assert (result.fatal, result.error) == ("MessageSizeTooLargeError", "The message is 2000000 bytes when serialized")
     assert {r["outcome"] for r in rows(tmp_path / "acks.parquet") if (r["partition"], r["value"]) == (1, 2)} == \
         {"rejected"}
 
@@ -724,3 +733,12 @@ def test_a_restart_hands_again_in_a_new_session_what_the_old_instance_did_not_ac
     assert sorted(g[1:] for g in got if g[0] == 1) == [(0, 3, "acked"), (0, 4, "acked"), (1, 2, "acked"),
                                                       (1, 3, "acked"), (1, 4, "acked")]
     assert "producer restarted: session 1 after 10 messages" in (tmp_path / "producer.log").read_text()
+
+
+def test_a_send_that_timed_out_is_handed_again_as_an_application_would(tmp_path):
+    p = fake_child(tmp_path, "stall")
+    result = p.run(before_flush=lambda: None)
+    assert (result.sent, result.acked, result.rejected, result.unknown, result.error) == (10, 10, 0, 0, "")
+    log = (tmp_path / "producer.log").read_text()
+    assert log.count("send of partition 1 value 2: KafkaTimeoutError: Failed to update metadata after 60.0 secs.; "
+                     "handing it again") == 3
