@@ -2,7 +2,8 @@
 (issue 45's comparison): each variant of EXPERIMENT becomes one variant per implementation, its producer settings
 translated into that implementation's names, and the table of what each did is printed (markdown).
 
-    python bench/compare_clients.py experiments/quickstart.yaml [more.yaml ...] [--cluster kafka] [--out DIR]
+    python bench/compare_clients.py experiments/quickstart.yaml [more.yaml ...] [--cluster kafka] [--seed N]
+                                    [--out DIR]
 
 --cluster kafka runs each experiment on 3 local KRaft nodes of Apache Kafka (KAFKA_HOME) behind the real
 Toxiproxy (TOXIPROXY_SERVER), whatever its own cluster section says (broker-failover and leader-isolation ship
@@ -121,6 +122,7 @@ def main() -> int:
     ap.add_argument("experiments", nargs="+", type=Path)
     ap.add_argument("--cluster", choices=["own", "kafka"], default="own")
     ap.add_argument("--out", type=Path, default=Path("reports/compare-clients"))
+    ap.add_argument("--seed", type=int, help="the fault schedule's seed (default: each experiment's own)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     lines = ["| variant | client | sent | acked | duplicates | jump-back runs | lost | aborted reads | "
@@ -132,8 +134,9 @@ def main() -> int:
         exp.write_text(yaml.safe_dump(doc, sort_keys=False))
         before = set(args.out.glob("*/summary.json"))
         print(f"{path.name}: {len(doc['variants'])} variants ...", file=sys.stderr, flush=True)
-        r = subprocess.run([sys.executable, "-m", "harness", "run", str(exp), "--out", str(args.out)], cwd=ROOT,
-                           env=os.environ)
+        seed = [] if args.seed is None else ["--seed", str(args.seed)]
+        r = subprocess.run([sys.executable, "-m", "harness", "run", str(exp), "--out", str(args.out), *seed],
+                           cwd=ROOT, env=os.environ)
         [summary_path] = set(args.out.glob("*/summary.json")) - before or [None]
         if summary_path is None:
             notes.append(f"{path.name}: no run folder (exit {r.returncode})")

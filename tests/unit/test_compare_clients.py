@@ -1,0 +1,55 @@
+"""bench/compare_clients.py's translation of an experiment into one variant per client implementation: each
+implementation's own setting names, what it has no name for left out and said, what its child cannot serve (a
+producer fault) left out and said; the derived experiment is one the harness accepts."""
+
+import importlib.util
+from pathlib import Path
+
+import yaml
+
+from harness.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("compare_clients", ROOT / "bench" / "compare_clients.py")
+compare = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare)
+
+
+def derived(name, cluster=None):
+    return compare.derive(yaml.safe_load((ROOT / "experiments" / f"{name}.yaml").read_text()), cluster)
+
+
+def test_each_implementation_gets_the_variants_in_its_own_names(tmp_path):
+    doc, left_out = derived("lost-acks")
+    by = {v["name"]: v for v in doc["variants"]}
+    assert len(by) == 8
+    assert by["librdkafka-idempotence-on"]["producer"] == {"acks": "all", "retries": 10000000, "linger.ms": 5,
+                                                           "enable.idempotence": True}
+    assert by["kafka-python-idempotence-on"]["client"] == {"kafka-python": "3.0.12"}
+    assert by["kafka-python-idempotence-on"]["producer"] == {"acks": "all", "retries": 10000000, "linger_ms": 5,
+                                                             "enable_idempotence": True}
+    assert by["aiokafka-idempotence-off"]["producer"] == {"acks": "all", "linger_ms": 5, "enable_idempotence": False}
+    assert left_out == {"aiokafka-idempotence-off": "left out, no such setting: retries",
+                        "aiokafka-idempotence-on": "left out, no such setting: retries"}
+    path = tmp_path / "derived.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert [v.name for v in load_spec(path).variants] == list(by)
+
+
+def test_what_a_child_cannot_serve_is_left_out_and_said(tmp_path):
+    doc, left_out = derived("producer-restart")
+    names = [v["name"] for v in doc["variants"]]
+    assert names == ["librdkafka-idempotence-off", "librdkafka-idempotence-on", "librdkafka-transactional",
+                     "java-idempotence-off", "java-idempotence-on", "kafka-python-idempotence-off",
+                     "kafka-python-idempotence-on"]
+    assert left_out["aiokafka"] == "not run: its child takes no producer-restart"
+    assert left_out["java-transactional"] == "not run: its child restarts a plain or idempotent producer only"
+    path = tmp_path / "derived.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    load_spec(path)  # the harness accepts it: no variant it would refuse is left in
+
+
+def test_the_kafka_cluster_replaces_the_experiments_own():
+    doc, _ = derived("broker-failover", compare.LOCAL_KAFKA)
+    assert doc["cluster"] == {"backend": "local", "broker": "kafka", "brokers": 3, "proxy": "toxiproxy"}
+    assert doc["expectations"]["java-idempotence-on"] == {"duplicates": 0, "jump_back_runs": 0, "lost": 0}
