@@ -11,7 +11,9 @@ most 3 s on 2 cores for the quickstart; issue 25 asked 5 s), and the share of th
 where that time went, from each summary's `seconds` (the run's stages, averaged over the series; a variant's
 stages summed over its variants), the series' own cluster stages from aggregate.json's `cluster_seconds` (one
 cluster kept for the series: its start, the restores between runs, its stop; a series of an older release,
-which started a cluster a run, has none), and what no stage holds (the process start, the reports).
+which started a cluster a run, has none), and what no stage holds (the process start, the reports). A series
+that is the first Spark start for this Java and pyspark writes Spark's class cache (engine/classcache.py, ~10 s
+once, and that start is slower): the bench says so, since that series' figure is not what the next ones cost.
 
     python bench/repeat.py [--experiment experiments/quickstart.yaml] [--repeat 20] [--keep DIR]
 """
@@ -37,6 +39,8 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
     args = ap.parse_args()
     out = args.keep or Path(tempfile.mkdtemp(prefix="bench-repeat-"))
+    cache = class_cache()
+    cached = cache is None or cache.exists()
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "harness", "run", args.experiment, "--repeat", str(args.repeat),
                            "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -68,10 +72,22 @@ def main() -> int:
         for stage, seconds in sorted(stages.items(), key=lambda kv: -kv[1]):
             print(f"  {stage:<28} {seconds:6.2f} s a run")
         print(f"  {'in no stage':<28} {per_run - sum(stages.values()):6.2f} s a run")
+        if not cached and cache.exists():
+            print(f"note: this series wrote Spark's class cache ({cache}): its first Spark start and its stop took "
+                  "~10-15 s more than any later series' will; run the bench again for the usual figure")
         return 0
     finally:
         if args.keep is None:
             shutil.rmtree(out, ignore_errors=True)
+
+
+def class_cache() -> Path | None:
+    """The class-cache archive the series' Spark start uses or writes (None when the cache is off)."""
+    sys.path.insert(0, str(ROOT))
+    from harness.engine.classcache import ClassCache
+
+    cache = ClassCache.for_this_machine()
+    return cache.path if cache is not None else None
 
 
 if __name__ == "__main__":
