@@ -749,8 +749,9 @@ class ExperimentSpec(Strict):
         where = "consumer" if v.consumer is None or "strategy" not in v.consumer.model_fields_set \
             else f"variants.{self.variants.index(v)}.consumer"
         if group.strategy not in foreign.member_strategies:
-            raise ValueError(f"{where}.strategy: variant {v.name} runs {name} {version}, whose consumer group members "
-                             f"run {group.strategy} not (yet): use {', '.join(foreign.member_strategies)}")
+            *rest, last = foreign.member_strategies
+            raise ValueError(f"{where}.strategy: variant {v.name} runs {name} {version}, whose own consumer group "
+                             f"members do not run {group.strategy} (yet); use {', '.join(rest)} or {last}")
         for key in group.config:
             if key in foreign.member_owned:
                 mine = v.consumer is not None and key in v.consumer.config
