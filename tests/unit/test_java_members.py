@@ -286,3 +286,32 @@ def test_java_members_write_the_sink_through_their_relays_and_a_kill_finds_one_m
         ("m0.0", 2, "after", "after"), ("m1.0", 2, "after", "after")]
     stopped = {m for (m,) in rows(sink, "SELECT member FROM events WHERE event = 'stop'")}
     assert stopped == {"m0.0", "m1.0"} - {killed.name}  # said before its exit, applied before stop() returned
+
+
+# A JVM asked to stop while it still compiles its source exits 143 (its own SIGTERM handling), before the member's.
+STARTING_JVM = [sys.executable, "-c", """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+os.write(1, b"e 1 start - pid 1\\n")
+while True:
+    time.sleep(0.05)
+"""]
+
+
+@pytest.mark.parametrize("java, error", [(tuple(STARTING_JVM), ""), ((), "exited with code 143 when asked to stop")])
+def test_a_jvm_stopped_while_it_starts_is_no_error_but_the_same_code_of_a_python_member_is(tmp_path, monkeypatch,
+                                                                                          java, error):
+    monkeypatch.setattr(consumers, "MEMBER", STARTING_JVM)  # the Python member's command, for the second case
+    g = consumers.ConsumerGroup({"bootstrap.servers": "127.0.0.1:9"}, "t", 1, ConsumerSpec(members=1),
+                                tmp_path / "sink.sqlite", lambda m: tmp_path / "logs" / f"{m}.log", "g",
+                                threading.Event(), clock=FakeClock(), java=java)
+    g.start()
+    deadline = time.monotonic() + 60  # a deadlock guard, not a timing: until its handler is set
+    while not (rows(g.sink_path, "SELECT count(*) FROM events") == [(1,)] or
+               (tmp_path / "logs" / "m0.0.log").exists() and "start" in (tmp_path / "logs" / "m0.0.log").read_text()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    g.stop(timeout=10)
+    g.close()
+    assert g.current[0].proc.returncode == 143
+    assert (error in g.error) if error else g.error == ""
