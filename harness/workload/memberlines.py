@@ -139,9 +139,11 @@ class Relay:
         return self
 
     def _run(self) -> None:
+        readable = select.poll()  # not select(): a long series may hold descriptors past FD_SETSIZE
+        readable.register(self.fd, select.POLLIN)
         try:
             while True:
-                select.select([self.fd], [], [], 0.5)
+                readable.poll(500)
                 with self._lock:
                     if not self._pump():
                         break
