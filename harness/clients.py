@@ -3,7 +3,8 @@
     confluent-kafka   librdkafka through confluent-kafka (the harness's own produce loop, workload/clientproc.py)
     kafka-python      the pure-Python client (KafkaProducer), a child speaking the foreign protocol
     aiokafka          the asyncio client (AIOKafkaProducer), the same protocol
-    kafka-clients     Apache Kafka's Java client (KafkaProducer), from KAFKA_HOME's jars, the same protocol
+    kafka-clients     Apache Kafka's Java client (KafkaProducer), from KAFKA_HOME's jars, the same protocol; a
+                      consumer group's members run it too (KafkaConsumer, workload/java/ChaosMember.java)
 
 Every foreign implementation (all but confluent-kafka) runs in a child process that speaks one line protocol
 (workload/foreignproc.py); the run writes its delivery log from the child's lines, so acks.parquet and every
@@ -31,6 +32,10 @@ class Implementation:
     definite: dict[str, str] = field(default_factory=dict)  # error name -> why it proves nothing was written
     transactions: bool = False  # its child runs the transactional workload (foreignproc.py)
     restarts: bool = False  # its child restarts its (plain or idempotent) producer when told (a restart ask)
+    # Its own consumer group members (a consumer section): the strategies they run, and the member settings the
+    # harness sets beyond spec.CONSUMER_OWNED. None: the group runs the harness's own members (librdkafka).
+    member_strategies: tuple[str, ...] | None = None
+    member_owned: dict[str, str] = field(default_factory=dict)
 
     def rejected(self, error: str) -> bool:
         """An error a delivery callback gave: rejected when it proves the record was never written."""
@@ -84,7 +89,12 @@ KAFKA_CLIENTS = Implementation(
      "TopicAuthorizationException": "the producer may not write to the topic",
      "ClusterAuthorizationException": "the producer may not use idempotence on this cluster",
      "SerializationException": "the client could not serialise the record; nothing was transmitted"},
-    transactions=True, restarts=True)
+    transactions=True, restarts=True,
+    # workload/java/ChaosMember.java: transactional and idempotent-sink are not written in Java yet
+    member_strategies=("commit-after", "commit-before", "auto-commit"),
+    member_owned={"key.deserializer": "the members read bytes: the value as an ASCII decimal",
+                  "value.deserializer": "the members read bytes: the value as an ASCII decimal",
+                  "max.poll.records": "use the consumer section's batch field (records per poll)"})
 
 FOREIGN: dict[str, Implementation] = {i.name: i for i in (KAFKA_PYTHON, AIOKAFKA, KAFKA_CLIENTS)}
 LIBRARIES = (CONFLUENT_KAFKA, *FOREIGN)

@@ -15,6 +15,7 @@ from .spec import (SECRET_KEY, ExperimentSpec, SpecError, load_spec, masked_sele
 from .clients import FOREIGN
 from .workload import foreignenv
 from .workload.clientenv import ClientEnvError, ensure
+from .workload.javamember import member_settings
 
 # A Spark master URL, the whole text in ASCII (re.match with "$" took "local\n", and \d takes "２").
 SPARK_MASTER = re.compile(r"local(\[(\*|[0-9]+)(,[0-9]+)?\])?|spark://[\w.\-]+(:[0-9]+)?(,[\w.\-]+(:[0-9]+)?)*|yarn|"
@@ -81,7 +82,8 @@ def prepare(experiment: Path, seed: int | None, replay: Path | None, spark_maste
 def prepare_clients(spec: ExperimentSpec, path: Path) -> None:
     """Every client version the variants name is installed (once, into the cache) and answers as itself; a
     foreign implementation (harness/clients.py) also builds each variant's producer from its settings, connecting
-    nowhere: what it refuses is bad input, in its own words."""
+    nowhere, and the consumer of its group's members when they run it (the Java client's): what it refuses is bad
+    input, in its own words."""
     for version in sorted({spec.client_version(v) for v in spec.variants} - {None}):
         try:
             ensure(version)
@@ -98,6 +100,14 @@ def prepare_clients(spec: ExperimentSpec, path: Path) -> None:
         said = foreignenv.check_settings(env, spec.producer_config(variant))
         if said:
             raise SpecError(f"{path}: variants.{i}.producer ({variant.name}): {' '.join(library)} refuses it: {said}")
+        group = spec.consumer_spec(variant)
+        if spec.member_implementation(variant) is not None:  # its consumer group's members run it too
+            settings = member_settings("127.0.0.1:9", "check", "check", group.strategy, group.group_protocol,
+                                       group.batch, group.config)
+            said = foreignenv.check_settings(env, settings, env.member)
+            if said:
+                raise SpecError(f"{path}: variants.{i}.consumer ({variant.name}): {' '.join(library)} refuses its "
+                                f"member settings: {said}")
 
 
 def check_features(spec: ExperimentSpec, path: Path) -> None:
@@ -277,7 +287,7 @@ def check_consumer_configs(spec: ExperimentSpec, path: Path) -> None:
     quiet = _quiet_logger()
     for i, variant in enumerate(spec.variants):
         group = spec.consumer_spec(variant)
-        if group is None:
+        if group is None or spec.member_implementation(variant) is not None:  # Java's: prepare_clients checks them
             continue
         conf = consumer_config({**spec.cluster.client_settings(), "bootstrap.servers": "127.0.0.1:9"}, "check",
                                "check", group.strategy, group.group_protocol, group.config)
@@ -288,8 +298,9 @@ def check_consumer_configs(spec: ExperimentSpec, path: Path) -> None:
             raise SpecError(f"{path}: variants.{i}.consumer ({variant.name}): librdkafka rejects its member "
                             f"settings: {detail}") from None
     # The members' own settings (not cluster.client's, which are for every client) must be a consumer's.
-    sections = [("consumer.config", spec.consumer)] + [(f"variants.{i}.consumer.config", v.consumer)
-                                                        for i, v in enumerate(spec.variants)]
+    librdkafka = [v for v in spec.variants if spec.member_implementation(v) is None]
+    sections = [("consumer.config", spec.consumer if librdkafka or not spec.variants else None)] + [
+        (f"variants.{i}.consumer.config", v.consumer) for i, v in enumerate(spec.variants) if v in librdkafka]
     for where, section in sections:
         if section is None or not section.config:
             continue

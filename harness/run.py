@@ -38,6 +38,7 @@ from .spec import ExperimentSpec, masked
 from .status import COMPLETE, ERROR, INCOMPLETE, INTERRUPTED
 from .workload.clientenv import ensure
 from .workload.consumers import ConsumerGroup
+from .workload.foreignenv import ensure as ensure_foreign
 from .workload.producers import Sending, make_producer
 from .workload.readback import lso_stall
 from .workload.transactional import TransactionsUnavailable
@@ -353,10 +354,15 @@ class Run:
             "strategy": group_spec.strategy, "members": group_spec.members,
             "group.protocol": group_spec.group_protocol, "when": group_spec.when, "output": output}
         version = self.spec.client_version(variant)  # the members run it too (prepared before the run)
+        java = ()
+        if self.spec.member_implementation(variant) is not None:  # the Java client's own members
+            env = ensure_foreign(*self.spec.client_library(variant))
+            java = env.member
+            self.produced[variant.name]["consumer"]["client"] = f"{env.name} {env.version}"
         return ConsumerGroup(self.cluster.client, topic, self.spec.topic.partitions, group_spec,
                              self.folder.sink_path(variant.name), lambda m: self.folder.member_log(variant.name, m),
                              f"{topic}-group", self.stop, output=output,
-                             environ=ensure(version).environ() if version else None)
+                             environ=ensure(version).environ() if version else None, java=java)
 
     def _faults_on_group(self, group: ConsumerGroup, nemesis: Nemesis, name: str) -> None:
         """consumer.when after: the producer has sent everything; the group starts and the fault timeline

@@ -397,7 +397,8 @@ class ConsumerSpec(Strict):
                                                                                   "process (slept)")
     drain_timeout: Annotated[Seconds, Field(gt=0)] = Field(120.0, description="seconds the group may take, once "
                                                                              "faults are healed, to reach the end")
-    config: dict[str, ClientValue] = Field(default_factory=dict, description="librdkafka settings of every member")
+    config: dict[str, ClientValue] = Field(default_factory=dict, description="every member's settings: librdkafka's, or the "
+                                                                     "Java client's for a kafka-clients variant")
 
     @field_validator("config")
     @classmethod
@@ -710,6 +711,9 @@ class ExperimentSpec(Strict):
                                  f"faults only, so far; it cannot send in transactions ({tid})")
             if foreign is None:
                 continue
+            group = self.consumer_spec(v)
+            if group is not None and foreign.member_strategies is not None and not stored(info):
+                self._members_of(v, name, version, foreign, group)
             for key in self.producer_config(v):
                 if key in foreign.owned:
                     raise ValueError(f"producer: variant {v.name} runs {name}, whose {key} is set by the harness "
@@ -737,6 +741,23 @@ class ExperimentSpec(Strict):
             if self.explore is not None:
                 cross_check(self.explore, self)
         return self
+
+    def _members_of(self, v: VariantSpec, name: str, version: str, foreign: Implementation,
+                    group: ConsumerSpec) -> None:
+        """A variant whose consumer group runs its implementation's own members: a strategy they do not run, or a
+        setting the harness owns in their spelling, is bad input (the field that gives it is named)."""
+        where = "consumer" if v.consumer is None or "strategy" not in v.consumer.model_fields_set \
+            else f"variants.{self.variants.index(v)}.consumer"
+        if group.strategy not in foreign.member_strategies:
+            *rest, last = foreign.member_strategies
+            raise ValueError(f"{where}.strategy: variant {v.name} runs {name} {version}, whose own consumer group "
+                             f"members do not run {group.strategy} (yet); use {', '.join(rest)} or {last}")
+        for key in group.config:
+            if key in foreign.member_owned:
+                mine = v.consumer is not None and key in v.consumer.config
+                at = f"variants.{self.variants.index(v)}.consumer.config" if mine else "consumer.config"
+                raise ValueError(f"{at}: variant {v.name} runs {name}, whose member setting {key} is set by the "
+                                 f"harness ({foreign.member_owned[key]}); it cannot be changed here")
 
     def _faults_fire(self) -> None:
         """Every fault entry is applied at least once, and the plan stays within MAX_FAULTS (checked
@@ -812,7 +833,8 @@ class ExperimentSpec(Strict):
 
     def client_version(self, variant: VariantSpec) -> str | None:
         """The confluent-kafka version the variant's producer (and its consumer group) runs with, None for the
-        harness's own (a variant of another library's producer has its group run the harness's own)."""
+        harness's own (a variant of another library's producer has its group run the harness's own, but the Java
+        client's: member_implementation)."""
         return self.client_of(variant).get(CLIENT_LIBRARY)
 
     def implementation(self, variant: VariantSpec) -> Implementation | None:
@@ -820,6 +842,15 @@ class ExperimentSpec(Strict):
         (the harness's own, or another version of it)."""
         library = self.client_library(variant)
         return FOREIGN.get(library[0]) if library else None
+
+    def member_implementation(self, variant: VariantSpec) -> Implementation | None:
+        """The implementation the variant's consumer group members run when it is not the harness's own
+        (workload/member.py, librdkafka): the Java client's (kafka-clients) for a variant of its producer.
+        None for every other variant, and for one without a consumer group."""
+        foreign = self.implementation(variant)
+        if self.consumer_spec(variant) is None or foreign is None or foreign.member_strategies is None:
+            return None
+        return foreign
 
     def transactional(self, variant: VariantSpec) -> bool:
         """The variant sends in transactions: its producer settings name a transactional id, in its implementation's

@@ -1,5 +1,6 @@
-"""The consumer workload: a consumer group of member processes (workload/member.py) processing the
-variant's topic into its sink (workload/sink.py), and the consumer faults applied to it.
+"""The consumer workload: a consumer group of member processes (workload/member.py, librdkafka's; or the Java
+client's, workload/java/ChaosMember.java, whose sink lines a relay thread per member applies: memberlines.py)
+processing the variant's topic into its sink (workload/sink.py), and the consumer faults applied to it.
 
     group = ConsumerGroup(client, topic, spec, sink_path, member_log, group_id, stop, output=...)
     group.start()                 # the sink, then `members` processes (procs.spawn: tied to the run)
@@ -20,7 +21,9 @@ this supervisor's thread applies them and answers, so applied_at is when the sig
   storm-members    every `interval` s a member joins (a new process sN.0) or the last one that joined
                    leaves (SIGTERM: a graceful close), alternately; at heal the remaining ones leave.
 A member that exits on its own is an infrastructure failure (the run stops, exit 3, naming its log):
-exit code 2 says the broker does not support the group protocol asked for (KIP-848 on Tansu).
+exit code 2 says the broker does not support the group protocol asked for (KIP-848 on Tansu). A Java member is the
+JVM itself (the signals reach its client); the supervisor reads the sink only once its relay has applied what the
+member said (a member frozen for a kill is settled first; a stopped or killed one's relay is drained).
 """
 
 from __future__ import annotations
@@ -40,11 +43,16 @@ from ..clock import REAL, Clock
 from ..faults.channel import KILL_MEMBER, PAUSE_MEMBER, STORM_MEMBERS, FaultTable
 from ..spec import ConsumerSpec
 from . import sink as sinks
+from .javamember import member_settings
 from .member import UNSUPPORTED
+from .memberlines import Relay
 
 TICK = 0.05  # seconds between two looks at the asks and the members
 MID_BATCH_WAIT = 10.0  # seconds a member kill waits for a member in the middle of a batch
 MEMBER = [sys.executable, "-m", "harness.workload.member"]  # a member process (settings in its environment)
+RELAY_DRAIN = 30.0  # seconds a dead member's relay may take to apply what its pipe still holds
+# A JVM's own exit status after a SIGTERM that came before its handler was set (while it compiled its source).
+JVM_TERMINATED = 128 + signal.SIGTERM
 
 
 @dataclass
@@ -52,14 +60,22 @@ class Slot:
     name: str  # m<slot>.<incarnation>, or s<k>.0 for a storm member
     proc: object  # subprocess.Popen
     state: str = "running"  # running, paused, killed, stopped
+    relay: Relay | None = None  # a Java member's: its stdout into the sink
+
+    def drained(self) -> None:
+        """The member is gone: everything it said is in the sink once this returns (or RELAY_DRAIN passed)."""
+        if self.relay is not None:
+            self.relay.join(RELAY_DRAIN)
 
 
 class ConsumerGroup:
     def __init__(self, client: dict, topic: str, partitions: int, spec: ConsumerSpec, sink_path: Path,
                  member_log: Callable[[str], Path], group_id: str, stop: threading.Event,
-                 output: str | None = None, clock: Clock = REAL, environ: dict[str, str] | None = None):
+                 output: str | None = None, clock: Clock = REAL, environ: dict[str, str] | None = None,
+                 java: tuple[str, ...] = ()):
         self.clock = clock
         self.environ = environ  # the members' environment: another client version's (clientenv.py), or ours
+        self.java = tuple(java)  # the Java member's command line (foreignenv.ForeignEnv.member); (): member.py
         self.client, self.topic, self.partitions, self.spec = client, topic, partitions, spec
         self.sink_path, self.member_log, self.group_id = Path(sink_path), member_log, group_id
         self.output = output
@@ -90,9 +106,14 @@ class ConsumerGroup:
                "protocol": self.spec.group_protocol, "batch": self.spec.batch,
                "processing_ms": self.spec.processing_ms, "config": self.spec.config, "client": self.client,
                "sink": str(self.sink_path), "output": self.output, "transactional_id": transactional_id}
+        if self.java:
+            cfg["settings"] = member_settings(self.client["bootstrap.servers"], self.group_id, name, self.spec.strategy,
+                                              self.spec.group_protocol, self.spec.batch, self.spec.config)
         env = {**(self.environ or os.environ), "KAFKA_CHAOS_MEMBER": json.dumps(cfg)}
-        proc = procs.spawn(MEMBER, self.member_log(name), env=env)
-        return Slot(name, proc)
+        if not self.java:
+            return Slot(name, procs.spawn(MEMBER, self.member_log(name), env=env))
+        proc = procs.spawn(list(self.java), self.member_log(name), env=env, tell=True)
+        return Slot(name, proc, relay=Relay(proc.stdout, sinks.Sink(self.sink_path, name)).start())
 
     def _spawn_slot(self, index: int) -> None:
         incarnation = len(self.slots[index]) if index < len(self.slots) else 0
@@ -129,14 +150,19 @@ class ConsumerGroup:
                     pass  # the nemesis journals the fault as failed and stops the run
             with self._lock:
                 for slot in self.current + self.storm:
+                    if slot.relay is not None and slot.relay.error:
+                        self._failed(slot, slot.relay.error)
+                        return
                     if slot.state in ("running", "paused") and slot.proc.poll() is not None:
                         self._failed(slot)
                         return
 
-    def _failed(self, slot: Slot) -> None:
+    def _failed(self, slot: Slot, said: str = "") -> None:
         code = slot.proc.returncode
         log = self.member_log(slot.name)
-        if code == UNSUPPORTED:
+        if said:
+            self.error = f"consumer {slot.name} said what its sink lines cannot say: {said} (log: {log})"
+        elif code == UNSUPPORTED:
             self.error = (f"the broker does not support group.protocol={self.spec.group_protocol} "
                           f"({_last_line(log)}; {log})")
         else:
@@ -176,6 +202,10 @@ class ConsumerGroup:
                         os.kill(slot.proc.pid, signal.SIGSTOP)
                     except ProcessLookupError:
                         continue  # it died on its own: the supervisor's next look says so
+                    if slot.relay is not None:  # what it said before it froze, in the sink first
+                        if not _frozen(slot):
+                            continue
+                        slot.relay.settle()
                     if self.sink.mid_batch(slot.name):
                         self._kill_slot(slot)  # frozen: SIGKILL needs no SIGCONT
                         return True
@@ -192,6 +222,7 @@ class ConsumerGroup:
     def _kill_slot(self, slot: Slot) -> None:
         slot.proc.kill()
         slot.proc.wait()
+        slot.drained()
         slot.state = "killed"
         self.sink.event("killed", member=slot.name)
 
@@ -252,6 +283,7 @@ class ConsumerGroup:
     def _leave(self, slot: Slot) -> None:
         slot.state = "stopped"
         procs.stop(slot.proc, timeout=30)
+        slot.drained()
         self.sink.event("left", member=slot.name, detail=f"exit {slot.proc.returncode}")
 
     def _leave_all(self) -> None:
@@ -312,8 +344,12 @@ class ConsumerGroup:
             deadline = time.monotonic() + timeout
             for slot in members:
                 procs.stop(slot.proc, timeout=max(0.1, deadline - time.monotonic()))
-                # 0: it closed; -SIGTERM: it was still starting (no handler yet); -SIGKILL: it hung past timeout.
+                slot.drained()
+                # 0: it closed; -SIGTERM (a JVM's 143): it was still starting (no handler yet); -SIGKILL: it hung
+                # past timeout.
                 code = slot.proc.returncode
+                if code == JVM_TERMINATED and slot.relay is not None:
+                    code = -signal.SIGTERM
                 if code == -signal.SIGKILL and self._stopped(slot.name):
                     # Its last batch processed and committed, the client's close() never returned: the client
                     # under test hung (librdkafka 2.1.0 did, leaving a group whose coordinator moved), not the run.
@@ -369,6 +405,15 @@ def read_output(client: dict, topic: str, partitions: int, timeout: float = 60.0
         raise TimeoutError(f"the output topic {topic} was not read to its end in {timeout:.0f} s "
                            f"(partitions {sorted(open_)})")
     return rows
+
+
+def _frozen(slot: Slot) -> bool:
+    """After its SIGSTOP: wait until the member is stopped (it then writes nothing more); False if it died first."""
+    _, status = os.waitpid(slot.proc.pid, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        return True
+    slot.proc.returncode = os.waitstatus_to_exitcode(status)  # the supervisor's next look reports it
+    return False
 
 
 def _last_line(path: Path) -> str:

@@ -7,10 +7,12 @@
                              sees the standard library and that folder only). A folder is trusted only when its
                              marker (ready.json) is there and the child still answers the same version.
     kafka-clients            Apache Kafka's Java client from KAFKA_HOME (libs/kafka-clients-V.jar must be the
-                             version asked for) and `java` on PATH (17+: java/ChaosProducer.java runs from source).
+                             version asked for) and `java` on PATH (17+: java/ChaosProducer.java runs from source,
+                             and a consumer group's members java/ChaosMember.java: ForeignEnv.member).
 
-check_settings() builds the producer with the variant's settings in a short child that connects nowhere: a
-setting the client refuses is bad input (exit 2, the client's own words) before anything starts.
+check_settings() builds the producer (or, given the member's command, a consumer group member's consumer) with the
+variant's settings in a short child that connects nowhere: a setting the client refuses is bad input (exit 2, the
+client's own words) before anything starts.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ PROBE_TIMEOUT = 60.0
 JAVA_PROBE_TIMEOUT = 120.0  # compiling the source file takes a few seconds on a loaded machine
 PYCHILD = Path(__file__).with_name("pychild.py")
 JAVA_SOURCE = Path(__file__).parent / "java" / "ChaosProducer.java"
+JAVA_MEMBER = Path(__file__).parent / "java" / "ChaosMember.java"
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class ForeignEnv:
     name: str  # harness/clients.py's key: kafka-python, aiokafka, kafka-clients
     version: str  # as the implementation itself reports it
     command: tuple[str, ...]  # the child's command line (the workload: the task on its stdin)
+    member: tuple[str, ...] = ()  # a consumer group member's command line, when the implementation has its own
 
     def environ(self) -> dict[str, str]:
         return dict(os.environ)
@@ -128,13 +132,15 @@ def _java(version: str) -> ForeignEnv:
     java = shutil.which("java")
     if java is None:
         raise ClientEnvError("client.kafka-clients: no `java` on PATH (17 or later runs the child from its source)")
-    return ForeignEnv("kafka-clients", version, (java, "-cp", f"{libs}/*", str(JAVA_SOURCE)))
+    return ForeignEnv("kafka-clients", version, (java, "-cp", f"{libs}/*", str(JAVA_SOURCE)),
+                      (java, "-cp", f"{libs}/*", str(JAVA_MEMBER)))
 
 
 # -- settings -----------------------------------------------------------------------------------------------------
-def check_settings(env: ForeignEnv, settings: dict) -> str:
-    """"" when the implementation builds a producer with `settings`; else its own words for what it refuses."""
-    cmd = [*env.command, "--check", json.dumps(settings)]
+def check_settings(env: ForeignEnv, settings: dict, program: tuple[str, ...] = ()) -> str:
+    """"" when the implementation builds a producer (program env.member: a member's consumer) with `settings`; else
+    its own words for what it refuses."""
+    cmd = [*(program or env.command), "--check", json.dumps(settings)]
     timeout = JAVA_PROBE_TIMEOUT if env.implementation.language == "java" else PROBE_TIMEOUT
     try:
         code, out = procs.probe(cmd, timeout=timeout)

@@ -69,9 +69,11 @@ class Sink:
     def close(self) -> None:
         self.db.close()
 
-    def event(self, event: str, partitions=None, detail: str = "", member: str | None = None) -> None:
+    def event(self, event: str, partitions=None, detail: str = "", member: str | None = None,
+              at: float | None = None) -> None:
+        """at: when it happened, epoch ms (a relayed member's own clock, workload/memberlines.py); default now."""
         self.db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?)",
-                        (now_ms(), member or self.member, event,
+                        (now_ms() if at is None else at, member or self.member, event,
                          json.dumps(sorted(partitions)) if partitions is not None else None, detail or None))
 
     def holdings(self) -> dict[str, set[int]]:

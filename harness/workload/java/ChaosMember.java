@@ -1,0 +1,278 @@
+// One member of the consumer group with Apache Kafka's Java client (kafka-clients' KafkaConsumer), as its own process
+// (so a fault's SIGKILL, SIGSTOP and SIGCONT reach the client itself). Run from source with a Kafka distribution's
+// jars (Java 17 or later):
+//
+//     java -cp "$KAFKA_HOME/libs/*" ChaosMember.java               the member: its task as JSON in $KAFKA_CHAOS_MEMBER
+//     java -cp "$KAFKA_HOME/libs/*" ChaosMember.java --check JSON  builds the consumer with those settings (Java
+//                                                                  property names), connecting nowhere: `ok`, or
+//                                                                  `refused WORDS` (the client's words)
+//
+// It does what harness/workload/member.py does with librdkafka, for the strategies commit-after (process the batch,
+// a row per record as each is done, then commitSync its offsets), commit-before (commitSync, then process; a failed
+// commit drops the batch) and auto-commit (the client commits what poll() returned, in the background of poll()).
+// It cannot open the sink (no SQLite driver): each sink action is one line on stdout, written whole and before the
+// commit that follows it, which the harness applies to the sink (workload/memberlines.py has the protocol).
+// A batch is one poll (max.poll.records = the batch); processing a record takes processing_ms (slept).
+// SIGTERM stops it after the batch in hand (the strategy's commit, then close: leaving the group): exit 0. Exit 2:
+// the broker lacks the group protocol (UnsupportedVersionException); 4: any other error from the client.
+// The client's own log (log4j, WARN) goes to stderr, which the harness keeps as the member's log.
+
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.errors.WakeupException;
+
+public class ChaosMember {
+    static final int STOPPED = 0, UNSUPPORTED = 2, FATAL = 4;
+    static final FileOutputStream OUT = new FileOutputStream(FileDescriptor.out);
+    static volatile boolean stopping = false;
+    static volatile KafkaConsumer<byte[], byte[]> consumer;
+
+    final String name, topic, strategy;
+    final double processingMs;
+    int session = 0;  // a new one at every assignment change
+    long n = 0;  // the member's processing counter
+
+    ChaosMember(Map<String, Object> task) {
+        name = (String) task.get("member");
+        topic = (String) task.get("topic");
+        strategy = (String) task.get("strategy");
+        processingMs = ((Number) task.get("processing_ms")).doubleValue();
+    }
+
+    /** One line of the protocol, in one write(2): the harness never sees half of it. */
+    static void say(String line) {
+        byte[] bytes = (line + "\n").getBytes(StandardCharsets.US_ASCII);
+        synchronized (OUT) {
+            try {
+                OUT.write(bytes);
+            } catch (java.io.IOException e) {
+                // the harness went away: the member is being stopped
+            }
+        }
+    }
+
+    static String now() {
+        Instant t = Instant.now();
+        return String.format(java.util.Locale.ROOT, "%.3f", t.getEpochSecond() * 1000.0 + t.getNano() / 1e6);
+    }
+
+    static String partitions(Collection<TopicPartition> parts) {
+        StringBuilder b = new StringBuilder("[");
+        parts.stream().map(TopicPartition::partition).sorted().forEach(p -> b.append(b.length() > 1 ? "," : "").append(p));
+        return b.append(']').toString();
+    }
+
+    /** An event: `e AT EVENT PARTITIONS DETAIL` (partitions null: `-`), its detail on one line. */
+    static void event(String event, Collection<TopicPartition> parts, String detail) {
+        String oneLine = detail.replaceAll("[\\r\\n]+", " ").replaceAll("[^\\x20-\\x7e]", "?");
+        if (oneLine.length() > 1000) {
+            oneLine = oneLine.substring(0, 1000);
+        }
+        say("e " + now() + " " + event + " " + (parts == null ? "-" : partitions(parts)) + " " + oneLine);
+    }
+
+    static String words(Throwable e) {
+        return e.getClass().getSimpleName() + ": " + e.getMessage();
+    }
+
+    public static void main(String[] args) throws Exception {
+        System.setOut(System.err);  // the protocol owns stdout; log4j's console goes to stderr
+        System.setProperty("org.apache.logging.log4j.level", "WARN");
+        if (args.length > 1 && args[0].equals("--check")) {
+            System.exit(check(args[1]));
+        }
+        // SIGTERM: the loop stops after the batch in hand; wakeup() ends a poll() that waits.
+        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> {
+            stopping = true;
+            KafkaConsumer<byte[], byte[]> c = consumer;
+            if (c != null) {
+                c.wakeup();
+            }
+        });
+        @SuppressWarnings("unchecked")
+        Map<String, Object> task = new ObjectMapper().readValue(System.getenv("KAFKA_CHAOS_MEMBER"), Map.class);
+        @SuppressWarnings("unchecked")
+        int code = new ChaosMember(task).run(properties((Map<String, Object>) task.get("settings")));
+        System.exit(code);
+    }
+
+    static Properties properties(Map<String, Object> settings) {
+        Properties props = new Properties();
+        for (Map.Entry<String, Object> e : settings.entrySet()) {
+            props.put(e.getKey(), String.valueOf(e.getValue()));
+        }
+        return props;
+    }
+
+    @SuppressWarnings("unchecked")
+    static int check(String json) {
+        String said = "ok";
+        try {
+            Map<String, Object> settings = new ObjectMapper().readValue(json, Map.class);
+            for (String key : settings.keySet()) {  // the client only warns of a name it does not know
+                if (!ConsumerConfig.configNames().contains(key)) {
+                    said = "refused ConfigException: Unknown consumer configuration " + key;
+                }
+            }
+            if (said.equals("ok")) {
+                settings.put("bootstrap.servers", "127.0.0.1:9");
+                new KafkaConsumer<byte[], byte[]>(properties(settings)).close(Duration.ZERO);
+            }
+        } catch (Exception e) {
+            said = "refused " + words(e).replaceAll("[\\r\\n]+", " ");
+        }
+        say(said);
+        return said.equals("ok") ? 0 : 1;
+    }
+
+    int run(Properties props) {
+        event("start", null, "pid " + ProcessHandle.current().pid());
+        System.err.println("member " + name + ": kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion()
+                + ", group.protocol " + props.getProperty("group.protocol"));
+        try {
+            consumer = new KafkaConsumer<>(props);
+        } catch (Exception e) {
+            return failed(e);
+        }
+        try {
+            consumer.subscribe(List.of(topic), new Listener());
+            while (!stopping) {
+                ConsumerRecords<byte[], byte[]> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(200));
+                } catch (WakeupException e) {
+                    break;  // SIGTERM
+                } catch (RetriableException e) {
+                    System.err.println("member " + name + ": poll: " + words(e));
+                    continue;
+                }
+                if (records.isEmpty()) {
+                    continue;
+                }
+                List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>(records.count());
+                records.forEach(batch::add);
+                if (strategy.equals("commit-after")) {
+                    process(batch, "after");
+                    commit(batch);
+                } else if (strategy.equals("commit-before")) {
+                    if (commit(batch)) {
+                        process(batch, "before");
+                    }
+                } else {  // auto-commit
+                    process(batch, "auto");
+                }
+            }
+        } catch (Exception e) {
+            return failed(e);
+        }
+        event("stop", null, "");
+        try {
+            consumer.close();  // leaves the group (auto-commit commits what poll() returned)
+        } catch (Exception e) {
+            System.err.println("member " + name + ": close: " + words(e));
+        }
+        return STOPPED;
+    }
+
+    int failed(Throwable e) {
+        boolean unsupported = e instanceof UnsupportedVersionException;
+        event("error", null, words(e));
+        System.err.println("member " + name + ": " + (unsupported ? "unsupported" : "fatal") + ": " + words(e));
+        e.printStackTrace();
+        return unsupported ? UNSUPPORTED : FATAL;
+    }
+
+    /** The application's work: a row per record into the sink as each is done (`p` lines), the batch first said
+     *  in hand (`h`): a kill mid-batch leaves the records before it processed. */
+    void process(List<ConsumerRecord<byte[], byte[]>> batch, String committed) throws InterruptedException {
+        say("h " + n + " " + batch.size());
+        long pause = (long) (processingMs * 1e6);
+        for (ConsumerRecord<byte[], byte[]> m : batch) {
+            if (pause > 0) {
+                Thread.sleep(pause / 1_000_000, (int) (pause % 1_000_000));
+            }
+            say("p " + committed + " " + m.partition() + " " + m.offset() + " " + value(m.value()) + " " + session + " "
+                    + n + " " + now());
+            n++;
+        }
+    }
+
+    static String value(byte[] raw) {
+        if (raw == null || raw.length == 0 || raw.length > 18) {
+            return "-";
+        }
+        for (byte b : raw) {
+            if (b < '0' || b > '9') {
+                return "-";
+            }
+        }
+        return new String(raw, StandardCharsets.US_ASCII);
+    }
+
+    /** commitSync of the batch's next offsets; a failure (a rebalance took the partitions, a broker away) is an
+     *  event. A SIGTERM's wakeup() may land in it: the commit is asked again (wakeup fires once). */
+    boolean commit(List<ConsumerRecord<byte[], byte[]>> batch) {
+        Map<TopicPartition, OffsetAndMetadata> next = new TreeMap<>(
+                java.util.Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        for (ConsumerRecord<byte[], byte[]> m : batch) {
+            next.merge(new TopicPartition(m.topic(), m.partition()), new OffsetAndMetadata(m.offset() + 1),
+                    (a, b) -> a.offset() >= b.offset() ? a : b);
+        }
+        for (int attempt = 0; ; attempt++) {
+            try {
+                consumer.commitSync(next);
+                return true;
+            } catch (WakeupException e) {
+                if (attempt > 0) {
+                    throw e;
+                }
+            } catch (UnsupportedVersionException e) {
+                throw e;
+            } catch (org.apache.kafka.common.KafkaException e) {
+                event("commit-failed", next.keySet(), e.getClass().getSimpleName());
+                return false;
+            }
+        }
+    }
+
+    /** The group's assignment changes, told as events (a new session at each). */
+    final class Listener implements ConsumerRebalanceListener {
+        @Override
+        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+            session++;
+            event("assign", partitions, "");
+        }
+
+        @Override
+        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+            session++;
+            event("revoke", partitions, "");
+        }
+
+        @Override
+        public void onPartitionsLost(Collection<TopicPartition> partitions) {
+            session++;
+            event("lost", partitions, "");
+        }
+    }
+}

@@ -1,0 +1,317 @@
+"""Consumer group members of the Java client without a JVM or a broker: the lines a member writes instead of the
+sink (workload/memberlines.py) parsed, applied to a real temporary sink and relayed from a pipe; the choice of Java
+members for a kafka-clients variant, their settings and the strategies refused; and the supervisor running members
+that speak the lines (a stand-in program) under a kill caught mid-batch and a stop."""
+
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+
+from harness import preflight
+from harness.clients import KAFKA_CLIENTS
+from harness.exits import Exit
+from harness.spec import ConsumerSpec, SpecError, load_spec
+from harness.workload import consumers, foreignenv, sink as sinks
+from harness.workload.javamember import member_settings
+from harness.workload.memberlines import Event, Hold, Processed, ProtocolError, Relay, apply, parse
+from tests.fakeclock import FakeClock
+
+
+# -- the lines -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("line, said", [
+    ("e 1700000000123.456 start - pid 42", Event(1700000000123.456, "start", None, "pid 42")),
+    ("e 1.5 assign [0,2] ", Event(1.5, "assign", [0, 2], "")),
+    ("e 1.5 revoke []", Event(1.5, "revoke", [], "")),
+    ("e 2 commit-failed [3] CommitFailedException: the group rebalanced",
+     Event(2.0, "commit-failed", [3], "CommitFailedException: the group rebalanced")),
+    ("h 200 100", Hold(200, 100)),
+    ("p after 1 17 5 3 201 1700000000000.125", Processed("after", (1, 17, 5, 3, 201, 1700000000000.125))),
+    ("p before 0 0 - 1 0 5.0", Processed("before", (0, 0, None, 1, 0, 5.0))),
+    ("p auto 2 9 4 2 7 5", Processed("auto", (2, 9, 4, 2, 7, 5.0))),
+])
+def test_each_line_is_read_as_what_it_says(line, said):
+    assert parse(line) == said
+
+
+@pytest.mark.parametrize("line", [
+    "", "x 1 2", "e 1.0 joined - ", "e nan start -", "e 1.0 assign [0,-1]", "e 1.0 assign [0, 1] spaces",
+    "e 1.0 assign {\"a\":1}", "e 1.0", "h 5", "h 5 0", "h -1 3", "p after 1 2 3 4 5", "p later 1 2 3 4 5 6",
+    "p after 1 2 x 4 5 6", "p after -1 2 3 4 5 6", "p after 1 2 3 4 5 inf", "p after 1 2 3 4 5 6 7",
+])
+def test_anything_else_is_a_protocol_error(line):
+    with pytest.raises(ProtocolError):
+        parse(line)
+
+
+@pytest.fixture
+def sink_path(tmp_path):
+    path = tmp_path / "sink.sqlite"
+    sinks.create(path)
+    return path
+
+
+def rows(path, sql):
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def test_lines_applied_to_the_sink_are_what_the_python_member_writes(sink_path):
+    relayed = sinks.Sink(sink_path, "m0.0")
+    apply(relayed, [parse(line) for line in [
+        "e 1000.5 start - pid 7", "e 1001 assign [1,0] ", "h 0 3",
+        "p after 0 10 5 1 0 1002.25", "p after 1 4 2 1 1 1003",
+        "e 1004 commit-failed [0,1] CommitFailedException"]])
+    relayed.close()
+    assert rows(sink_path, "SELECT at, member, event, partitions, detail FROM events ORDER BY rowid") == [
+        (1000.5, "m0.0", "start", None, "pid 7"), (1001.0, "m0.0", "assign", "[0, 1]", None),
+        (1004.0, "m0.0", "commit-failed", "[0, 1]", "CommitFailedException")]
+    assert rows(sink_path, "SELECT partition, offset, value, member, session, n, processed_at, committed "
+                           "FROM processed ORDER BY seq") == [(0, 10, 5, "m0.0", 1, 0, 1002.25, "after"),
+                                                              (1, 4, 2, "m0.0", 1, 1, 1003.0, "after")]
+    harness = sinks.Sink(sink_path, "harness")
+    assert harness.holdings() == {"m0.0": {0, 1}}
+    assert harness.mid_batch("m0.0")  # 2 of its 3 records in hand processed
+    harness.close()
+
+
+def test_a_change_of_commit_order_keeps_the_rows_in_their_order(sink_path):
+    relayed = sinks.Sink(sink_path, "m1.0")
+    apply(relayed, [parse("p before 0 0 0 1 0 1"), parse("h 1 1"), parse("p before 0 1 1 1 1 2"),
+                    parse("p auto 0 2 2 1 2 3")])
+    relayed.close()
+    assert rows(sink_path, "SELECT offset, committed FROM processed ORDER BY seq") == [
+        (0, "before"), (1, "before"), (2, "auto")]
+    assert rows(sink_path, "SELECT member, first_n, count FROM in_hand") == [("m1.0", 1, 1)]
+
+
+def pipe_relay(sink_path, member="m0.0"):
+    r, w = os.pipe()
+    relay = Relay(os.fdopen(r, "rb", buffering=0), sinks.Sink(sink_path, member))
+    return relay, w
+
+
+def test_settle_applies_every_whole_line_in_the_pipe_and_keeps_half_a_line_for_later(sink_path):
+    relay, w = pipe_relay(sink_path)  # not started: settle() alone reads
+    os.write(w, b"e 1 assign [0] \nh 0 2\np after 0 0 0 1 0 2\np after 0 1 ")
+    relay.settle()
+    assert rows(sink_path, "SELECT offset FROM processed") == [(0,)]
+    os.write(w, b"1 1 1 3\n")
+    relay.settle()
+    assert rows(sink_path, "SELECT offset, value FROM processed ORDER BY seq") == [(0, 0), (1, 1)]
+    os.close(w)
+    relay.start()
+    assert relay.join(30)  # the end of the pipe ends it
+    assert relay.error == ""
+
+
+def test_a_dead_members_pipe_is_drained_before_the_relay_ends(sink_path):
+    relay, w = pipe_relay(sink_path)
+    lines = b"".join(b"p after 0 %d %d 1 %d %d\n" % (i, i, i, 1000 + i) for i in range(5000))
+    writer = threading.Thread(target=lambda: (os.write(w, lines), os.close(w)))  # more than a pipe holds
+    writer.start()
+    relay.start()
+    assert relay.join(60)
+    writer.join()
+    assert rows(sink_path, "SELECT count(*), min(offset), max(offset) FROM processed") == [(5000, 0, 4999)]
+    with pytest.raises(ValueError):  # the relay closed its end of the pipe
+        relay.pipe.fileno()
+
+
+def test_a_line_the_protocol_does_not_have_stops_the_relay_with_its_words(sink_path):
+    relay, w = pipe_relay(sink_path)
+    os.write(w, b"e 1 start - pid 1\ne 2 exploded - \n")
+    relay.start()
+    assert relay.join(30)
+    os.close(w)
+    assert "no such event: 'exploded'" in relay.error
+    assert rows(sink_path, "SELECT event FROM events") == [("start",)]
+
+
+# -- the choice, the settings, the refusals --------------------------------------------------------------------------
+def load(tmp_path, doc):
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "workload": {"messages": 100, "rate": 100}, **doc}, sort_keys=False))
+    return load_spec(path)
+
+
+def test_a_kafka_clients_variants_group_runs_java_members_and_every_other_variants_the_harnesss(tmp_path):
+    spec = load(tmp_path, {"consumer": {"members": 2},
+                           "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"}},
+                                        {"name": "librdkafka"},
+                                        {"name": "other-version", "client": {"confluent-kafka": "2.2.0"}},
+                                        {"name": "kafka-python", "client": {"kafka-python": "3.0.12"}}]})
+    assert [spec.member_implementation(v) for v in spec.variants] == [KAFKA_CLIENTS, None, None, None]
+    alone = load(tmp_path, {"variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"}}]})
+    assert alone.member_implementation(alone.variants[0]) is None  # no consumer group at all
+
+
+@pytest.mark.parametrize("strategy", ["transactional", "idempotent-sink"])
+def test_a_strategy_java_members_do_not_run_is_bad_input_naming_the_field_and_the_variant(tmp_path, strategy):
+    with pytest.raises(SpecError, match=rf"variants\.1\.consumer\.strategy: variant java runs kafka-clients 4\.1\.0, "
+                                        rf"whose own consumer group members do not run {strategy} \(yet\); use "
+                                        "commit-after, commit-before or auto-commit") as e:
+        load(tmp_path, {"consumer": {"strategy": "commit-after"},
+                        "variants": [{"name": "librdkafka", "consumer": {"strategy": strategy}},
+                                     {"name": "java", "client": {"kafka-clients": "4.1.0"},
+                                      "consumer": {"strategy": strategy}}]})
+    assert e.value.exit == Exit.USAGE  # bad input: exit 2, before anything starts
+    with pytest.raises(SpecError, match=r"consumer\.strategy: variant java runs kafka-clients"):
+        load(tmp_path, {"consumer": {"strategy": strategy},
+                        "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"}}]})
+    # the harness's own members run it for every other implementation's variant
+    load(tmp_path, {"consumer": {"strategy": strategy},
+                    "variants": [{"name": "py", "client": {"kafka-python": "3.0.12"}}]})
+
+
+def test_a_member_setting_the_harness_owns_in_java_is_bad_input(tmp_path):
+    with pytest.raises(SpecError, match=r"variants\.0\.consumer\.config: variant java runs kafka-clients, whose member "
+                                        r"setting max\.poll\.records is set by the harness \(use the consumer "
+                                        "section's batch field"):
+        load(tmp_path, {"consumer": {"members": 1},
+                        "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"},
+                                      "consumer": {"config": {"max.poll.records": 5}}}]})
+    with pytest.raises(SpecError, match=r"consumer\.config: variant java runs kafka-clients, whose member setting "
+                                        r"value\.deserializer"):
+        load(tmp_path, {"consumer": {"config": {"value.deserializer": "x"}},
+                        "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"}}]})
+    with pytest.raises(SpecError, match=r"group\.protocol: set by the harness"):  # spec.CONSUMER_OWNED as for all
+        load(tmp_path, {"consumer": {"config": {"group.protocol": "consumer"}},
+                        "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"}}]})
+
+
+def test_a_java_members_settings_are_the_harnesss_with_the_experiments_over_them():
+    classic = member_settings("127.0.0.1:9092", "g", "m1.0", "commit-after", "classic", 200,
+                              {"fetch.max.wait.ms": 100, "session.timeout.ms": 10000})
+    assert classic == {"bootstrap.servers": "127.0.0.1:9092", "group.id": "g", "client.id": "m1.0",
+                       "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                       "isolation.level": "read_committed", "group.protocol": "classic",
+                       "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+                       "value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+                       "max.poll.records": 200, "session.timeout.ms": 10000, "heartbeat.interval.ms": 1500,
+                       "fetch.max.wait.ms": 100}
+    kip848 = member_settings("b:1", "g", "m0.0", "auto-commit", "consumer", 100, {})
+    assert kip848["enable.auto.commit"] is True and kip848["group.protocol"] == "consumer"
+    assert "session.timeout.ms" not in kip848 and "heartbeat.interval.ms" not in kip848  # the broker's, in KIP-848
+
+
+def test_java_member_settings_are_judged_by_the_java_client_not_by_librdkafka(tmp_path, monkeypatch):
+    doc = {"consumer": {"config": {"fetch.max.wait.ms": 100}},  # the Java name; librdkafka's is fetch.wait.max.ms
+           "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"}}]}
+    spec = load(tmp_path, doc)
+    preflight.check_consumer_configs(spec, tmp_path / "exp.yaml")  # librdkafka leaves the Java members alone
+    mixed = load(tmp_path, {**doc, "variants": [*doc["variants"], {"name": "librdkafka"}]})
+    with pytest.raises(SpecError, match="fetch.max.wait.ms"):
+        preflight.check_consumer_configs(mixed, tmp_path / "exp.yaml")
+    env = foreignenv.ForeignEnv("kafka-clients", "4.1.0", ("java", "ChaosProducer.java"), ("java", "ChaosMember.java"))
+    asked = []
+
+    def check(env, settings, program=()):
+        asked.append((program, settings))
+        return "ConfigException: Unknown consumer configuration fetch.max.wait.ms" if program else ""
+
+    monkeypatch.setattr(foreignenv, "ensure", lambda name, version: env)
+    monkeypatch.setattr(foreignenv, "check_settings", check)
+    with pytest.raises(SpecError, match=r"variants\.0\.consumer \(java\): kafka-clients 4\.1\.0 refuses its member "
+                                        "settings: ConfigException: Unknown consumer configuration"):
+        preflight.prepare_clients(spec, tmp_path / "exp.yaml")
+    assert [program for program, _ in asked] == [(), ("java", "ChaosMember.java")]
+    assert asked[1][1]["fetch.max.wait.ms"] == 100 and asked[1][1]["group.protocol"] == "classic"
+
+
+# -- the supervisor with members that speak the lines ----------------------------------------------------------------
+# A stand-in for the JVM: it says its start and an assignment, takes a batch of 3 in hand and processes 2 of them,
+# then waits; SIGTERM: its stop, exit 0. What it was given is in its start event's detail.
+STAND_IN = [sys.executable, "-c", """
+import json, os, signal, sys, time
+cfg = json.loads(os.environ["KAFKA_CHAOS_MEMBER"])
+slot = int(cfg["member"][1])
+def say(line):
+    os.write(1, (line + "\\n").encode())
+def stop(*_):
+    say("e 3 stop - ")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+s = cfg["settings"]
+say("e 1 start - " + " ".join(str(s[k]) for k in ("client.id", "group.protocol", "max.poll.records")))
+say(f"e 2 assign [{slot}] ")
+say("h 0 3")
+for n in range(2):
+    say(f"p after {slot} {n} {n} 1 {n} {10 + n}")
+while True:
+    time.sleep(0.05)
+"""]
+
+
+@pytest.fixture
+def group(tmp_path):
+    g = consumers.ConsumerGroup({"bootstrap.servers": "127.0.0.1:9"}, "t", 2, ConsumerSpec(members=2, batch=50),
+                                tmp_path / "sink.sqlite", lambda m: tmp_path / "logs" / f"{m}.log", "g",
+                                threading.Event(), clock=FakeClock(), java=tuple(STAND_IN))
+    g.start()
+    yield g
+    g.stop(timeout=10)
+    assert all(s.proc.poll() is not None for incarnations in g.slots for s in incarnations)
+
+
+def said_enough(g):
+    """Until both stand-ins' lines are in the sink (a deadlock guard, not a timing)."""
+    deadline = time.monotonic() + 60
+    while rows(g.sink_path, "SELECT count(DISTINCT member) FROM processed") != [(2,)]:
+        assert time.monotonic() < deadline, "the stand-ins' lines never reached the sink"
+        time.sleep(0.01)
+
+
+def test_java_members_write_the_sink_through_their_relays_and_a_kill_finds_one_mid_batch(group):
+    assert all(slot.relay is not None for slot in group.current)
+    said_enough(group)
+    assert group._kill_mid_batch()  # frozen, its lines settled: 2 of its 3 records processed
+    [killed] = [slot for slot in group.current if slot.state == "killed"]
+    assert killed.proc.returncode == -9
+    group.stop(timeout=10)
+    assert [s.proc.returncode for s in group.current if s is not killed] == [0]
+    assert group.error == ""
+    sink = group.sink_path
+    assert rows(sink, "SELECT member, detail FROM events WHERE event = 'start' ORDER BY member") == [
+        ("m0.0", "m0.0 classic 50"), ("m1.0", "m1.0 classic 50")]
+    assert rows(sink, "SELECT member, count(*), min(committed), max(committed) FROM processed GROUP BY member") == [
+        ("m0.0", 2, "after", "after"), ("m1.0", 2, "after", "after")]
+    stopped = {m for (m,) in rows(sink, "SELECT member FROM events WHERE event = 'stop'")}
+    assert stopped == {"m0.0", "m1.0"} - {killed.name}  # said before its exit, applied before stop() returned
+
+
+# A JVM asked to stop while it still compiles its source exits 143 (its own SIGTERM handling), before the member's.
+STARTING_JVM = [sys.executable, "-c", """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+os.write(1, b"e 1 start - pid 1\\n")
+while True:
+    time.sleep(0.05)
+"""]
+
+
+@pytest.mark.parametrize("java, error", [(tuple(STARTING_JVM), ""), ((), "exited with code 143 when asked to stop")])
+def test_a_jvm_stopped_while_it_starts_is_no_error_but_the_same_code_of_a_python_member_is(tmp_path, monkeypatch,
+                                                                                          java, error):
+    monkeypatch.setattr(consumers, "MEMBER", STARTING_JVM)  # the Python member's command, for the second case
+    g = consumers.ConsumerGroup({"bootstrap.servers": "127.0.0.1:9"}, "t", 1, ConsumerSpec(members=1),
+                                tmp_path / "sink.sqlite", lambda m: tmp_path / "logs" / f"{m}.log", "g",
+                                threading.Event(), clock=FakeClock(), java=java)
+    g.start()
+    deadline = time.monotonic() + 60  # a deadlock guard, not a timing: until its handler is set
+    while not (rows(g.sink_path, "SELECT count(*) FROM events") == [(1,)] or
+               (tmp_path / "logs" / "m0.0.log").exists() and "start" in (tmp_path / "logs" / "m0.0.log").read_text()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    g.stop(timeout=10)
+    g.close()
+    assert g.current[0].proc.returncode == 143
+    assert (error in g.error) if error else g.error == ""
