@@ -10,6 +10,8 @@ import sqlite3
 import pyarrow.parquet as pq
 import pytest
 
+from harness.workload.consumers import MID_BATCH_WAIT
+
 from tests.integration.test_quickstart import accounting
 from tests.kafka.test_experiments import run
 from tests.kafka.test_foreign_clients import ONE_NODE, java_version
@@ -39,7 +41,7 @@ def experiment(name, protocol):
             "variants": [{"name": "java"}],
             "faults": [{"kind": "consumer-kill", "at": 9.0, "duration": 1.0},
                        {"kind": "consumer-pause", "at": 26.0, "duration": 3.0}],
-            "expectations": {"java": {"reprocessed": "> 0", "skipped": 0, "unconsumed": 0}}}
+            "expectations": {"java": {"skipped": 0, "unconsumed": 0}}}
 
 
 def sink(run_dir, sql):
@@ -66,8 +68,14 @@ def test_java_members_process_every_acknowledged_value_under_a_kill_and_a_pause(
     assert v["client"] == f"kafka-clients {java_version()}" and accounting(v) and v["lost"] == 0, v
     assert v["consumer"]["client"] == f"kafka-clients {java_version()}", v["consumer"]
     assert v["consumer"]["group.protocol"] == protocol
-    assert v["reprocessed"] > 0 and v["skipped"] == 0 and v["unconsumed"] == 0, v
+    assert v["skipped"] == 0 and v["unconsumed"] == 0, v
     assert {(f["kind"], f["outcome"]) for f in faults} == {("consumer-kill", "healed"), ("consumer-pause", "healed")}
+    # A kill that caught a member mid-batch (within MID_BATCH_WAIT) makes the next owner process again what the dead
+    # member had processed and not committed. On a loaded machine no member may be mid-batch for 10 s (the JVMs
+    # still compiling or joining); the kill then takes one in turn, journaled 10 s late, and nothing need repeat.
+    [kill] = [f for f in faults if f["kind"] == "consumer-kill"]
+    if kill["late_s"] < MID_BATCH_WAIT:
+        assert v["reprocessed"] > 0, (kill, v)
     # The Java members' rows, by member name, all committed after their processing
     members = {m for (m,) in sink(run_dir, "SELECT DISTINCT member FROM processed")}
     assert members and members <= {"m0.0", "m1.0", "m2.0", "m0.1", "m1.1", "m2.1"}, members

@@ -50,8 +50,11 @@ def test_isolating_the_active_controller_makes_the_others_elect_a_new_one(tmp_pa
                    if "transition to FollowerState" in line and f"leader={now_leader}," in line]
         assert follows, f"no follower of node {now_leader} logged its transition"
         for line in follows:  # the leader's address a follower took: a proxy, never the leader's own listener
-            address = re.search(r"leaderEndpoints=Endpoints\(endpoints=\{ListenerName\(\w+\)=([^}]+)\}", line).group(1)
-            port = int(address.rsplit(":", 1)[1])
+            # The leader advertises one endpoint per controller listener, in no fixed order (its own-named one is its
+            # real port); the follower connects through the one named after itself (CONTROLLER_<its id>).
+            follower = re.search(r"\[RaftManager id=(\d+)\]", line).group(1)
+            endpoints = dict(re.findall(r"ListenerName\((\w+)\)=[^,}]*:(\d+)", line))
+            port = int(endpoints[f"CONTROLLER_{follower}"])
             assert port not in {p for i in range(3) for p in _controller_ports(cluster, i)}, line
         cluster.rejoin_broker(isolated)
     finally:
