@@ -69,12 +69,34 @@ def exit_for_exception(e: BaseException) -> tuple[Exit, str]:
 
 def spark_cause(e: BaseException) -> str:
     """The root cause of a Spark error in one line. A Java error's text starts with py4j's "An error
-    occurred while calling o106.getResult." and names the cause only in its last "Caused by:" line."""
-    lines = [line.strip() for line in str(e).splitlines()]
+    occurred while calling o106.getResult." and names the cause only in its last "Caused by:" line; a Python
+    worker's starts with "An exception was thrown from the Python worker" and names it in the last line of its
+    traceback."""
+    text = str(e)
+    worker = python_worker_error(text)
+    if worker:
+        return f"a Python worker raised {worker}"[:300]
+    lines = [line.strip() for line in text.splitlines()]
     causes = [line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")]
     if not causes:
         causes = [line.removeprefix(":").strip() for line in lines[1:] if line.startswith(": ")]
     return causes[-1][:300] if causes and causes[-1] else one_line(e)
+
+
+def python_worker_error(text: str) -> str | None:
+    """The exception line that ends the first Python traceback in a text, alone or inside a Java error's
+    (its last unindented line before the Java stack trace), or None when the text holds no traceback."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.endswith("Traceback (most recent call last):")), None)
+    if start is None:
+        return None
+    tail = []
+    for line in lines[start + 1:]:
+        if line.startswith(("JVM stacktrace:", "\tat ")):  # a Java stack trace follows the Python one
+            break
+        if line.strip() and not line.startswith(" "):
+            tail.append(line.strip())
+    return tail[-1] if tail else None
 
 
 def one_line(e: BaseException) -> str:
