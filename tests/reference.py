@@ -74,13 +74,21 @@ def reference(log_rows, ack_rows, reads=None, owned=frozenset(), committed=froze
         m["deleted_before_read"] += read[0] if read else 0
         told = sorted((session, v, off) for v in sent for outcome, off, session in all_sends[p][v]
                       if outcome == "acked" and off != NO_OFFSET)  # send order: by session, then value
-        minus_one = set()  # (session, value) of sends in a batch acknowledged with base offset -1
+        # Batches acknowledged with base offset -1: a send told -1 and the sends of its session right after it
+        # told 0, 1, ... A send told -1 alone was told no offset (librdkafka's implicit ack): never checked.
+        batches, batch = [], None
         for i, (session, v, off) in enumerate(told):
             prev = told[i - 1] if i else None
-            in_batch = prev is not None and prev[0] == session and off == prev[2] + 1 and \
-                (prev[0], prev[1]) in minus_one
-            if off == -1 or in_batch:
-                minus_one.add((session, v))
+            if off == -1:
+                batch = [(session, v)]
+                batches.append(batch)
+            elif batch is not None and prev[0] == session and off == prev[2] + 1:
+                batch.append((session, v))
+            else:
+                batch = None
+        minus_one = {s for b in batches if len(b) > 1 for s in b}
+        untold = {s for b in batches if len(b) == 1 for s in b}
+        told = [x for x in told if (x[0], x[1]) not in untold]
         gone = {}  # acked values absent from the log -> lost / unseen / deleted
         for v in sorted(sent):
             outcome, off = sent[v]
@@ -97,7 +105,8 @@ def reference(log_rows, ack_rows, reads=None, owned=frozenset(), committed=froze
                     m[gone[v]] += 1
                 t[gone[v]].append((p, v, off))
             for send_outcome, off, session in all_sends[p][v]:  # every acked send's offset is checked
-                if send_outcome == "acked" and off != NO_OFFSET and present:  # absent: lost, nothing else
+                checked = send_outcome == "acked" and off != NO_OFFSET and (session, v) not in untold
+                if checked and present:  # absent: lost, nothing else
                     cause = None
                     if off < 0:
                         cause = "negative offset (the client was told none)"

@@ -34,7 +34,8 @@ function below -- jump_backs, duplicate_cases, lost_cases, missing_cases, ... --
                log is lost, never also this.
   base_offset_minus_one  the same for the sends of a batch the broker acknowledged with base offset -1
                (Tansu's answer to a retry it deduplicated: librdkafka then tells -1, 0, 1, ... for the
-               batch's messages): its own name, so an experiment can allow exactly that broker quirk
+               batch's messages): its own name, so an experiment can allow exactly that broker quirk. A send
+               told -1 alone was told no offset (librdkafka's implicit ack): checked for loss only
   nonmonotonic send    an acked send whose offset is below the previous acked send's of its session
                (base_offset_minus_one sends left out: one event, one name)
   unexpected   a record whose value the workload never sent to this partition (or no number at all)
@@ -367,7 +368,7 @@ class PartitionCheck:
         self.unexpected: list[tuple] = []  # (offset, value or None)
         self.seconds: dict[int, list[int]] = {}  # epoch second -> [records, duplicates, jump_backs]
         values, offsets, sessions = outcomes.acked_sends()
-        told = offsets != NO_OFFSET
+        told = (offsets != NO_OFFSET) & ~untold_sends(values, offsets, sessions)
         order = np.argsort(offsets[told], kind="stable")
         # Acked sends, by offset.
         self.ack_val, self.ack_off, self.ack_ses = values[told][order], offsets[told][order], sessions[told][order]
@@ -524,8 +525,9 @@ class PartitionCheck:
         rejected_visible = rejected_visible_cases(o.code, present)
         s_val, s_off, s_ses = _send_order(*o.acked_sends())
         quirk = minus_one_batches(s_off, s_ses)
-        backwards = nonmonotonic_cases(s_off[~quirk], s_ses[~quirk])
-        n_val, n_off = s_val[~quirk], s_off[~quirk]
+        keep = ~quirk & (s_off != -1)  # nor a send told -1 alone: told no offset (untold_sends)
+        backwards = nonmonotonic_cases(s_off[keep], s_ses[keep])
+        n_val, n_off = s_val[keep], s_off[keep]
         inconsistent, minus_one, truncated = misplaced_cases(
             self.misplaced, self.first, set(zip(s_ses[quirk].tolist(), s_val[quirk].tolist())), self.first_epoch)
         inconsistent += self.changed
@@ -757,13 +759,30 @@ def _send_order(values: np.ndarray, offsets: np.ndarray, sessions: np.ndarray) -
 def minus_one_batches(offsets: np.ndarray, sessions: np.ndarray) -> np.ndarray:
     """Which sends (in send order) belong to a batch acknowledged with base offset -1: a send told -1 and
     the sends of its session right after it told 0, 1, 2, ... (librdkafka numbers a batch's messages from
-    its base offset)."""
+    its base offset). A send told -1 alone is no such batch: see untold_sends."""
     if len(offsets) == 0:
         return np.zeros(0, dtype=bool)
     starts = np.ones(len(offsets), dtype=bool)  # where a run of consecutive told offsets starts
     starts[1:] = (np.diff(offsets) != 1) | (np.diff(sessions) != 0)
     run = np.cumsum(starts) - 1
-    return offsets[starts][run] == -1
+    return (offsets[starts][run] == -1) & (np.bincount(run)[run] > 1)
+
+
+def untold_sends(values: np.ndarray, offsets: np.ndarray, sessions: np.ndarray) -> np.ndarray:
+    """Which acked sends (in the arrays' order) were told -1 alone, with no send of their session right after
+    them told 0: the client had no offset to tell. librdkafka acknowledges a batch whose request failed without
+    an answer once a later batch of the partition succeeds (an implicit ack: RD_KAFKA_OFFSET_INVALID, which
+    confluent-kafka gives as None and the delivery log keeps as -1), and the Java client's RecordMetadata may
+    have no offset. Such a send is checked for loss, never against an offset; a batch told -1, 0, 1, ... is
+    base_offset_minus_one. (A one-message batch acknowledged with base offset -1 looks the same and is
+    counted here: nothing tells the two apart.)"""
+    untold = np.zeros(len(offsets), dtype=bool)
+    if not (offsets == -1).any():
+        return untold
+    at = np.flatnonzero(offsets != NO_OFFSET)
+    at = at[np.lexsort((values[at], sessions[at]))]  # send order, as _send_order
+    untold[at] = (offsets[at] == -1) & ~minus_one_batches(offsets[at], sessions[at])
+    return untold
 
 
 def nonmonotonic_cases(offsets: np.ndarray, sessions: np.ndarray) -> np.ndarray:

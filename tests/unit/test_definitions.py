@@ -57,6 +57,17 @@ def test_minus_one_batches_and_nonmonotonic_sends():
     offsets, sessions = I(5, -1, 0, 1, 9, 0), np.array([0, 0, 0, 0, 0, 1], np.int32)
     assert a.minus_one_batches(offsets, sessions).tolist() == [False, True, True, True, False, False]
     assert a.nonmonotonic_cases(I(5, 3, 7, 2), np.array([0, 0, 0, 1], np.int32)).tolist() == [1]
+    # -1 alone (then 9, or -1 again, or another session's 0): told no offset, no batch
+    offsets, sessions = I(-1, 9, -1, -1, 0), np.array([0, 0, 0, 0, 1], np.int32)
+    assert a.minus_one_batches(offsets, sessions).tolist() == [False] * 5
+
+
+def test_untold_sends_are_the_lone_minus_ones_in_send_order():
+    values, offsets, sessions = I(4, 1, 2, 3, 0), I(0, -1, -1, 5, a.NO_OFFSET), np.array([0, 0, 0, 0, 0], np.int32)
+    # send order: 0 (untold, -1001), 1 told -1, 2 told -1, 3 told 5, 4 told 0: both -1s stand alone
+    assert a.untold_sends(values, offsets, sessions).tolist() == [False, True, True, False, False]
+    values, offsets = I(1, 2, 3), I(-1, 0, 1)  # a batch told -1, 0, 1: base_offset_minus_one, not untold
+    assert a.untold_sends(values, offsets, np.zeros(3, np.int32)).tolist() == [False] * 3
 
 
 def test_misplaced_cases_split_the_quirk_and_truncated_acks_from_real_inconsistencies_and_leave_lost_values_out():
