@@ -74,6 +74,10 @@ class DeliveryLog:
         # tuple, no partition to ask or sort): the callback runs once per message on the producer's thread.
         self._reports = [([], [], []) for _ in range(partitions)]
         self._txns: list[list[int]] = [[] for _ in range(partitions)]  # transaction of each (reports_for() only)
+        # A foreign child's runs of acks (told_run) as arrays per partition: (values, offsets or None, latencies,
+        # txns or None); no Python object per send (a Java child reports hundreds of thousands a second).
+        self._runs: list[list[tuple]] = [[] for _ in range(partitions)]
+        self._in_runs = 0
         self._failed: list[tuple] = []  # (partition, raw value, KafkaError, latency, txn, outcome or None)
         self._writer = _writer(path)
         self.counts = {Outcome.ACKED: 0, Outcome.REJECTED: 0, Outcome.UNKNOWN: 0}
@@ -138,18 +142,15 @@ class DeliveryLog:
         if txn is not None:
             self._txns[partition].append(txn)
 
-    def told_run(self, partition: int, value: int, offset: int | None, latencies_s: list[float],
-                 txns: list[int] | None = None) -> None:
+    def told_run(self, partition: int, value: int, offset: int | None, latencies_s: np.ndarray,
+                 txns: np.ndarray | None = None) -> None:
         """Values value, value + 1, ... of `partition` acknowledged at offset, offset + 1, ... (None: none told),
         one per latency (and per transaction in txns): a batch's acknowledgements in one call."""
-        values, offsets, latencies = self._reports[partition]
-        end = value + len(latencies_s)
-        values.extend(map(b"%d".__mod__, range(value, end)))
-        offsets.extend(range(offset, offset + len(latencies_s)) if offset is not None
-                       else [None] * len(latencies_s))
-        latencies.extend(latencies_s)
-        if txns is not None:
-            self._txns[partition].extend(txns)
+        n = len(latencies_s)
+        values = np.arange(value, value + n, dtype=np.int64)
+        offsets = None if offset is None else np.arange(offset, offset + n, dtype=np.int64)
+        self._runs[partition].append((values, offsets, np.asarray(latencies_s, np.float64), txns))
+        self._in_runs += n
 
     def failed(self, partition: int, value: int, error: str, latency_s: float, rejected: bool,
                txn: int | None = None) -> None:
@@ -199,10 +200,11 @@ class DeliveryLog:
 
     # -- writing -----------------------------------------------------------------------------
     def maybe_spill(self) -> None:
-        if sum(len(values) for values, _, _ in self._reports) + len(self._failed) >= self.SPILL:
+        if sum(len(values) for values, _, _ in self._reports) + self._in_runs + len(self._failed) >= self.SPILL:
             self.spill()
 
     def spill(self) -> None:
+        self._spill_runs()
         for p, ((values, offsets, latency), txns) in enumerate(zip(self._reports, self._txns)):
             n = len(values)
             if not n:
@@ -225,14 +227,35 @@ class DeliveryLog:
                 self.counts[name] += 1
             self._failed.clear()
 
+    def _spill_runs(self) -> None:
+        for p, runs in enumerate(self._runs):
+            if not runs:
+                continue
+            values, offsets, latency, txns = zip(*runs)
+            if len({t is None for t in txns}) > 1:
+                raise RuntimeError("delivery log: transactional and plain reports mixed in one session")
+            n = sum(len(v) for v in values)
+            if self.offsets_told:  # a run told no offset is kept as -1 (as _write does for the callback's None)
+                told = pa.array(np.concatenate([np.full(len(v), -1, np.int64) if o is None else o
+                                                for v, o in zip(values, offsets)]))
+            else:
+                told = pa.nulls(n, pa.int64())
+            txn = pa.nulls(n, pa.int64()) if txns[0] is None else pa.array(np.concatenate(txns), pa.int64())
+            self._write(np.full(n, p, np.int32), pa.array(np.concatenate(values)), pa.repeat(Outcome.ACKED, n),
+                        told, pa.nulls(n, pa.string()), np.concatenate(latency), txn, acked=True)
+            self.counts[Outcome.ACKED] += n
+            runs.clear()
+        self._in_runs = 0
+
     def _write(self, part, raw, outcomes, offsets, errors, latency_s, txn, acked: bool) -> None:
+        """raw: the values as the client gave them (bytes), or already an int64 array (a child's runs)."""
         parts = pa.array(part, pa.int32())
         latency = pc.multiply(pa.array(latency_s, pa.float64()), 1000.0)
         offsets = pa.array(offsets, pa.int64())
         if acked and self.offsets_told and offsets.null_count:
             offsets = pc.fill_null(offsets, -1)
         # Parsed straight from the bytes (viewed as text: the cast rejects anything but a decimal anyway).
-        values = pc.cast(pa.array(raw, pa.binary()).view(pa.string()), pa.int64())
+        values = raw if isinstance(raw, pa.Array) else pc.cast(pa.array(raw, pa.binary()).view(pa.string()), pa.int64())
         index = self._write_rows(parts, values, outcomes, offsets, errors, pc.if_else(pc.less(latency, 0), None, latency),
                                  txn, self.session)
         if acked:

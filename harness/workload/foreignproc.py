@@ -198,10 +198,8 @@ class Reports:
         elif isinstance(event, ToldRun):
             p, v, n = event.partition, event.value, len(event.latencies_ms)
             self._saw_run(p, v, n)
-            txns = (((np.arange(v, v + n) * self.partitions + p) // self.size).tolist() if self.txlog is not None
-                    else None)
-            log.told_run(p, v, event.offset if self.offsets_told else None, (event.latencies_ms / 1000.0).tolist(),
-                         txns)
+            txns = (np.arange(v, v + n) * self.partitions + p) // self.size if self.txlog is not None else None
+            log.told_run(p, v, event.offset if self.offsets_told else None, event.latencies_ms / 1000.0, txns)
         elif isinstance(event, Failed):
             self._saw(event)
             rejected = event.refused or self.impl.rejected(event.error)

@@ -219,3 +219,36 @@ def test_watermarks_ask_all_partitions_at_once_and_again_only_those_whose_leader
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Gone)
     with pytest.raises(KafkaException):
         offsets.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 3)
+
+
+def test_watermarks_listed_without_valid_offsets_are_asked_again_and_named_at_the_deadline(monkeypatch):
+    # A CI run's final read was assigned offset -1001 (librdkafka: none known) right after a leader's isolation
+    # healed, and failed: an answer without an error but with a negative offset is the leader moving too.
+    import confluent_kafka.admin
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    class Admin:
+        answers = [(-1001, -1001), (0, -1), (4, 9)]  # partition 0's answers, one per pair of requests
+        asked = 0
+
+        def __init__(self, conf):
+            pass
+
+        def list_offsets(self, request, isolation_level, request_timeout):
+            low, high = Admin.answers[min(Admin.asked // 2, len(Admin.answers) - 1)]
+            Admin.asked += 1
+            out = {}
+            for tp, spec in request.items():
+                out[tp] = Future()
+                out[tp].set_result(SimpleNamespace(
+                    offset=low if spec == confluent_kafka.admin.OffsetSpec.earliest() else high))
+            return out
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Admin)
+    monkeypatch.setattr(offsets.time, "sleep", lambda s: None)
+    assert offsets.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 1) == [(4, 9)]
+    assert Admin.asked == 6
+    Admin.answers, Admin.asked = [(-1001, -1001)], 0
+    with pytest.raises(RuntimeError, match=r"t\[0\]: the brokers listed no valid offsets \(log start -1001, end -1001\)"):
+        offsets.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 1, timeout=0)
