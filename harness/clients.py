@@ -71,7 +71,7 @@ AIOKAFKA = Implementation(
     "aiokafka", "python", "enable_idempotence", "transactional_id", dict(_PYTHON_OWNED),
     {**_BROKER_DEFINITE,
      "RecordTooLargeError": "the client refused a record over max_request_size before sending it"},
-    transactions=True)
+    transactions=True, restarts=True)
 
 KAFKA_CLIENTS = Implementation(
     "kafka-clients", "java", "enable.idempotence", "transactional.id",

@@ -559,31 +559,47 @@ class AioKafka:
 
         loop.add_signal_handler(signal.SIGTERM, on_term)
         tx = Transactions(task["transactions"], lines) if task.get("transactions") else None
-        deadline = time.monotonic() + task["flush_timeout"]
-        while True:  # as started(): a client that cannot reach the cluster yet tries again
-            producer = AIOKafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
-            try:
-                await producer.start()
-                await producer.partitions_for(task["topic"])  # sending starts at once on `go`
-                break
-            except Exception as e:
-                await _quietly(producer.stop(), CLOSE_TIMEOUT)
-                if stop.is_set() or time.monotonic() >= deadline:
-                    r.error, r.fatal = said(e), error_name(e)
-                    return r
-                print(f"start: {words(e)}; trying again", file=sys.stderr, flush=True)
-                await asyncio.sleep(0.5)
+        async def started_now():
+            """A started instance, connected and the topic's partitions known (sending starts at once); as started(),
+            a client that cannot reach the cluster yet tries again for flush_timeout. None: it could not (r says
+            why)."""
+            deadline = time.monotonic() + task["flush_timeout"]
+            while True:
+                instance = AIOKafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
+                try:
+                    await instance.start()
+                    await instance.partitions_for(task["topic"])
+                    return instance
+                except Exception as e:
+                    await _quietly(instance.stop(), CLOSE_TIMEOUT)
+                    if stop.is_set() or time.monotonic() >= deadline:
+                        r.error, r.fatal = said(e), error_name(e)
+                        return None
+                    print(f"start: {words(e)}; trying again", file=sys.stderr, flush=True)
+                    await asyncio.sleep(0.5)
+
+        producer = await started_now()
+        if producer is None:
+            return r
         topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
         put, told = lines.put, lines.acked
 
         commands = Commands()
 
-        async def answered(say: str, expect: str) -> bool:
+        async def answered(say: str, expect: str, serve_restart: bool = False) -> bool:
+            """answer()'s rules: a restart asked meanwhile is served (when serve_restart)."""
             if stop.is_set():
                 return False
             lines.put(say)
             lines.emit()
-            if await loop.run_in_executor(None, commands.take) != expect:  # aiokafka's child takes no restart
+            line = await loop.run_in_executor(None, commands.take)
+            while line == "restart" and serve_restart:
+                if not await restart():
+                    stop.set()
+                    break
+                lines.emit()
+                line = await loop.run_in_executor(None, commands.take)
+            if line != expect:
                 stop.set()
             return not stop.is_set()
 
@@ -592,14 +608,63 @@ class AioKafka:
             return r
         GOING[0] = True
         r.t0 = time.monotonic()
+        session = [0]  # the instance now: a callback of an earlier one that comes after its restart is dropped
+        is_acked = bytearray(n)  # message index -> told acknowledged: what a new instance skips
 
-        def done(p, v, t, f):
+        def done(s, p, v, t, f):
+            if s != session[0]:
+                return
             if f.cancelled():
                 put(f"e {p} {v} CancelledError {ms(t)}")
             elif f.exception() is not None:
                 put(f"e {p} {v} {error_name(f.exception())} {ms(t)}")
             else:
+                is_acked[v * parts + p] = 1
                 told(f"a {p} {v} {f.result().offset} {ms(t)}")
+
+        async def send(i) -> bool | None:
+            """Message i handed to the instance now; False: its send() raised (refused: the workload ends); None:
+            a SIGTERM came while it waited (handed, its fate unknown)."""
+            p, v = i % parts, i // parts
+            t = time.perf_counter()
+            sending[0] = True
+            again = Again(task["flush_timeout"], stop)
+            try:
+                while True:
+                    try:
+                        future = await producer.send(topic, b"%d" % v, partition=p)
+                        break
+                    except Exception as e:
+                        if not again.after(e, p, v):
+                            raise
+            except asyncio.CancelledError:
+                me.uncancel()
+                return None
+            except Exception as e:
+                r.refused(lines, p, v, e)
+                return False
+            finally:
+                sending[0] = False
+            future.add_done_callback(lambda f, s=session[0], p=p, v=v, t=t: done(s, p, v, t, f))
+            return True
+
+        async def restart() -> bool:
+            """A restart: the instance is closed without flushing (close_now: what is queued or in flight fails
+            through its future's callback), and a new one hands again, in index order, every message handed and
+            not acknowledged."""
+            nonlocal producer
+            await self.close_now(producer)
+            session[0] += 1
+            fresh = await started_now()
+            if fresh is None:
+                return False
+            producer = fresh
+            put(f"s {session[0]} {count}")
+            print(f"producer restarted: session {session[0]} after {count} messages", file=sys.stderr, flush=True)
+            for i in range(count):
+                if not is_acked[i] and not await send(i):
+                    return False
+            return True
 
         async def cut(call):
             """await call(), cut short by a SIGTERM (Stopped)."""
@@ -619,14 +684,19 @@ class AioKafka:
             return await drive_async(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: cut(calls[name]))
 
         clean = False
+        count = 0
         try:
-            count = 0
             while count < n:
                 if count:
                     put(f"sent {count}")
                     await asyncio.sleep(0)  # the callbacks due run
                     lines.emit()
                     if stop.is_set() or self.failed(producer, r):
+                        break
+                    command = commands.poll()
+                    if command is not None and not (command == "restart" and tx is None and await restart()):
+                        if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
+                            stop.set()
                         break
                     if rate:
                         ahead = r.t0 + count / rate - time.monotonic()
@@ -645,29 +715,9 @@ class AioKafka:
                         tx.open, tx.sends = count // tx.size, 0
                     end = tx.piece_end(count, end)
                 for i in range(count, end):
-                    p, v = i % parts, i // parts
-                    t = time.perf_counter()
-                    sending[0] = True
-                    again = Again(task["flush_timeout"], stop)
-                    try:
-                        while True:
-                            try:
-                                future = await producer.send(topic, b"%d" % v, partition=p)
-                                break
-                            except Exception as e:
-                                if not again.after(e, p, v):
-                                    raise
-                    except asyncio.CancelledError:  # stopped while it waited: handed, its fate unknown
-                        me.uncancel()
+                    if not await send(i):  # refused, or stopped while it waited
                         end = i + 1
                         break
-                    except Exception as e:
-                        r.refused(lines, p, v, e)
-                        end = i + 1
-                        break
-                    finally:
-                        sending[0] = False
-                    future.add_done_callback(lambda f, p=p, v=v, t=t: done(p, v, t, f))
                 if tx is not None:
                     tx.sends += end - count
                 count = r.handed = end
@@ -679,7 +729,7 @@ class AioKafka:
                 tx.left_open(r, stop)
             put(f"sent {count}")
             self.failed(producer, r)
-            if await answered("handed", "flush") and not r.error:
+            if await answered("handed", "flush", serve_restart=tx is None) and not r.error:
                 sending[0] = True  # a SIGTERM cuts the flush short too
                 try:
                     await asyncio.wait_for(producer.flush(), task["flush_timeout"])
@@ -698,6 +748,26 @@ class AioKafka:
             await asyncio.sleep(0)
         return r
 
+
+    @staticmethod
+    async def close_now(producer) -> None:
+        """Close without flushing. aiokafka's stop() always flushes first: its sender task is cancelled (no more
+        requests; the answers of those in flight are never read), every batch queued or in flight fails with
+        KafkaConnectionError (the accumulator's fail_all: each send's future), and stop() then has nothing left
+        to flush. The failed futures' callbacks have run on return."""
+        import asyncio
+
+        from aiokafka.errors import KafkaConnectionError
+        try:
+            task = producer._sender.sender_task
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            producer._message_accumulator.fail_all(KafkaConnectionError("closed by a producer restart"))
+        except Exception as e:  # another version's insides: stop() flushes instead
+            print(f"close: {words(e)}", file=sys.stderr, flush=True)
+        await _quietly(producer.stop(), CLOSE_TIMEOUT)
+        await asyncio.sleep(0)  # the failed futures' callbacks run
 
     @staticmethod
     def failed(producer, r: Result, e: BaseException | None = None) -> bool:

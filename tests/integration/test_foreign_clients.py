@@ -114,18 +114,22 @@ def test_a_stopped_run_stops_the_foreign_child_and_keeps_its_log(tmp_path, kafka
     assert pq.read_table(run_dir / "kp" / "acks.parquet").num_rows == v["sent"]
 
 
-def test_kafka_python_restarts_hand_again_what_was_not_acknowledged(tmp_path, kafka_python):
-    # producer-restart on kafka-python's child, idempotence on: each restart starts a session (a new producer id)
-    # that sends again what the old one was not told was acknowledged; nothing is lost. Batches wait 1 s to fill
-    # (linger_ms), so each restart finds sends queued: the old instance fails them, the new one sends them again.
-    # (Under lost acks kafka-python's send() blocks until the window heals, waiting for metadata: a restart asked
-    # in the window is served after it, journaled as late.)
-    doc = {"name": "kafka-python-restarts", "topic": {"partitions": 3},
+@pytest.mark.parametrize("library, version, idempotent", [("kafka-python", KAFKA_PYTHON, True),
+                                                          ("aiokafka", AIOKAFKA, False)])
+def test_restarts_hand_again_what_was_not_acknowledged(tmp_path, library, version, idempotent):
+    # producer-restart on kafka-python's child (idempotence on) and aiokafka's (off: its idempotent producer cannot
+    # start on Tansu): each restart starts a session (a new producer id) that sends again what the old one was not
+    # told was acknowledged; nothing is lost. Batches wait 0.4 s to fill (linger_ms), so each restart (every 1 s) finds
+    # some sends acknowledged and others queued: the old instance fails them (kafka-python's sender's force_close, aiokafka's accumulator's fail_all),
+    # the new one sends them again. (Under lost acks kafka-python's send() blocks until the window heals, waiting
+    # for metadata: a restart asked in the window is served after it, journaled as late.)
+    installed(library, version)
+    doc = {"name": f"{library}-restarts", "topic": {"partitions": 3},
            "workload": {"messages": 30000, "rate": 10000},
-           "variants": [{"name": "kp", "client": {"kafka-python": KAFKA_PYTHON},
-                         "producer": {"acks": "all", "linger_ms": 1000, "batch_size": 1048576,
-                                      "enable_idempotence": True},
-                         "allow": ["base_offset_minus_one"]}],
+           "variants": [{"name": "kp", "client": {library: version},
+                         "producer": {"acks": "all", "linger_ms": 400, "enable_idempotence": idempotent,
+                                      ("batch_size" if library == "kafka-python" else "max_batch_size"): 1048576},
+                         "allow": ["base_offset_minus_one"] if idempotent else []}],
            "faults": [{"kind": "producer-restart", "every": 1.0, "start": 0.5}]}
     result, run_dir, summary = run_experiment(tmp_path, doc)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -141,5 +145,6 @@ def test_kafka_python_restarts_hand_again_what_was_not_acknowledged(tmp_path, ka
     first_ack = acked.groupby(["partition", "value"]).session.min()
     resent = acks[acks.session > 0].merge(first_ack.rename("acked_in").reset_index(), on=["partition", "value"])
     assert (resent.acked_in >= resent.session).all()
+    assert (acked.session < restarts).any() and (acks.outcome[acks.session < restarts] == "unknown").any()
     log = (run_dir / "logs" / "producer-kp.log").read_text()
     assert f"producer restarted: session {restarts} after" in log
