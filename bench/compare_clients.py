@@ -10,8 +10,8 @@ Toxiproxy (TOXIPROXY_SERVER), whatever its own cluster section says (broker-fail
 for Docker Compose); without it, the experiment's own cluster. A setting an implementation does not have (e.g.
 librdkafka's socket.timeout.ms; aiokafka has no retries or delivery timeout) is left out of its variants, and
 the table says which. An implementation whose child cannot do what the experiment asks (producer faults) is
-left out of that experiment (aiokafka under producer-restart; a transactional variant of another
-implementation than librdkafka under it), said in the table. Each experiment is one `kafka-chaos run` (its variants one
+left out of that experiment (a transactional variant of another implementation than librdkafka under
+producer-restart; any under producer-pause), said in the table. Each experiment is one `kafka-chaos run` (its variants one
 after the other), so the table is a measurement of one seed: its exit code and verdict are given as they came.
 This is a script, not a test: it asserts nothing.
 """
