@@ -131,3 +131,28 @@ def test_java_commit_before_skips_what_a_killed_member_committed_and_auto_commit
         assert distinct[0] == 24000 - v["skipped"], (name, v)
     assert {(f["variant"], f["kind"], f["outcome"]) for f in faults} == {
         (v, k, "healed") for v in ("commit-before", "auto-commit") for k in ("consumer-kill", "consumer-pause")}
+
+
+def test_java_transactional_members_process_each_acknowledged_value_once_under_a_kill_and_a_pause(tmp_path):
+    # consume-transform-produce in the Java client's own transactions (ChaosMember.transact): the batch's output
+    # records and its offsets committed together. The member killed mid-transaction leaves it open; its replacement's
+    # initTransactions (the slot's transactional.id) aborts it, and the partitions' next owner processes those
+    # records again from the committed offsets: the committed output holds each record once (reprocessed 0).
+    from tests.integration.test_quickstart import run_dirs
+    doc = experiment("java-transactional", "classic")
+    doc["consumer"] = {**doc["consumer"], "strategy": "transactional"}
+    doc["expectations"] = {"java": {"skipped": 0, "unconsumed": 0, "reprocessed": 0}}
+    r, summary, faults = run(tmp_path, doc)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]  # the verdict: pass, expectations held
+    [run_dir] = list(run_dirs(tmp_path / "reports"))
+    v = summary["variants"]["java"]
+    assert v["consumer"]["client"] == f"kafka-clients {java_version()}" and v["consumer"]["strategy"] == "transactional"
+    assert (v["skipped"], v["unconsumed"], v["reprocessed"], v["lost"]) == (0, 0, 0, 0), v
+    assert {(f["kind"], f["outcome"]) for f in faults} == {("consumer-kill", "healed"), ("consumer-pause", "healed")}
+    # the committed output, read back as the group's processed rows, holds every acknowledged value; the rows are
+    # the Java members' (named in the output records' keys)
+    processed = set(sink(run_dir, "SELECT partition, value FROM processed WHERE value IS NOT NULL"))
+    acked = acked_values(run_dir)
+    assert len(acked) == 24000 and acked <= processed, sorted(acked - processed)[:10]
+    members = {m for (m,) in sink(run_dir, "SELECT DISTINCT member FROM processed")}
+    assert members and members <= {"m0.0", "m1.0", "m2.0", "m0.1", "m1.1", "m2.1"}, members

@@ -9,7 +9,10 @@
 //
 // It does what harness/workload/member.py does with librdkafka, for the strategies commit-after (process the batch,
 // a row per record as each is done, then commitSync its offsets), commit-before (commitSync, then process; a failed
-// commit drops the batch) and auto-commit (the client commits what poll() returned, in the background of poll()).
+// commit drops the batch), auto-commit (the client commits what poll() returned, in the background of poll()) and
+// transactional (consume-transform-produce: the batch's output records and its offsets in one transaction of a
+// KafkaProducer with the slot's transactional.id; an abortable failure aborts it and goes back to the committed
+// offsets). Not idempotent-sink: it reads the sink back (the offsets it stored), which a line protocol cannot.
 // It cannot open the sink (no SQLite driver): each sink action is one line on stdout, written whole and before the
 // commit that follows it, which the harness applies to the sink (workload/memberlines.py has the protocol).
 // A batch is one poll (max.poll.records = the batch); processing a record takes processing_ms (slept).
@@ -36,6 +39,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
@@ -47,8 +52,9 @@ public class ChaosMember {
     static volatile boolean stopping = false;
     static volatile KafkaConsumer<byte[], byte[]> consumer;
 
-    final String name, topic, strategy;
+    final String name, topic, strategy, output, transactionalId;
     final double processingMs;
+    KafkaProducer<byte[], byte[]> producer;  // transactional only
     int session = 0;  // a new one at every assignment change
     long n = 0;  // the member's processing counter
 
@@ -56,6 +62,8 @@ public class ChaosMember {
         name = (String) task.get("member");
         topic = (String) task.get("topic");
         strategy = (String) task.get("strategy");
+        output = (String) task.get("output");
+        transactionalId = (String) task.get("transactional_id");
         processingMs = ((Number) task.get("processing_ms")).doubleValue();
     }
 
@@ -151,6 +159,10 @@ public class ChaosMember {
                 + ", group.protocol " + props.getProperty("group.protocol"));
         try {
             consumer = new KafkaConsumer<>(props);
+            if (strategy.equals("transactional")) {  // as member.py's: init aborts what a predecessor left open
+                producer = new KafkaProducer<>(producerProperties(props.getProperty("bootstrap.servers")));
+                producer.initTransactions();
+            }
         } catch (Exception e) {
             return failed(e);
         }
@@ -178,6 +190,8 @@ public class ChaosMember {
                     if (commit(batch)) {
                         process(batch, "before");
                     }
+                } else if (strategy.equals("transactional")) {
+                    transact(batch);
                 } else {  // auto-commit
                     process(batch, "auto");
                 }
@@ -187,6 +201,9 @@ public class ChaosMember {
         }
         event("stop", null, "");
         try {
+            if (producer != null) {
+                producer.close(Duration.ofSeconds(10));
+            }
             consumer.close();  // leaves the group (auto-commit commits what poll() returned)
         } catch (Exception e) {
             System.err.println("member " + name + ": close: " + words(e));
@@ -229,15 +246,88 @@ public class ChaosMember {
         return new String(raw, StandardCharsets.US_ASCII);
     }
 
-    /** commitSync of the batch's next offsets; a failure (a rebalance took the partitions, a broker away) is an
-     *  event. A SIGTERM's wakeup() may land in it: the commit is asked again (wakeup fires once). */
-    boolean commit(List<ConsumerRecord<byte[], byte[]>> batch) {
+    Properties producerProperties(String bootstrap) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("transactional.id", transactionalId);
+        p.put("transaction.timeout.ms", "20000");
+        p.put("client.id", name);
+        p.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+        p.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+        return p;
+    }
+
+    /** transactional: the batch processed (no sink row: the committed output is the record of what was processed,
+     *  read after the run), its output records (key MEMBER:SESSION:N:AT, value PARTITION:OFFSET:VALUE, to the same
+     *  partition of the output topic, as member.py writes them) and its next offsets in one transaction. An error
+     *  the client can recover from aborts it (an `abort` event) and goes back to the group's committed offsets;
+     *  a fatal one (fenced, out of order, not authorized, unsupported) ends the member. */
+    void transact(List<ConsumerRecord<byte[], byte[]>> batch) throws InterruptedException {
+        List<ProducerRecord<byte[], byte[]>> out = new ArrayList<>(batch.size());
+        long pause = (long) (processingMs * 1e6);
+        for (ConsumerRecord<byte[], byte[]> m : batch) {
+            if (pause > 0) {
+                Thread.sleep(pause / 1_000_000, (int) (pause % 1_000_000));
+            }
+            String v = value(m.value());
+            out.add(new ProducerRecord<>(output, m.partition(),
+                    (name + ":" + session + ":" + n + ":" + now()).getBytes(StandardCharsets.US_ASCII),
+                    (m.partition() + ":" + m.offset() + ":" + (v.equals("-") ? "" : v)).getBytes(StandardCharsets.US_ASCII)));
+            n++;
+        }
+        try {
+            producer.beginTransaction();
+            for (ProducerRecord<byte[], byte[]> r : out) {
+                producer.send(r);
+            }
+            producer.sendOffsetsToTransaction(next(batch), consumer.groupMetadata());
+            producer.commitTransaction();
+        } catch (org.apache.kafka.common.errors.ProducerFencedException
+                 | org.apache.kafka.common.errors.OutOfOrderSequenceException
+                 | org.apache.kafka.common.errors.AuthorizationException
+                 | org.apache.kafka.common.errors.InvalidProducerEpochException
+                 | UnsupportedVersionException e) {
+            throw e;
+        } catch (org.apache.kafka.common.KafkaException e) {
+            event("abort", next(batch).keySet(), words(e));
+            producer.abortTransaction();
+            rewind(next(batch).keySet());
+        }
+    }
+
+    /** After an abort: back to the group's committed offsets, as a restarted application would be. */
+    void rewind(java.util.Set<TopicPartition> parts) {
+        session++;
+        try {
+            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(parts);
+            for (TopicPartition tp : parts) {
+                OffsetAndMetadata at = committed.get(tp);
+                if (at == null) {
+                    consumer.seekToBeginning(List.of(tp));
+                } else {
+                    consumer.seek(tp, at.offset());
+                }
+            }
+        } catch (IllegalStateException | org.apache.kafka.common.KafkaException e) {
+            // no longer assigned: the next owner starts from the committed offsets
+        }
+    }
+
+    /** Each partition's next offset after the batch. */
+    static Map<TopicPartition, OffsetAndMetadata> next(List<ConsumerRecord<byte[], byte[]>> batch) {
         Map<TopicPartition, OffsetAndMetadata> next = new TreeMap<>(
                 java.util.Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
         for (ConsumerRecord<byte[], byte[]> m : batch) {
             next.merge(new TopicPartition(m.topic(), m.partition()), new OffsetAndMetadata(m.offset() + 1),
                     (a, b) -> a.offset() >= b.offset() ? a : b);
         }
+        return next;
+    }
+
+    /** commitSync of the batch's next offsets; a failure (a rebalance took the partitions, a broker away) is an
+     *  event. A SIGTERM's wakeup() may land in it: the commit is asked again (wakeup fires once). */
+    boolean commit(List<ConsumerRecord<byte[], byte[]>> batch) {
+        Map<TopicPartition, OffsetAndMetadata> next = next(batch);
         for (int attempt = 0; ; attempt++) {
             try {
                 consumer.commitSync(next);
