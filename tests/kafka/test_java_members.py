@@ -111,12 +111,17 @@ def test_java_commit_before_skips_what_a_killed_member_committed_and_auto_commit
     doc["variants"] = [{"name": "commit-before", "consumer": {"strategy": "commit-before"}, "allow": ["skipped"]},
                        {"name": "auto-commit", "consumer": {"strategy": "auto-commit",
                                                             "config": {"auto.commit.interval.ms": 1000}}}]
-    doc["expectations"] = {"commit-before": {"skipped": "> 0", "reprocessed": 0},
-                           "auto-commit": {"reprocessed": "> 0", "skipped": 0, "unconsumed": 0}}
+    doc["expectations"] = {"commit-before": {"reprocessed": 0}, "auto-commit": {"skipped": 0, "unconsumed": 0}}
     r, summary, faults = run(tmp_path, doc)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert summary["status"] == "complete" and summary["verdict"] == "pass", summary
     [run_dir] = list(run_dirs(tmp_path / "reports"))
+    # What a kill costs shows only when it caught a member mid-batch (within MID_BATCH_WAIT); on a loaded machine
+    # it may take one in turn, journaled late, and nothing need be skipped or repeated.
+    for name, metric in (("commit-before", "skipped"), ("auto-commit", "reprocessed")):
+        [kill] = [f for f in faults if f["kind"] == "consumer-kill" and f["variant"] == name]
+        if kill["late_s"] < MID_BATCH_WAIT:
+            assert summary["variants"][name][metric] > 0, (name, kill, summary["variants"][name])
     for name, committed in (("commit-before", "before"), ("auto-commit", "auto")):
         v = summary["variants"][name]
         assert v["consumer"]["client"] == f"kafka-clients {java_version()}" and v["unconsumed"] == 0, v
