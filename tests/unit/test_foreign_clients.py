@@ -44,8 +44,8 @@ def test_each_line_of_the_protocol_is_read_as_what_it_says(line, event):
     assert parse(line, partitions=3) == event
 
 
-@pytest.mark.parametrize("line, event", [("A 1 4 90 2.5 2.25 2.0\n", (1, 4, 90, [2.5, 2.25, 2.0])),
-                                         ("A 0 0 - 1.0", (0, 0, None, [1.0]))])
+@pytest.mark.parametrize("line, event", [("A 1 4 90 2500 2250 2000\n", (1, 4, 90, [2.5, 2.25, 2.0])),
+                                         ("A 0 0 - 1000", (0, 0, None, [1.0]))])
 def test_a_run_of_acknowledgements_is_read_as_what_it_says(line, event):
     told = parse(line, partitions=3)
     assert isinstance(told, ToldRun)
@@ -58,10 +58,12 @@ def test_a_run_of_acknowledgements_is_read_as_what_it_says(line, event):
     "a 0 1 x 1.0",  # an offset that is not a number
     "a 0 1 1",  # no latency
     "A 0 1 1",  # a run of no acknowledgement
-    "A 3 0 1 1.0",
-    "A 0 1 1 1.0 x",
-    "A 0 1 1 1.0  2.0",
-    "A 0 1 1 1.0 nan",
+    "A 3 0 1 1000",
+    "A 0 1 1 1000 x",
+    "A 0 1 1 1000  2000",
+    "A 0 1 1 1000 nan",
+    "A 0 1 1 1.5",  # latencies are whole microseconds
+    "A 0 1 1 1000 -5",
     "A 0 1 1 ",
     "e 0 1  1.0",  # no error name
     "r 0 1",
@@ -129,7 +131,7 @@ def test_the_lines_become_the_delivery_log_with_the_same_accounting(tmp_path):
 
 
 def test_a_run_of_acknowledgements_is_each_of_its_sends(tmp_path):
-    log, got = feed(tmp_path, ["chunk 1", "A 1 1 40 1.0 2.0 3.0", "A 0 0 - 4.0", "sent 8"], messages=8)
+    log, got = feed(tmp_path, ["chunk 1", "A 1 1 40 1000 2000 3000", "A 0 0 - 4000", "sent 8"], messages=8)
     assert log.counts == {"acked": 4, "rejected": 0, "unknown": 4}
     acked = [(r["partition"], r["value"], r["offset"], r["latency_ms"]) for r in got if r["outcome"] == "acked"]
     assert acked == [(0, 0, -1, 4.0), (1, 1, 40, 1.0), (1, 2, 41, 2.0), (1, 3, 42, 3.0)]
@@ -137,8 +139,8 @@ def test_a_run_of_acknowledgements_is_each_of_its_sends(tmp_path):
 
 @pytest.mark.parametrize("lines, said", [
     (["a 0 0 0 1.0", "e 0 0 KafkaTimeoutError 2.0"], "partition 0, value 0 reported twice"),
-    (["a 1 1 0 1.0", "A 1 0 0 1.0 1.0"], "partition 1, value 1 reported twice"),
-    (["A 1 0 0 1.0 1.0 1.0"], "a report of a send the workload does not have: partition 1, value 2"),
+    (["a 1 1 0 1.0", "A 1 0 0 1000 1000"], "partition 1, value 1 reported twice"),
+    (["A 1 0 0 1000 1000 1000"], "a report of a send the workload does not have: partition 1, value 2"),
     (["a 1 2 0 1.0"], "a report of a send the workload does not have: partition 1, value 2"),  # message 5 of 4
 ])
 def test_a_send_reported_twice_or_beyond_the_workload_is_a_protocol_error(tmp_path, lines, said):
@@ -280,7 +282,7 @@ def test_the_java_clients_fatal_error_is_the_results_fatal_and_its_sends_keep_th
     # The Java child found the client failed for good between chunks (ClusterAuthorizationException: it aborts
     # every batch); what send() refused is rejected, the batches it aborted are rejected only by that name.
     fatal = "fatal error: Cluster authorization failed."
-    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1.0 1.0", "a 1 0 0 1.0", "e 1 1 ClusterAuthorizationException 2.0",
+    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1000 1000", "a 1 0 0 1.0", "e 1 1 ClusterAuthorizationException 2.0",
                             "e 0 2 ProducerFencedException 2.0", "r 1 2 ClusterAuthorizationException", "sent 6",
                             "handed", "result " + json.dumps({"handed": 6, "interrupted": False, "error": fatal,
                                                               "fatal": "ClusterAuthorizationException",
@@ -296,7 +298,7 @@ def test_the_java_clients_fatal_error_is_the_results_fatal_and_its_sends_keep_th
 def test_a_transactional_childs_lines_become_both_logs(tmp_path):
     # 2 partitions, transactions of 3 sends: transaction 1 is messages 3, 4, 5 (partition 1 value 1, ...)
     txlog = TransactionsLog(tmp_path / "transactions.parquet")
-    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1.0 1.0", "A 1 0 0 1.0", "t 0 committed - - 3 1764250000000",
+    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1000 1000", "A 1 0 0 1000", "t 0 committed - - 3 1764250000000",
                             "a 1 1 2 1.0", "a 0 2 3 1.0", "e 1 2 TimeoutException 9.0",
                             "t 1 aborted planned - 3 1764250000500", "a 0 3 5 1.0",
                             "t 2 unknown error TimeoutException 1 1764250001000", "sent 7", "handed",

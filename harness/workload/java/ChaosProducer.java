@@ -176,18 +176,6 @@ public class ChaosProducer {
             return this;
         }
 
-        /** Nanoseconds as milliseconds with three decimals. */
-        Lines ms(long nanos) {
-            long us = Math.max(0, nanos) / 1000;
-            put(us / 1000).put('.');
-            long frac = us % 1000;
-            room(3);
-            buf[pos++] = (byte) ('0' + frac / 100);
-            buf[pos++] = (byte) ('0' + frac / 10 % 10);
-            buf[pos++] = (byte) ('0' + frac % 10);
-            return this;
-        }
-
         void flush() throws java.io.IOException {
             stdout.write(buf, 0, pos);
             pos = 0;
@@ -352,14 +340,14 @@ public class ChaosProducer {
         while (k < TAKEN[0]) {
             long index = acks[k], offset = acks[k + 1];
             OUT.put("A ").put(index % partitions).put(' ').put(index / partitions).put(' ');
-            (offset == Acks.NO_OFFSET ? OUT.put('-') : OUT.put(offset)).put(' ').ms(acks[k + 2]);
+            (offset == Acks.NO_OFFSET ? OUT.put('-') : OUT.put(offset)).put(' ').put(Math.max(0, acks[k + 2]) / 1000);
             int run = 1;
             for (k += 3; k < TAKEN[0] && run < RUN; k += 3, run++) {
                 if (acks[k] != index + (long) run * partitions
                         || acks[k + 1] != (offset == Acks.NO_OFFSET ? offset : offset + run)) {
                     break;
                 }
-                OUT.put(' ').ms(acks[k + 2]);
+                OUT.put(' ').put(Math.max(0, acks[k + 2]) / 1000);
             }
             OUT.put('\n');
         }
