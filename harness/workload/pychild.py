@@ -227,6 +227,62 @@ async def drive_async(steps, call) -> bool:
         return done.value
 
 
+def send_loop(task: dict, tx: Transactions | None, lines: Lines, r: "Result", stop: threading.Event):
+    """The workload's send loop, one for both implementations: a generator that yields each step for the client's
+    driver to take (take() or take_async()) and is sent whether it went well. It keeps r.handed (the messages
+    handed so far, in index order).
+      ("between", None)  between two pieces: the driver emits the lines, looks for a failure, serves a command (a
+                         restart) and keeps the rate; False: stop here
+      ("begin", None)    begin the transaction of the next message; False: it failed (r says why)
+      ("send", i)        hand message i; False: refused, or stopped while it waited (the workload ends)
+      ("end", None)      end the open transaction (Transactions.end_steps); False: the workload cannot go on"""
+    n, chunk = task["messages"], task["chunk"]
+    count = 0
+    while count < n:
+        if count and not (yield "between", None):
+            break
+        if count % chunk == 0:
+            lines.put(f"chunk {int(time.time() * 1000)}")
+        end = min(n, (count // chunk + 1) * chunk)
+        if tx is not None:
+            if count % tx.size == 0:
+                if not (yield "begin", None):
+                    break
+                tx.open, tx.sends = count // tx.size, 0
+            end = tx.piece_end(count, end)
+        for i in range(count, end):
+            if not (yield "send", i):
+                end = i + 1
+                break
+        if tx is not None:
+            tx.sends += end - count
+        count = r.handed = end
+        if r.error or stop.is_set():
+            break
+        if tx is not None and tx.ending(count, n) and not (yield "end", None):
+            break
+
+
+def take(steps, do) -> None:
+    """Runs a send_loop() generator, do(kind, arg) taking each step (kafka-python's calls block)."""
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(do(*step))
+    except StopIteration:
+        pass
+
+
+async def take_async(steps, do) -> None:
+    """take() for aiokafka, whose steps are awaited."""
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(await do(*step))
+    except StopIteration:
+        pass
+
+
 def ms(t0: float) -> str:
     return f"{(time.perf_counter() - t0) * 1000:.3f}"
 
@@ -359,7 +415,7 @@ class KafkaPython:
         except Exception as e:  # no broker answered, or a setting it refuses only now
             r.error, r.fatal = said(e), error_name(e)
             return r
-        topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
+        topic, parts, n, rate = task["topic"], task["partitions"], task["messages"], task["rate"]
         put, told = lines.put, lines.acked
         commands = Commands()
         if not answer(lines, "ready", "go", stop, commands):
@@ -413,54 +469,43 @@ class KafkaPython:
                 time.sleep(0.01)
             session[0] = old + 1
             producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
-            put(f"s {session[0]} {count}")
-            print(f"producer restarted: session {session[0]} after {count} messages", file=sys.stderr, flush=True)
-            return all(send(i) for i in range(count) if not is_acked[i])
+            put(f"s {session[0]} {r.handed}")
+            print(f"producer restarted: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
+            return all(send(i) for i in range(r.handed) if not is_acked[i])
+
+        def between() -> bool:
+            put(f"sent {r.handed}")
+            lines.emit()
+            if stop.is_set() or self.failed(producer, r):
+                return False
+            command = commands.poll()
+            if command is not None and not (command == "restart" and tx is None and restart()):
+                if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
+                    stop.set()
+                return False
+            if rate:
+                ahead = r.t0 + r.handed / rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+            return True
+
+        def begin() -> bool:
+            try:
+                producer.begin_transaction()
+                return True
+            except Exception as e:
+                self.failed(producer, r, e)
+                return False
+
+        steps = {"between": lambda _: between(), "begin": lambda _: begin(), "send": send,
+                 "end": lambda _: self.end_transaction(producer, tx, r)}
 
         clean = False
-        count = 0
         try:
-            while count < n:
-                if count:
-                    put(f"sent {count}")
-                    lines.emit()
-                    if stop.is_set() or self.failed(producer, r):
-                        break
-                    command = commands.poll()
-                    if command is not None and not (command == "restart" and tx is None and restart()):
-                        if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
-                            stop.set()
-                        break
-                    if rate:
-                        ahead = r.t0 + count / rate - time.monotonic()
-                        if ahead > 0:
-                            time.sleep(ahead)
-                if count % chunk == 0:
-                    put(f"chunk {int(time.time() * 1000)}")
-                end = min(n, (count // chunk + 1) * chunk)
-                if tx is not None:
-                    if count % tx.size == 0:
-                        try:
-                            producer.begin_transaction()
-                        except Exception as e:
-                            self.failed(producer, r, e)
-                            break
-                        tx.open, tx.sends = count // tx.size, 0
-                    end = tx.piece_end(count, end)
-                for i in range(count, end):
-                    if not send(i):
-                        end = i + 1
-                        break
-                if tx is not None:
-                    tx.sends += end - count
-                count = r.handed = end
-                if r.error or stop.is_set():
-                    break
-                if tx is not None and tx.ending(count, n) and not self.end_transaction(producer, tx, r):
-                    break
+            take(send_loop(task, tx, lines, r, stop), lambda kind, arg: steps[kind](arg))
             if tx is not None:
                 tx.left_open(r, stop)
-            put(f"sent {count}")
+            put(f"sent {r.handed}")
             self.failed(producer, r)
             if answer(lines, "handed", "flush", stop, commands, restart if tx is None else None) and not r.error:
                 producer.flush(timeout=task["flush_timeout"])
@@ -581,7 +626,7 @@ class AioKafka:
         producer = await started_now()
         if producer is None:
             return r
-        topic, parts, n, rate, chunk = task["topic"], task["partitions"], task["messages"], task["rate"], task["chunk"]
+        topic, parts, n, rate = task["topic"], task["partitions"], task["messages"], task["rate"]
         put, told = lines.put, lines.acked
 
         commands = Commands()
@@ -659,12 +704,37 @@ class AioKafka:
             if fresh is None:
                 return False
             producer = fresh
-            put(f"s {session[0]} {count}")
-            print(f"producer restarted: session {session[0]} after {count} messages", file=sys.stderr, flush=True)
-            for i in range(count):
+            put(f"s {session[0]} {r.handed}")
+            print(f"producer restarted: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
+            for i in range(r.handed):
                 if not is_acked[i] and not await send(i):
                     return False
             return True
+
+        async def between() -> bool:
+            put(f"sent {r.handed}")
+            await asyncio.sleep(0)  # the callbacks due run
+            lines.emit()
+            if stop.is_set() or self.failed(producer, r):
+                return False
+            command = commands.poll()
+            if command is not None and not (command == "restart" and tx is None and await restart()):
+                if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
+                    stop.set()
+                return False
+            if rate:
+                ahead = r.t0 + r.handed / rate - time.monotonic()
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
+            return True
+
+        async def begin() -> bool:
+            try:
+                await cut(producer.begin_transaction)  # waits for the producer id
+                return True
+            except Exception as e:
+                self.failed(producer, r, e)
+                return False
 
         async def cut(call):
             """await call(), cut short by a SIGTERM (Stopped)."""
@@ -684,50 +754,13 @@ class AioKafka:
             return await drive_async(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: cut(calls[name]))
 
         clean = False
-        count = 0
+        steps = {"between": lambda _: between(), "begin": lambda _: begin(), "send": send,
+                 "end": lambda _: end_transaction()}
         try:
-            while count < n:
-                if count:
-                    put(f"sent {count}")
-                    await asyncio.sleep(0)  # the callbacks due run
-                    lines.emit()
-                    if stop.is_set() or self.failed(producer, r):
-                        break
-                    command = commands.poll()
-                    if command is not None and not (command == "restart" and tx is None and await restart()):
-                        if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
-                            stop.set()
-                        break
-                    if rate:
-                        ahead = r.t0 + count / rate - time.monotonic()
-                        if ahead > 0:
-                            await asyncio.sleep(ahead)
-                if count % chunk == 0:
-                    put(f"chunk {int(time.time() * 1000)}")
-                end = min(n, (count // chunk + 1) * chunk)
-                if tx is not None:
-                    if count % tx.size == 0:
-                        try:
-                            await cut(producer.begin_transaction)  # waits for the producer id
-                        except Exception as e:
-                            self.failed(producer, r, e)
-                            break
-                        tx.open, tx.sends = count // tx.size, 0
-                    end = tx.piece_end(count, end)
-                for i in range(count, end):
-                    if not await send(i):  # refused, or stopped while it waited
-                        end = i + 1
-                        break
-                if tx is not None:
-                    tx.sends += end - count
-                count = r.handed = end
-                if r.error or stop.is_set():
-                    break
-                if tx is not None and tx.ending(count, n) and not await end_transaction():
-                    break
+            await take_async(send_loop(task, tx, lines, r, stop), lambda kind, arg: steps[kind](arg))
             if tx is not None:
                 tx.left_open(r, stop)
-            put(f"sent {count}")
+            put(f"sent {r.handed}")
             self.failed(producer, r)
             if await answered("handed", "flush", serve_restart=tx is None) and not r.error:
                 sending[0] = True  # a SIGTERM cuts the flush short too
