@@ -227,20 +227,35 @@ async def drive_async(steps, call) -> bool:
         return done.value
 
 
-def send_loop(task: dict, tx: Transactions | None, lines: Lines, r: "Result", stop: threading.Event):
-    """The workload's send loop, one for both implementations: a generator that yields each step for the client's
-    driver to take (take() or take_async()) and is sent whether it went well. It keeps r.handed (the messages
+def send_loop(task: dict, tx: Transactions | None, lines: Lines, r: "Result", stop: threading.Event,
+              commands: "Commands"):
+    """The workload's send loop, one for both implementations: a generator that yields each call into the client
+    for its driver to make (take() or take_async()) and is sent what it returned. It keeps r.handed (the messages
     handed so far, in index order).
-      ("between", None)  between two pieces: the driver emits the lines, looks for a failure, serves a command (a
-                         restart) and keeps the rate; False: stop here
+      ("tick", None)     between two pieces, before the lines are written: the client's due callbacks run
+      ("failed", None)   has the client failed for good (or the workload otherwise ended)? True: stop here
+      ("restart", None)  the run asked for a producer restart (a plain or idempotent producer); False: it failed
+      ("sleep", s)       wait s seconds (the workload's rate)
       ("begin", None)    begin the transaction of the next message; False: it failed (r says why)
       ("send", i)        hand message i; False: refused, or stopped while it waited (the workload ends)
       ("end", None)      end the open transaction (Transactions.end_steps); False: the workload cannot go on"""
-    n, chunk = task["messages"], task["chunk"]
+    n, chunk, rate = task["messages"], task["chunk"], task["rate"]
     count = 0
     while count < n:
-        if count and not (yield "between", None):
-            break
+        if count:  # between two pieces
+            lines.put(f"sent {count}")
+            yield "tick", None
+            lines.emit()
+            if stop.is_set() or (yield "failed", None):
+                break
+            command = commands.poll()
+            if command is not None and not (command == "restart" and tx is None and (yield "restart", None)):
+                if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
+                    stop.set()
+                break
+            ahead = r.t0 + count / rate - time.monotonic() if rate else 0
+            if ahead > 0:
+                yield "sleep", ahead
         if count % chunk == 0:
             lines.put(f"chunk {int(time.time() * 1000)}")
         end = min(n, (count // chunk + 1) * chunk)
@@ -415,7 +430,7 @@ class KafkaPython:
         except Exception as e:  # no broker answered, or a setting it refuses only now
             r.error, r.fatal = said(e), error_name(e)
             return r
-        topic, parts, n, rate = task["topic"], task["partitions"], task["messages"], task["rate"]
+        topic, parts, n = task["topic"], task["partitions"], task["messages"]
         put, told = lines.put, lines.acked
         commands = Commands()
         if not answer(lines, "ready", "go", stop, commands):
@@ -473,22 +488,6 @@ class KafkaPython:
             print(f"producer restarted: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
             return all(send(i) for i in range(r.handed) if not is_acked[i])
 
-        def between() -> bool:
-            put(f"sent {r.handed}")
-            lines.emit()
-            if stop.is_set() or self.failed(producer, r):
-                return False
-            command = commands.poll()
-            if command is not None and not (command == "restart" and tx is None and restart()):
-                if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
-                    stop.set()
-                return False
-            if rate:
-                ahead = r.t0 + r.handed / rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
-            return True
-
         def begin() -> bool:
             try:
                 producer.begin_transaction()
@@ -497,12 +496,13 @@ class KafkaPython:
                 self.failed(producer, r, e)
                 return False
 
-        steps = {"between": lambda _: between(), "begin": lambda _: begin(), "send": send,
+        steps = {"tick": lambda _: None, "failed": lambda _: self.failed(producer, r), "restart": lambda _: restart(),
+                 "sleep": time.sleep, "begin": lambda _: begin(), "send": send,
                  "end": lambda _: self.end_transaction(producer, tx, r)}
 
         clean = False
         try:
-            take(send_loop(task, tx, lines, r, stop), lambda kind, arg: steps[kind](arg))
+            take(send_loop(task, tx, lines, r, stop, commands), lambda kind, arg: steps[kind](arg))
             if tx is not None:
                 tx.left_open(r, stop)
             put(f"sent {r.handed}")
@@ -626,7 +626,7 @@ class AioKafka:
         producer = await started_now()
         if producer is None:
             return r
-        topic, parts, n, rate = task["topic"], task["partitions"], task["messages"], task["rate"]
+        topic, parts, n = task["topic"], task["partitions"], task["messages"]
         put, told = lines.put, lines.acked
 
         commands = Commands()
@@ -711,22 +711,8 @@ class AioKafka:
                     return False
             return True
 
-        async def between() -> bool:
-            put(f"sent {r.handed}")
-            await asyncio.sleep(0)  # the callbacks due run
-            lines.emit()
-            if stop.is_set() or self.failed(producer, r):
-                return False
-            command = commands.poll()
-            if command is not None and not (command == "restart" and tx is None and await restart()):
-                if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
-                    stop.set()
-                return False
-            if rate:
-                ahead = r.t0 + r.handed / rate - time.monotonic()
-                if ahead > 0:
-                    await asyncio.sleep(ahead)
-            return True
+        async def failed_now(_) -> bool:
+            return self.failed(producer, r)
 
         async def begin() -> bool:
             try:
@@ -754,10 +740,10 @@ class AioKafka:
             return await drive_async(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: cut(calls[name]))
 
         clean = False
-        steps = {"between": lambda _: between(), "begin": lambda _: begin(), "send": send,
-                 "end": lambda _: end_transaction()}
+        steps = {"tick": lambda _: asyncio.sleep(0), "failed": failed_now, "restart": lambda _: restart(),
+                 "sleep": asyncio.sleep, "begin": lambda _: begin(), "send": send, "end": lambda _: end_transaction()}
         try:
-            await take_async(send_loop(task, tx, lines, r, stop), lambda kind, arg: steps[kind](arg))
+            await take_async(send_loop(task, tx, lines, r, stop, commands), lambda kind, arg: steps[kind](arg))
             if tx is not None:
                 tx.left_open(r, stop)
             put(f"sent {r.handed}")
