@@ -235,11 +235,8 @@ class DeliveryLog:
             if len({t is None for t in txns}) > 1:
                 raise RuntimeError("delivery log: transactional and plain reports mixed in one session")
             n = sum(len(v) for v in values)
-            if self.offsets_told:  # a run told no offset is kept as -1 (as _write does for the callback's None)
-                told = pa.array(np.concatenate([np.full(len(v), -1, np.int64) if o is None else o
-                                                for v, o in zip(values, offsets)]))
-            else:
-                told = pa.nulls(n, pa.int64())
+            told = pa.concat_arrays([pa.nulls(len(v), pa.int64()) if o is None else pa.array(o)
+                                     for v, o in zip(values, offsets)])  # none told: null, as the callback's None
             txn = pa.nulls(n, pa.int64()) if txns[0] is None else pa.array(np.concatenate(txns), pa.int64())
             self._write(np.full(n, p, np.int32), pa.array(np.concatenate(values)), pa.repeat(Outcome.ACKED, n),
                         told, pa.nulls(n, pa.string()), np.concatenate(latency), txn, acked=True)

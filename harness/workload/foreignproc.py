@@ -127,8 +127,8 @@ def parse(line: str, partitions: int):
     try:
         if word == "A":
             # A run carries hundreds of latencies: parsed by numpy at once, as integers (one float() each cost
-            # the run more CPU than the child's JVM could spare on 2 cores; decimal milliseconds 3.5x what
-            # integers cost: bench/clients.py's Java child ran at 0.74 of a bare loop, 0.92 without this parse)
+            # the run more CPU than the child's JVM could spare on 2 cores; numpy parses decimal milliseconds
+            # 3.5x slower than whole microseconds)
             p, v, offset, text = rest.split(" ", 3)
             p, v = int(p), int(v)
             if not 0 <= p < partitions or v < 0:

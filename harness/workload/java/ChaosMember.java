@@ -261,7 +261,8 @@ public class ChaosMember {
      *  read after the run), its output records (key MEMBER:SESSION:N:AT, value PARTITION:OFFSET:VALUE, to the same
      *  partition of the output topic, as member.py writes them) and its next offsets in one transaction. An error
      *  the client can recover from aborts it (an `abort` event) and goes back to the group's committed offsets;
-     *  a fatal one (fenced, out of order, not authorized, unsupported) ends the member. */
+     *  a fatal one (fenced, out of order, not authorized, unsupported), or a timeout (the client forbids an abort
+     *  after a commit that timed out; member.py raises a retriable commit error too), ends the member. */
     void transact(List<ConsumerRecord<byte[], byte[]>> batch) throws InterruptedException {
         List<ProducerRecord<byte[], byte[]>> out = new ArrayList<>(batch.size());
         long pause = (long) (processingMs * 1e6);
@@ -275,23 +276,25 @@ public class ChaosMember {
                     (m.partition() + ":" + m.offset() + ":" + (v.equals("-") ? "" : v)).getBytes(StandardCharsets.US_ASCII)));
             n++;
         }
+        Map<TopicPartition, OffsetAndMetadata> next = next(batch);
         try {
             producer.beginTransaction();
             for (ProducerRecord<byte[], byte[]> r : out) {
                 producer.send(r);
             }
-            producer.sendOffsetsToTransaction(next(batch), consumer.groupMetadata());
+            producer.sendOffsetsToTransaction(next, consumer.groupMetadata());
             producer.commitTransaction();
         } catch (org.apache.kafka.common.errors.ProducerFencedException
                  | org.apache.kafka.common.errors.OutOfOrderSequenceException
                  | org.apache.kafka.common.errors.AuthorizationException
                  | org.apache.kafka.common.errors.InvalidProducerEpochException
+                 | org.apache.kafka.common.errors.TimeoutException
                  | UnsupportedVersionException e) {
             throw e;
         } catch (org.apache.kafka.common.KafkaException e) {
-            event("abort", next(batch).keySet(), words(e));
+            event("abort", next.keySet(), words(e));
             producer.abortTransaction();
-            rewind(next(batch).keySet());
+            rewind(next.keySet());
         }
     }
 
