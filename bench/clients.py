@@ -2,8 +2,8 @@
 Apache Kafka node reached through the same proxy, without faults (issue 45's producer-side bench).
 
 Prints, as medians of --repeat alternating rounds:
-  java harness / bare     the harness's Java child (harness/workload/java/ChaosProducer.java, its outcome lines
-                          relayed to the run, which writes the delivery log) against a bare Java loop with the same
+  java harness / bare     the harness's Java child (harness/workload/java/ChaosProducer.java, its outcome lines and
+                          frames relayed to the run, which writes the delivery log) against a bare Java loop with the same
                           settings (bench/java/BareProducer.java); both timed from the first send to the last ack
                           (the harness: from `go` to the child's result line read by the run), the client built
                           and connected before (goal >= 0.9)
@@ -48,6 +48,8 @@ LIBRDKAFKA = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}
 # Each child's rate by its own clock (its result's duration: from `go` to its result line written), beside the run's
 # (to the result line read, every outcome line before it applied): the difference is the relay's lag.
 OWN: dict[str, list[float]] = {}
+# The run process's CPU (every thread: the relay, the log's spills) per million sends, from `go` to the result read.
+CPU: dict[str, list[float]] = {}
 
 
 def foreign(name: str, bootstrap: str, topic: str, messages: int, work: Path) -> float:
@@ -59,15 +61,17 @@ def foreign(name: str, bootstrap: str, topic: str, messages: int, work: Path) ->
     def timed(event):  # the result line read: every outcome line before it relayed and applied to the log
         apply(event)
         if type(event) is tuple and event[0] == "result":
-            done.append(time.perf_counter())
+            done.append((time.perf_counter(), time.process_time()))
 
     child.reports.apply = timed
+    cpu = time.process_time()
     t = time.perf_counter()
     r = child.run()  # `go`, then every line to the result; then the child's exit and the log's close (not timed:
     # the bare loop has neither)
     assert r.acked == messages and done, (name, r)
     OWN.setdefault(name, []).append(messages / r.duration)
-    return messages / (done[0] - t)
+    CPU.setdefault(name, []).append((done[0][1] - cpu) * 1e6 / messages)
+    return messages / (done[0][0] - t)
 
 
 def bare_java(bootstrap: str, topic: str, messages: int, work: Path) -> float:
@@ -126,6 +130,7 @@ def main() -> int:
     own = statistics.median(OWN["kafka-clients"])
     print(f"java child by its own clock {own:>10,.0f} msg/s, / bare {own / med['java bare']:.2f}x  "
           "(the rest of the gap: the run's relay of its lines)")
+    print(f"the run's CPU while the Java child sends: {statistics.median(CPU['kafka-clients']):.2f} s per million sends")
     for name in ("kafka-python harness", "aiokafka harness")[:0 if args.java else 2]:
         print(f"{name} / librdkafka harness {med[name] / med['librdkafka harness']:.2f}x")
     return 0

@@ -47,8 +47,10 @@ class _Session:
 
 
 def _writer(path: Path) -> pq.ParquetWriter:
-    # Dictionary encoding only where values repeat: it costs time on the producer's thread for nothing else.
-    return pq.ParquetWriter(path, ACKS_SCHEMA, use_dictionary=["outcome", "error"])
+    # Dictionary encoding only where values repeat, statistics only where a reader looks (engine/rowgroups.py:
+    # partition, offset): each costs the run's CPU, beside the client's, for nothing else.
+    return pq.ParquetWriter(path, ACKS_SCHEMA, use_dictionary=["outcome", "error"],
+                            write_statistics=["partition", "offset"])
 
 
 class DeliveryLog:
@@ -62,6 +64,10 @@ class DeliveryLog:
     """
 
     SPILL = 100_000
+    # A foreign child's frames (told_many) are kept longer, as arrays (~32 bytes a send: 128 MB at most): writing
+    # them costs the run's CPU, which a 2-core machine takes from the child and the broker while they send, so a
+    # workload of up to this many sends is written once it has ended.
+    SPILL_MANY = 4_000_000
 
     def __init__(self, path: Path, partitions: int, offsets_told: bool = True):
         self.path = path
@@ -74,10 +80,10 @@ class DeliveryLog:
         # tuple, no partition to ask or sort): the callback runs once per message on the producer's thread.
         self._reports = [([], [], []) for _ in range(partitions)]
         self._txns: list[list[int]] = [[] for _ in range(partitions)]  # transaction of each (reports_for() only)
-        # A foreign child's runs of acks (told_run) as arrays per partition: (values, offsets or None, latencies,
-        # txns or None); no Python object per send (a Java child reports hundreds of thousands a second).
-        self._runs: list[list[tuple]] = [[] for _ in range(partitions)]
-        self._in_runs = 0
+        # A foreign child's frames of acks (told_many) as arrays: (message indices, offsets or None, latencies,
+        # txns or None); no Python object per send (a Java child reports a million a second).
+        self._many: list[tuple] = []
+        self._in_many = 0
         self._failed: list[tuple] = []  # (partition, raw value, KafkaError, latency, txn, outcome or None)
         self._writer = _writer(path)
         self.counts = {Outcome.ACKED: 0, Outcome.REJECTED: 0, Outcome.UNKNOWN: 0}
@@ -142,15 +148,12 @@ class DeliveryLog:
         if txn is not None:
             self._txns[partition].append(txn)
 
-    def told_run(self, partition: int, value: int, offset: int | None, latencies_s: np.ndarray,
-                 txns: np.ndarray | None = None) -> None:
-        """Values value, value + 1, ... of `partition` acknowledged at offset, offset + 1, ... (None: none told),
-        one per latency (and per transaction in txns): a batch's acknowledgements in one call."""
-        n = len(latencies_s)
-        values = np.arange(value, value + n, dtype=np.int64)
-        offsets = None if offset is None else np.arange(offset, offset + n, dtype=np.int64)
-        self._runs[partition].append((values, offsets, np.asarray(latencies_s, np.float64), txns))
-        self._in_runs += n
+    def told_many(self, indices: np.ndarray, offsets: np.ndarray | None, latencies_s: np.ndarray,
+                  txns: np.ndarray | None = None) -> None:
+        """Messages `indices` acknowledged at `offsets` (None: none told), one latency (and one transaction, in
+        txns) each: a foreign child's frame of acknowledgements, in one call."""
+        self._many.append((indices, offsets, np.asarray(latencies_s, np.float64), txns))
+        self._in_many += len(indices)
 
     def failed(self, partition: int, value: int, error: str, latency_s: float, rejected: bool,
                txn: int | None = None) -> None:
@@ -200,11 +203,12 @@ class DeliveryLog:
 
     # -- writing -----------------------------------------------------------------------------
     def maybe_spill(self) -> None:
-        if sum(len(values) for values, _, _ in self._reports) + self._in_runs + len(self._failed) >= self.SPILL:
+        if sum(len(values) for values, _, _ in self._reports) + len(self._failed) >= self.SPILL \
+                or self._in_many >= self.SPILL_MANY:
             self.spill()
 
     def spill(self) -> None:
-        self._spill_runs()
+        self._spill_many()
         for p, ((values, offsets, latency), txns) in enumerate(zip(self._reports, self._txns)):
             n = len(values)
             if not n:
@@ -227,22 +231,27 @@ class DeliveryLog:
                 self.counts[name] += 1
             self._failed.clear()
 
-    def _spill_runs(self) -> None:
-        for p, runs in enumerate(self._runs):
-            if not runs:
-                continue
-            values, offsets, latency, txns = zip(*runs)
-            if len({t is None for t in txns}) > 1:
-                raise RuntimeError("delivery log: transactional and plain reports mixed in one session")
-            n = sum(len(v) for v in values)
-            told = pa.concat_arrays([pa.nulls(len(v), pa.int64()) if o is None else pa.array(o)
-                                     for v, o in zip(values, offsets)])  # none told: null, as the callback's None
-            txn = pa.nulls(n, pa.int64()) if txns[0] is None else pa.array(np.concatenate(txns), pa.int64())
-            self._write(np.full(n, p, np.int32), pa.array(np.concatenate(values)), pa.repeat(Outcome.ACKED, n),
-                        told, pa.nulls(n, pa.string()), np.concatenate(latency), txn, acked=True)
-            self.counts[Outcome.ACKED] += n
-            runs.clear()
-        self._in_runs = 0
+    def _spill_many(self) -> None:
+        if not self._many:
+            return
+        indices, offsets, latency, txns = zip(*self._many)
+        if len({t is None for t in txns}) > 1:
+            raise RuntimeError("delivery log: transactional and plain reports mixed in one session")
+        index = np.concatenate(indices)
+        # In partition order here, where numpy sorts plain arrays (a stable sort of 16-bit keys is a radix sort):
+        # _write_rows would sort the whole Arrow table.
+        part = (index % self.partitions).astype(np.int16 if self.partitions < 1 << 15 else np.int32)
+        order = np.argsort(part, kind="stable")
+        index, part = index[order], part[order]
+        n = len(index)
+        told = pa.nulls(n, pa.int64()) if offsets[0] is None else pa.array(np.concatenate(offsets)[order])
+        txn = pa.nulls(n, pa.int64()) if txns[0] is None else pa.array(np.concatenate(txns)[order], pa.int64())
+        self._write(part.astype(np.int32), pa.array(index // self.partitions),
+                    pa.repeat(Outcome.ACKED, n), told, pa.nulls(n, pa.string()), np.concatenate(latency)[order], txn,
+                    acked=True)
+        self.counts[Outcome.ACKED] += n
+        self._many.clear()
+        self._in_many = 0
 
     def _write(self, part, raw, outcomes, offsets, errors, latency_s, txn, acked: bool) -> None:
         """raw: the values as the client gave them (bytes), or already an int64 array (a child's runs)."""

@@ -20,10 +20,10 @@ child only sends and tells what became of each send.
                    chunk MS             the next `chunk` sends are handed from now (wall clock, ms): their sent_at
                    sent N               progress: messages 0..N-1 are handed (message i: partition i % P, value i // P)
                    a P V OFFSET LAT     (P, V) acknowledged at OFFSET, LAT ms after it was handed
-                   A P V OFFSET US...   a run of acknowledgements: (P, V), (P, V + 1), ... at OFFSET, OFFSET + 1, ...
-                                        (OFFSET `-`: none told), one latency each in whole microseconds (a
-                                        batch's acks on one line, integers: the run reads it for a fraction of
-                                        the cost of one `a` line per send, and of decimal milliseconds)
+                   B N                  then N acknowledgements in binary, 24 bytes each: three little-endian
+                                        int64s, message index, offset (-2**63: none told), latency in ns (the
+                                        Java child's: it reports a million sends a second, which the run takes
+                                        as arrays, with no number to format or parse per send)
                    e P V NAME LAT       (P, V) failed with error NAME (its exception class's simple name)
                    r P V NAME           (P, V) refused by the client's send() before transmitting anything
                    t K OUTCOME CAUSE ERROR SENDS MS
@@ -92,11 +92,14 @@ class Told:  # a P V OFFSET LAT
 
 
 @dataclass(frozen=True, eq=False)
-class ToldRun:  # A P V OFFSET US...
-    partition: int
-    value: int  # the first; then value + 1, ...
-    offset: int | None  # the first's
+class ToldMany:  # B N, then N (index, offset, ns) triples
+    indices: np.ndarray  # int64 message indices
+    offsets: np.ndarray  # int64; NO_OFFSET: none told
     latencies_ms: np.ndarray  # float64, one per send
+
+
+NO_OFFSET = np.iinfo(np.int64).min
+FRAME = np.dtype("<i8")
 
 
 @dataclass(frozen=True)
@@ -119,24 +122,12 @@ class Failed:  # e P V NAME LAT, r P V NAME
 
 
 def parse(line: str, partitions: int):
-    """One child line -> ("client", name, version) | ("chunk", ms) | ("sent", n) | ("session", k, n) | Told |
-    ToldRun | Failed | Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a partition out of range, a negative
-    value, ...)."""
+    """One child line (but a `B` frame: read_event) -> ("client", name, version) | ("chunk", ms) | ("sent", n) |
+    ("session", k, n) | Told | Failed | Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a
+    partition out of range, a negative value, ...)."""
     word, _, rest = line.rstrip("\n").partition(" ")
     parts = rest.split(" ")
     try:
-        if word == "A":
-            # A run carries hundreds of latencies: parsed by numpy at once, as integers (one float() each cost
-            # the run more CPU than the child's JVM could spare on 2 cores; numpy parses decimal milliseconds
-            # 3.5x slower than whole microseconds)
-            p, v, offset, text = rest.split(" ", 3)
-            p, v = int(p), int(v)
-            if not 0 <= p < partitions or v < 0:
-                raise ProtocolError(f"no such send: partition {p}, value {v}")
-            if "." not in text and "-" not in text:
-                micros = np.fromstring(text, dtype=np.int64, sep=" ")
-                if micros.size == text.count(" ") + 1:
-                    return ToldRun(p, v, None if offset == "-" else int(offset), micros / 1000.0)
         if word in ("a", "e", "r"):
             p, v = int(parts[0]), int(parts[1])
             if not 0 <= p < partitions or v < 0:
@@ -175,6 +166,27 @@ def parse(line: str, partitions: int):
     raise ProtocolError(f"not a line of the protocol: {line.strip()[:200]!r}")
 
 
+def read_event(stream, partitions: int, messages: int):
+    """The child's next line (bytes, from `stream`), or `B` frame, as its event; None at the end of its output.
+    ProtocolError for what the protocol does not have (a frame cut short, an index beyond the workload's)."""
+    line = stream.readline()
+    if not line:
+        return None
+    if not line.startswith(b"B "):
+        return parse(line.decode("utf-8", "replace"), partitions)
+    count = line[2:].strip()
+    if not count.isdigit() or int(count) == 0:
+        raise ProtocolError(f"not a line of the protocol: {line.strip()[:200]!r}")
+    size = int(count) * 3 * FRAME.itemsize
+    frame = stream.read(size)
+    if len(frame) != size:
+        raise ProtocolError(f"a frame of {int(count)} acknowledgements cut short ({len(frame)} of {size} bytes)")
+    index, offset, nanos = np.frombuffer(frame, FRAME).reshape(-1, 3).T
+    if index.min() < 0 or index.max() >= messages:
+        raise ProtocolError(f"a report of a send the workload does not have: message {index.max()}")
+    return ToldMany(index.astype(np.int64), offset.astype(np.int64), np.maximum(nanos, 0) / 1e6)
+
+
 class Reports:
     """The child's lines applied to the delivery log (and a transactional child's to the transactions log
     `txlog`, its transactions of `size` messages), as they come. `handed` is the most the child said it had
@@ -187,7 +199,7 @@ class Reports:
         self.log, self.impl, self.partitions, self.offsets_told = log, implementation, partitions, offsets_told
         self.txlog, self.size = txlog, size
         self.ended = bytearray(-(-messages // size) if txlog is not None else 0)
-        self.reported = bytearray(messages)
+        self.reported = np.zeros(messages, np.uint8)
         self.handed = 0
         self.result: dict | None = None
         self.client: tuple[str, str] | None = None
@@ -198,11 +210,12 @@ class Reports:
             self._saw(event)
             log.told(event.partition, event.value, event.offset if self.offsets_told else None,
                      event.latency_ms / 1000.0, self._txn(event.partition, event.value))
-        elif isinstance(event, ToldRun):
-            p, v, n = event.partition, event.value, len(event.latencies_ms)
-            self._saw_run(p, v, n)
-            txns = (np.arange(v, v + n) * self.partitions + p) // self.size if self.txlog is not None else None
-            log.told_run(p, v, event.offset if self.offsets_told else None, event.latencies_ms / 1000.0, txns)
+        elif isinstance(event, ToldMany):
+            self._saw_many(event.indices)
+            # none told: -1, as the delivery log keeps an acked send's untold offset (acks=0: none is ever told)
+            told = np.where(event.offsets == NO_OFFSET, -1, event.offsets) if self.offsets_told else None
+            log.told_many(event.indices, told, event.latencies_ms / 1000.0,
+                          event.indices // self.size if self.txlog is not None else None)
         elif isinstance(event, Failed):
             self._saw(event)
             rejected = event.refused or self.impl.rejected(event.error)
@@ -239,8 +252,7 @@ class Reports:
         self.log.new_session(handed)
         again = self.log.unacked(handed)
         self.log.handed_late(again)
-        for i in again.tolist():
-            self.reported[i] = 0
+        self.reported[again] = 0
 
     def _txn(self, partition: int, value: int) -> int | None:
         return (value * self.partitions + partition) // self.size if self.txlog is not None else None
@@ -255,17 +267,17 @@ class Reports:
         self.reported[index] = 1
         self.handed = max(self.handed, index + 1)
 
-    def _saw_run(self, partition: int, value: int, count: int) -> None:
-        first, last = value * self.partitions + partition, (value + count - 1) * self.partitions + partition
-        if last >= len(self.reported):
-            raise ProtocolError(f"a report of a send the workload does not have: partition {partition}, "
-                                f"value {value + count - 1}")
-        run = slice(first, last + 1, self.partitions)
-        if 1 in self.reported[run]:
-            again = value + self.reported[run].index(1)
-            raise ProtocolError(f"partition {partition}, value {again} reported twice")
-        self.reported[run] = b"\x01" * count
-        self.handed = max(self.handed, last + 1)
+    def _saw_many(self, indices: np.ndarray) -> None:
+        lo = int(indices.min())
+        span = self.reported[lo: int(indices.max()) + 1]  # a view: the frame's sends are near one another
+        before, seen = np.count_nonzero(span), span[indices - lo]
+        span[indices - lo] = 1
+        if seen.any() or np.count_nonzero(span) - before != len(indices):  # told before, or twice in the frame
+            ordered = np.sort(indices)
+            twice = int(indices[np.flatnonzero(seen)[0]]) if seen.any() else \
+                int(ordered[np.flatnonzero(np.diff(ordered) == 0)[0]])
+            raise ProtocolError(f"partition {twice % self.partitions}, value {twice // self.partitions} reported twice")
+        self.handed = max(self.handed, int(indices.max()) + 1)
 
     def close(self) -> None:
         self.log.close(self.handed)
@@ -400,15 +412,15 @@ class ForeignProducer:
         apply = self.reports.apply
         faults = self.faults if serve else None
         try:
-            for line in proc.stdout:
-                event = parse(line, partitions)
+            stream, messages = proc.stdout.buffer, self.task["messages"]  # bytes: a `B` frame is binary
+            while (event := read_event(stream, partitions, messages)) is not None:
                 apply(event)
                 if faults is not None and faults.pending and self.ready and not until:
                     faults.serve(self.served)
                     if self._handed_early:  # said while the restart was being served
                         self._handed_early = False
                         self._handed(proc, faults)
-                if isinstance(event, (Told, ToldRun, Failed, Ended)):
+                if isinstance(event, (Told, ToldMany, Failed, Ended)):
                     continue
                 if event[0] == until:
                     return True

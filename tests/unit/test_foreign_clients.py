@@ -2,7 +2,9 @@
 lines, what they become in the delivery log, the run's side of a child (a stand-in child speaks the protocol
 here), the outcome tables and the spec's client axis."""
 
+import io
 import json
+import struct
 import sys
 import textwrap
 import threading
@@ -18,7 +20,8 @@ from harness.spec import load_spec
 from harness.workload import pychild
 from harness.workload.deliverylog import CHUNK, DeliveryLog
 from harness.workload.foreignenv import ForeignEnv
-from harness.workload.foreignproc import Ended, Failed, ForeignProducer, ProtocolError, Reports, Told, ToldRun, parse
+from harness.workload.foreignproc import (NO_OFFSET, Ended, Failed, ForeignProducer, ProtocolError, Reports, Told,
+                                          ToldMany, parse, read_event)
 from harness.workload.transactional import TransactionsLog, planned_abort
 
 
@@ -44,12 +47,31 @@ def test_each_line_of_the_protocol_is_read_as_what_it_says(line, event):
     assert parse(line, partitions=3) == event
 
 
-@pytest.mark.parametrize("line, event", [("A 1 4 90 2500 2250 2000\n", (1, 4, 90, [2.5, 2.25, 2.0])),
-                                         ("A 0 0 - 1000", (0, 0, None, [1.0]))])
-def test_a_run_of_acknowledgements_is_read_as_what_it_says(line, event):
-    told = parse(line, partitions=3)
-    assert isinstance(told, ToldRun)
-    assert (told.partition, told.value, told.offset, told.latencies_ms.tolist()) == event
+def frame(*triples) -> bytes:
+    """A `B` frame: (message index, offset or None: none told, latency ns) each."""
+    flat = [x for i, o, ns in triples for x in (i, NO_OFFSET if o is None else o, ns)]
+    return b"B %d\n" % len(triples) + struct.pack(f"<{len(flat)}q", *flat)
+
+
+def test_a_frame_of_acknowledgements_is_read_as_what_it_says():
+    stream = io.BytesIO(frame((7, 90, 2_500_000), (4, None, 1_000)) + b"sent 8\n")
+    told = read_event(stream, partitions=3, messages=8)
+    assert isinstance(told, ToldMany)
+    assert (told.indices.tolist(), told.offsets.tolist(), told.latencies_ms.tolist()) == \
+        ([7, 4], [90, NO_OFFSET], [2.5, 0.001])
+    assert read_event(stream, 3, 8) == ("sent", 8) and read_event(stream, 3, 8) is None  # then the end
+
+
+@pytest.mark.parametrize("data, said", [
+    (frame((1, 0, 5))[:-1], "a frame of 1 acknowledgements cut short \\(23 of 24 bytes\\)"),
+    (b"B 0\n", "not a line of the protocol"),
+    (b"B x\n", "not a line of the protocol"),
+    (frame((8, 0, 5)), "a report of a send the workload does not have: message 8"),
+    (frame((-1, 0, 5)), "a report of a send the workload does not have"),
+])
+def test_a_bad_frame_is_a_protocol_error(data, said):
+    with pytest.raises(ProtocolError, match=said):
+        read_event(io.BytesIO(data), partitions=3, messages=8)
 
 
 @pytest.mark.parametrize("line", [
@@ -57,14 +79,7 @@ def test_a_run_of_acknowledgements_is_read_as_what_it_says(line, event):
     "a 0 -1 1 1.0",  # a negative value
     "a 0 1 x 1.0",  # an offset that is not a number
     "a 0 1 1",  # no latency
-    "A 0 1 1",  # a run of no acknowledgement
-    "A 3 0 1 1000",
-    "A 0 1 1 1000 x",
-    "A 0 1 1 1000  2000",
-    "A 0 1 1 1000 nan",
-    "A 0 1 1 1.5",  # latencies are whole microseconds
-    "A 0 1 1 1000 -5",
-    "A 0 1 1 ",
+    "A 0 1 1 1000",  # the text runs of acknowledgements are gone: frames (B) took their place
     "e 0 1  1.0",  # no error name
     "r 0 1",
     "sent",
@@ -107,8 +122,9 @@ def rows(path):
 def feed(tmp_path, lines, partitions=2, offsets_told=True, impl=KAFKA_PYTHON, messages=100):
     log = DeliveryLog(tmp_path / "acks.parquet", partitions, offsets_told)
     reports = Reports(log, impl, partitions, offsets_told, messages)
-    for line in lines:
-        reports.apply(parse(line, partitions))
+    stream = io.BytesIO(b"".join(x if isinstance(x, bytes) else x.encode() + b"\n" for x in lines))
+    while (event := read_event(stream, partitions, messages)) is not None:  # as the run reads a child's output
+        reports.apply(event)
     reports.close()
     return log, rows(tmp_path / "acks.parquet")
 
@@ -130,17 +146,24 @@ def test_the_lines_become_the_delivery_log_with_the_same_accounting(tmp_path):
     assert all(r["sent_at"].timestamp() == 1764250000.0 for r in got)  # the chunk's time, as the child said
 
 
-def test_a_run_of_acknowledgements_is_each_of_its_sends(tmp_path):
-    log, got = feed(tmp_path, ["chunk 1", "A 1 1 40 1000 2000 3000", "A 0 0 - 4000", "sent 8"], messages=8)
+def test_a_frame_of_acknowledgements_is_each_of_its_sends(tmp_path):
+    # partitions 2: message 3 is (partition 1, value 1); none told (message 0): -1, as librdkafka's untold offset
+    log, got = feed(tmp_path, ["chunk 1", frame((3, 40, 1_000_000), (5, 41, 2_000_000), (7, 42, 3_000_000)),
+                               frame((0, None, 4_000_000)), "sent 8"], messages=8)
     assert log.counts == {"acked": 4, "rejected": 0, "unknown": 4}
     acked = [(r["partition"], r["value"], r["offset"], r["latency_ms"]) for r in got if r["outcome"] == "acked"]
     assert acked == [(0, 0, -1, 4.0), (1, 1, 40, 1.0), (1, 2, 41, 2.0), (1, 3, 42, 3.0)]
 
 
+def test_with_acks_0_a_frame_records_no_offset(tmp_path):
+    log, got = feed(tmp_path, ["chunk 1", frame((0, -1, 5), (1, None, 5)), "sent 2"], offsets_told=False)
+    assert [r["offset"] for r in got] == [None, None] and log.counts["acked"] == 2
+
+
 @pytest.mark.parametrize("lines, said", [
     (["a 0 0 0 1.0", "e 0 0 KafkaTimeoutError 2.0"], "partition 0, value 0 reported twice"),
-    (["a 1 1 0 1.0", "A 1 0 0 1000 1000"], "partition 1, value 1 reported twice"),
-    (["A 1 0 0 1000 1000 1000"], "a report of a send the workload does not have: partition 1, value 2"),
+    (["a 1 1 0 1.0", frame((1, 0, 5), (3, 1, 5))], "partition 1, value 1 reported twice"),
+    ([frame((2, 0, 5), (2, 1, 5))], "partition 0, value 1 reported twice"),  # twice in one frame
     (["a 1 2 0 1.0"], "a report of a send the workload does not have: partition 1, value 2"),  # message 5 of 4
 ])
 def test_a_send_reported_twice_or_beyond_the_workload_is_a_protocol_error(tmp_path, lines, said):
@@ -257,13 +280,18 @@ def test_a_child_of_another_version_than_asked_fails_the_run(tmp_path):
 
 # A stand-in child that says the lines it is given after `go` (and its answers to `handed`).
 SCRIPTED = textwrap.dedent('''
-    import json, sys
+    import json, struct, sys
     task = json.loads(sys.stdin.readline())
     said = json.loads(sys.argv[1])
     print("client kafka-clients 4.1.0", flush=True)
     print("ready", flush=True)
     assert sys.stdin.readline().strip() == "go"
     for line in said:
+        if isinstance(line, list):  # a B frame: [[index, offset, ns], ...]
+            flat = [x for triple in line for x in triple]
+            sys.stdout.buffer.write(b"B %d\\n" % len(line) + struct.pack(f"<{len(flat)}q", *flat))
+            sys.stdout.buffer.flush()
+            continue
         print(line, flush=True)
         if line == "handed":
             assert sys.stdin.readline().strip() == "flush"
@@ -282,7 +310,7 @@ def test_the_java_clients_fatal_error_is_the_results_fatal_and_its_sends_keep_th
     # The Java child found the client failed for good between chunks (ClusterAuthorizationException: it aborts
     # every batch); what send() refused is rejected, the batches it aborted are rejected only by that name.
     fatal = "fatal error: Cluster authorization failed."
-    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1000 1000", "a 1 0 0 1.0", "e 1 1 ClusterAuthorizationException 2.0",
+    p = scripted(tmp_path, ["chunk 1", [[0, 0, 10**6], [2, 1, 10**6]], "a 1 0 0 1.0", "e 1 1 ClusterAuthorizationException 2.0",
                             "e 0 2 ProducerFencedException 2.0", "r 1 2 ClusterAuthorizationException", "sent 6",
                             "handed", "result " + json.dumps({"handed": 6, "interrupted": False, "error": fatal,
                                                               "fatal": "ClusterAuthorizationException",
@@ -298,7 +326,7 @@ def test_the_java_clients_fatal_error_is_the_results_fatal_and_its_sends_keep_th
 def test_a_transactional_childs_lines_become_both_logs(tmp_path):
     # 2 partitions, transactions of 3 sends: transaction 1 is messages 3, 4, 5 (partition 1 value 1, ...)
     txlog = TransactionsLog(tmp_path / "transactions.parquet")
-    p = scripted(tmp_path, ["chunk 1", "A 0 0 0 1000 1000", "A 1 0 0 1000", "t 0 committed - - 3 1764250000000",
+    p = scripted(tmp_path, ["chunk 1", [[0, 0, 10**6], [2, 1, 10**6]], [[1, 0, 10**6]], "t 0 committed - - 3 1764250000000",
                             "a 1 1 2 1.0", "a 0 2 3 1.0", "e 1 2 TimeoutException 9.0",
                             "t 1 aborted planned - 3 1764250000500", "a 0 3 5 1.0",
                             "t 2 unknown error TimeoutException 1 1764250001000", "sent 7", "handed",
@@ -744,3 +772,19 @@ def test_a_send_that_timed_out_is_handed_again_as_an_application_would(tmp_path)
     log = (tmp_path / "producer.log").read_text()
     assert log.count("send of partition 1 value 2: KafkaTimeoutError: Failed to update metadata after 60.0 secs.; "
                      "handing it again") == 3
+
+
+def test_a_childs_frames_are_written_at_the_end_or_past_their_own_bound(tmp_path, monkeypatch):
+    # Frames wait in memory (the run's CPU is the child's and the broker's while they send) up to SPILL_MANY sends.
+    monkeypatch.setattr(DeliveryLog, "SPILL_MANY", 6)
+    log = DeliveryLog(tmp_path / "acks.parquet", 2)
+    reports = Reports(log, KAFKA_CLIENTS, 2, True, 10)
+    stream = io.BytesIO(b"chunk 1\n" + frame(*[(i, i, 5) for i in range(4)]) + b"chunk 2\n"
+                        + frame(*[(i, i, 5) for i in range(4, 8)]) + b"chunk 3\n")
+    written = []
+    while (event := read_event(stream, 2, 10)) is not None:
+        reports.apply(event)
+        written.append(log.counts["acked"])
+    assert written == [0, 0, 0, 0, 8]  # 4 waiting at chunk 2; 8 >= 6 at chunk 3: written
+    reports.close()
+    assert log.counts == {"acked": 8, "rejected": 0, "unknown": 0}

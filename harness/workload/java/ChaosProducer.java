@@ -10,8 +10,9 @@
 // Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks
 // (a transactional task: transaction K holds messages K*S .. K*S+S-1, committed or aborted as planned, each
 // ending with a `t` line). Each send's outcome is told once (Report): its callback runs on the client's I/O
-// thread, which is also the thread that sends, so it records primitives only (Acks) and the main loop formats
-// them into a byte buffer between chunks (a String built per ack on the I/O thread halved the throughput). An
+// thread, which is also the thread that sends, so it records primitives only (Acks), and the main loop writes
+// them between chunks as one binary `B` frame, nothing formatted per send (a String built per ack on the I/O
+// thread halved the throughput). An
 // error is named by its exception's simple class name. A send whose send() threw, and whose record the client
 // never took (it never called back), was refused before anything was transmitted (`r`): the workload ends there.
 // So does a fatal error, the client failing for good (its idempotence or transaction state holds one:
@@ -128,7 +129,7 @@ public class ChaosProducer {
         }
     }
 
-    /** The protocol's lines as ASCII bytes, written to stdout in one call per flush. */
+    /** The protocol's lines as ASCII bytes (and a `B` frame's binary part), written to stdout in one call per flush. */
     static final class Lines {
         private byte[] buf = new byte[1 << 16];
         private int pos;
@@ -173,6 +174,15 @@ public class ChaosProducer {
                 buf[i] = buf[j];
                 buf[j] = t;
             }
+            return this;
+        }
+
+        /** longs[0..n) as little-endian 8-byte integers. */
+        Lines putLongs(long[] longs, int n) {
+            room(8 * n);
+            java.nio.ByteBuffer.wrap(buf, pos, 8 * n).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer()
+                    .put(longs, 0, n);
+            pos += 8 * n;
             return this;
         }
 
@@ -322,11 +332,10 @@ public class ChaosProducer {
     }
 
     static final int[] TAKEN = new int[1];
-    static final int RUN = 4096;
 
-    /** The lines so far, written: the others in order, then the acknowledgements (a chunk's line is queued before
-     *  its sends, so it precedes their acks; the acks' order does not matter). Acks that follow one another in a
-     *  partition (value and offset one more each: a batch) share an `A` line, at most RUN of them. */
+    /** The lines so far, written: the others in order, then the acknowledgements as one `B` frame (a chunk's line
+     *  is queued before its sends, so it precedes their acks; the acks' order does not matter): the Acks triples
+     *  as they are, little-endian, so neither side formats or parses a number per send. */
     static void emit() throws java.io.IOException {
         String line;
         while ((line = LINES.poll()) != null) {
@@ -336,20 +345,8 @@ public class ChaosProducer {
         for (int j = 0; j < TAKEN[0]; j += 3) {
             ACKED.set((int) acks[j]);
         }
-        int k = 0;
-        while (k < TAKEN[0]) {
-            long index = acks[k], offset = acks[k + 1];
-            OUT.put("A ").put(index % partitions).put(' ').put(index / partitions).put(' ');
-            (offset == Acks.NO_OFFSET ? OUT.put('-') : OUT.put(offset)).put(' ').put(Math.max(0, acks[k + 2]) / 1000);
-            int run = 1;
-            for (k += 3; k < TAKEN[0] && run < RUN; k += 3, run++) {
-                if (acks[k] != index + (long) run * partitions
-                        || acks[k + 1] != (offset == Acks.NO_OFFSET ? offset : offset + run)) {
-                    break;
-                }
-                OUT.put(' ').put(Math.max(0, acks[k + 2]) / 1000);
-            }
-            OUT.put('\n');
+        if (TAKEN[0] > 0) {
+            OUT.put("B ").put(TAKEN[0] / 3).put('\n').putLongs(acks, TAKEN[0]);
         }
         if (TAKEN[0] > 0 && !firstAckLogged) {
             firstAckLogged = true;
