@@ -31,6 +31,9 @@ from .outcomes import outcome
 # its sends share the time it was handed (mark_chunk).
 CHUNK = 1024
 
+# An offset told_many was not told (the frame's sentinel, as the Java child writes it; its null in the log).
+NO_OFFSET = np.iinfo(np.int64).min
+
 
 @dataclass
 class _Session:
@@ -150,8 +153,9 @@ class DeliveryLog:
 
     def told_many(self, indices: np.ndarray, offsets: np.ndarray | None, latencies_s: np.ndarray,
                   txns: np.ndarray | None = None) -> None:
-        """Messages `indices` acknowledged at `offsets` (None: none told), one latency (and one transaction, in
-        txns) each: a foreign child's frame of acknowledgements, in one call."""
+        """Messages `indices` acknowledged at `offsets` (None: the broker tells none, acks=0; NO_OFFSET: this one
+        was not told), one latency (and one transaction, in txns) each: a foreign child's frame of
+        acknowledgements, in one call."""
         self._many.append((indices, offsets, np.asarray(latencies_s, np.float64), txns))
         self._in_many += len(indices)
 
@@ -244,7 +248,11 @@ class DeliveryLog:
         order = np.argsort(part, kind="stable")
         index, part = index[order], part[order]
         n = len(index)
-        told = pa.nulls(n, pa.int64()) if offsets[0] is None else pa.array(np.concatenate(offsets)[order])
+        if offsets[0] is None:
+            told = pa.nulls(n, pa.int64())
+        else:
+            told = np.concatenate(offsets)[order]
+            told = pa.array(told, mask=told == NO_OFFSET)  # null: _write keeps it as an untold offset
         txn = pa.nulls(n, pa.int64()) if txns[0] is None else pa.array(np.concatenate(txns)[order], pa.int64())
         self._write(part.astype(np.int32), pa.array(index // self.partitions),
                     pa.repeat(Outcome.ACKED, n), told, pa.nulls(n, pa.string()), np.concatenate(latency)[order], txn,
@@ -254,7 +262,7 @@ class DeliveryLog:
         self._in_many = 0
 
     def _write(self, part, raw, outcomes, offsets, errors, latency_s, txn, acked: bool) -> None:
-        """raw: the values as the client gave them (bytes), or already an int64 array (a child's runs)."""
+        """raw: the values as the client gave them (bytes), or already an int64 Arrow array (a child's frames)."""
         parts = pa.array(part, pa.int32())
         latency = pc.multiply(pa.array(latency_s, pa.float64()), 1000.0)
         offsets = pa.array(offsets, pa.int64())

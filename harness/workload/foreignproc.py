@@ -94,11 +94,10 @@ class Told:  # a P V OFFSET LAT
 @dataclass(frozen=True, eq=False)
 class ToldMany:  # B N, then N (index, offset, ns) triples
     indices: np.ndarray  # int64 message indices
-    offsets: np.ndarray  # int64; NO_OFFSET: none told
+    offsets: np.ndarray  # int64; NO_OFFSET (deliverylog.py): none told
     latencies_ms: np.ndarray  # float64, one per send
 
 
-NO_OFFSET = np.iinfo(np.int64).min
 FRAME = np.dtype("<i8")
 
 
@@ -212,9 +211,7 @@ class Reports:
                      event.latency_ms / 1000.0, self._txn(event.partition, event.value))
         elif isinstance(event, ToldMany):
             self._saw_many(event.indices)
-            # none told: -1, as the delivery log keeps an acked send's untold offset (acks=0: none is ever told)
-            told = np.where(event.offsets == NO_OFFSET, -1, event.offsets) if self.offsets_told else None
-            log.told_many(event.indices, told, event.latencies_ms / 1000.0,
+            log.told_many(event.indices, event.offsets if self.offsets_told else None, event.latencies_ms / 1000.0,
                           event.indices // self.size if self.txlog is not None else None)
         elif isinstance(event, Failed):
             self._saw(event)

@@ -18,9 +18,9 @@ from harness.clients import AIOKAFKA, FOREIGN, KAFKA_CLIENTS, KAFKA_PYTHON
 from harness.exits import InfraError
 from harness.spec import load_spec
 from harness.workload import pychild
-from harness.workload.deliverylog import CHUNK, DeliveryLog
+from harness.workload.deliverylog import CHUNK, NO_OFFSET, DeliveryLog
 from harness.workload.foreignenv import ForeignEnv
-from harness.workload.foreignproc import (NO_OFFSET, Ended, Failed, ForeignProducer, ProtocolError, Reports, Told,
+from harness.workload.foreignproc import (Ended, Failed, ForeignProducer, ProtocolError, Reports, Told,
                                           ToldMany, parse, read_event)
 from harness.workload.transactional import TransactionsLog, planned_abort
 
