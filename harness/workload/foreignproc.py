@@ -404,7 +404,8 @@ class ForeignProducer:
     def _listen(self, proc, serve: bool = True, until_ready: bool = False, until: str = "") -> bool:
         """The child's lines, each applied to the log, to their end (until_ready: to its `ready`; until: to the
         first event of that kind, True if it came); serve=False: no answer to `handed` (the run is stopping).
-        A producer fault asked for is served between two lines (the child says one at least every chunk)."""
+        A producer fault asked for is served between two lines (the child says one every chunk; the Java
+        child, sending fast, every 20 ms)."""
         partitions = self.task["partitions"]
         apply = self.reports.apply
         faults = self.faults if serve else None
