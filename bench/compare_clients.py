@@ -92,7 +92,8 @@ def derive(doc: dict, cluster: dict | None) -> tuple[dict, dict]:
         for v in doc["variants"]:
             settings, dropped = translate({**shared, **(v.get("producer") or {})}, impl)
             name = f"{impl}-{v['name']}"
-            if foreign is not None and producer_faults and "transactional.id" in {**shared, **(v.get("producer") or {})}:
+            if foreign is not None and producer_faults and not foreign.transactional_restarts \
+                    and "transactional.id" in {**shared, **(v.get("producer") or {})}:
                 left_out[name] = "not run: its child restarts a plain or idempotent producer only"
                 continue
             variant = {**v, "name": name, "producer": settings}

@@ -7,13 +7,15 @@ child only sends and tells what became of each send.
                                         chunk), flush_timeout (s), bootstrap (the cluster's address), settings
                                         (the variant's producer settings, in the implementation's own names,
                                         passed to it as they are), transactions (null, or for a transactional
-                                        variant {"size": S, "aborts": [K, ...]}: transaction K holds messages
-                                        K*S .. K*S+S-1; those listed are aborted on purpose, the others
-                                        committed: transactional.py's seeded plan)
+                                        variant {"size": S, "aborts": [K, ...], "planned": T}: transactions of
+                                        S sends; those listed are aborted on purpose, the others committed:
+                                        transactional.py's seeded plan, for transactions 0 .. T-1)
                    go                   the fault timeline starts: send
                    restart              (a producer restart, any time after `go`) close the producer now without
                                         flushing, start a new instance and hand again, in index order, every
-                                        message handed and not acknowledged; then go on
+                                        message handed and not acknowledged; then go on (a transactional child
+                                        that can, the Java one: the open transaction is aborted, and its
+                                        messages are sent again in the next transactions, named by `b` lines)
                    flush                the faults are healed: flush and finish
     child -> run   client NAME VERSION  the implementation and version it runs (checked)
                    ready                its producer is built (and started): it waits for `go`
@@ -31,6 +33,13 @@ child only sends and tells what became of each send.
                                         it: OUTCOME committed | aborted | unknown (the commit was asked, never
                                         answered), CAUSE planned | error | interrupted (`-`: committed), ERROR
                                         the exception's simple name (`-`: none); a row of the transactions log
+                   b K LO HI I...       transaction K begins (a transactional child that restarts): it holds the
+                                        messages I... (sent again: a restart took them from their transaction),
+                                        then the fresh messages LO .. HI-1; without b lines transaction K holds
+                                        messages K*S .. K*S+S-1
+                   s K N F              a transactional session K starts: the last one handed fresh messages up
+                                        to N, this one hands fresh ones from F (those between are sent again,
+                                        named by b lines); nothing is handed again unless a b line says so
                    s K N                session K (the producer instance after K restarts) starts, N messages
                                         handed so far: every line before it is of earlier sessions, every line
                                         after it of this one (the old instance is closed, its callbacks done;
@@ -43,8 +52,8 @@ child only sends and tells what became of each send.
 A transactional child (the Java client's, kafka-python's, aiokafka's) begins a transaction before message K*S, and at its last
 message commits it, or flushes (so its records are written and read_committed must leave them out) and aborts it
 as planned; a commit that fails is aborted when the client can (aborted, cause error), else unknown, and an
-error the client cannot recover from ends the workload (result `fatal`); nothing is sent again. Every send's
-row in the delivery log carries its transaction (index // S).
+error the client cannot recover from ends the workload (result `fatal`); only a restart's aborted transaction is
+sent again. Every send's row in the delivery log carries its transaction (index // S, or as the b lines say).
 
 Outcomes keep the delivery log's rules (outcomes.py): `a` is acked; `e` is rejected only when the error's name is
 in the implementation's table of errors that prove nothing was written (clients.py), else unknown; `r` is
@@ -102,6 +111,14 @@ FRAME = np.dtype("<i8")
 
 
 @dataclass(frozen=True)
+class Begun:  # b K LO HI I...
+    number: int
+    lo: int
+    hi: int
+    again: list[int]
+
+
+@dataclass(frozen=True)
 class Ended:  # t K OUTCOME CAUSE ERROR SENDS MS
     number: int
     outcome: str
@@ -122,7 +139,7 @@ class Failed:  # e P V NAME LAT, r P V NAME
 
 def parse(line: str, partitions: int):
     """One child line (but a `B` frame: read_event) -> ("client", name, version) | ("chunk", ms) | ("sent", n) |
-    ("session", k, n) | Told | Failed | Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a
+    ("session", k, n[, f]) | Told | Failed | Begun | Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a
     partition out of range, a negative value, ...)."""
     word, _, rest = line.rstrip("\n").partition(" ")
     parts = rest.split(" ")
@@ -147,8 +164,12 @@ def parse(line: str, partitions: int):
                 return Ended(number, parts[1], cause, error, sends, at_ms)
         elif word == "sent" and len(parts) == 1:
             return ("sent", int(parts[0]))
-        elif word == "s" and len(parts) == 2 and int(parts[0]) > 0 and int(parts[1]) >= 0:
-            return ("session", int(parts[0]), int(parts[1]))
+        elif word == "s" and len(parts) in (2, 3) and int(parts[0]) > 0 and all(int(x) >= 0 for x in parts[1:]):
+            return ("session", *(int(x) for x in parts))
+        elif word == "b" and len(parts) >= 3:
+            number, lo, hi, *again = (int(x) for x in parts)
+            if number >= 0 and 0 <= lo <= hi and all(i >= 0 for i in again) and (hi > lo or again):
+                return Begun(number, lo, hi, again)
         elif word == "chunk" and len(parts) == 1:
             return ("chunk", int(parts[0]))
         elif word in ("handed", "ready") and not rest:
@@ -197,7 +218,12 @@ class Reports:
                  txlog: TransactionsLog | None = None, size: int = 0):
         self.log, self.impl, self.partitions, self.offsets_told = log, implementation, partitions, offsets_told
         self.txlog, self.size = txlog, size
-        self.ended = bytearray(-(-messages // size) if txlog is not None else 0)
+        # A transactional child's transactions: message index -> its transaction (index // size until b lines
+        # say otherwise), transaction -> the session that began it (b lines), those ended.
+        self.txn_of = np.arange(messages, dtype=np.int64) // size if txlog is not None else None
+        self.planned = -(-messages // size) if txlog is not None else 0
+        self.began: dict[int, int] = {}
+        self.ended: set[int] = set()
         self.reported = np.zeros(messages, np.uint8)
         self.handed = 0
         self.result: dict | None = None
@@ -212,19 +238,22 @@ class Reports:
         elif isinstance(event, ToldMany):
             self._saw_many(event.indices)
             log.told_many(event.indices, event.offsets if self.offsets_told else None, event.latencies_ms / 1000.0,
-                          event.indices // self.size if self.txlog is not None else None)
+                          self.txn_of[event.indices] if self.txlog is not None else None)
         elif isinstance(event, Failed):
             self._saw(event)
             rejected = event.refused or self.impl.rejected(event.error)
             log.failed(event.partition, event.value, event.error,
                        -1.0 if event.latency_ms is None else event.latency_ms / 1000.0, rejected,
                        self._txn(event.partition, event.value))
+        elif isinstance(event, Begun):
+            self._begun(event)
         elif isinstance(event, Ended):
-            if self.txlog is None or event.number >= len(self.ended) or self.ended[event.number]:
+            if self.txlog is None or event.number in self.ended \
+                    or not (event.number in self.began or not self.began and event.number < self.planned):
                 raise ProtocolError(f"transaction {event.number}: not one of the workload's, or ended twice")
-            self.ended[event.number] = 1
-            self.txlog.add(event.number, 0, event.outcome, event.error, event.cause, event.sends,
-                           datetime.fromtimestamp(event.at_ms / 1000, timezone.utc))
+            self.ended.add(event.number)
+            self.txlog.add(event.number, self.began.get(event.number, 0), event.outcome, event.error, event.cause,
+                           event.sends, datetime.fromtimestamp(event.at_ms / 1000, timezone.utc))
         elif event[0] == "chunk":
             log.mark_chunk(event[1])
             log.maybe_spill()
@@ -239,20 +268,42 @@ class Reports:
             self.client = (event[1], event[2])
         # ("ready",), ("handed",): the producer answers them
 
-    def _restarted(self, session: int, handed: int) -> None:
+    def _restarted(self, session: int, handed: int, fresh_from: int | None = None) -> None:
         """A new instance starts: it hands again what no session was told was acknowledged (as the harness's own
-        produce loop does), each of those to be reported once more, in this session."""
-        if session != self.log.session + 1 or handed < self.handed or handed > len(self.reported):
+        produce loop does), each of those to be reported once more, in this session. A transactional one
+        (fresh_from given) hands fresh messages from there, and again only what its b lines name."""
+        if session != self.log.session + 1 or handed < self.handed or handed > len(self.reported) \
+                or (fresh_from is not None) != (self.txlog is not None) \
+                or fresh_from is not None and not handed <= fresh_from <= len(self.reported):
             raise ProtocolError(f"session {session} after {handed} messages: the log is at session "
                                 f"{self.log.session}, {self.handed} messages handed")
+        if fresh_from is not None:
+            self.log.new_session(handed, fresh_from)
+            self.handed = fresh_from
+            return
         self.handed = handed
         self.log.new_session(handed)
         again = self.log.unacked(handed)
         self.log.handed_late(again)
         self.reported[again] = 0
 
+    def _begun(self, event: Begun) -> None:
+        """Transaction K holds what its b line names: the messages sent again are to be reported once more, in
+        this session."""
+        again = np.asarray(event.again, dtype=np.int64)
+        if self.txlog is None or event.number != len(self.began) or event.hi > len(self.reported) \
+                or len(again) and (again.max() >= self.handed or np.unique(again).size != again.size):
+            raise ProtocolError(f"transaction {event.number} of messages {event.lo}..{event.hi - 1} and "
+                                f"{len(again)} sent again: not the next one, or not messages handed before")
+        self.began[event.number] = self.log.session
+        self.txn_of[event.lo: event.hi] = event.number
+        if len(again):
+            self.txn_of[again] = event.number
+            self.log.handed_late(again)
+            self.reported[again] = 0
+
     def _txn(self, partition: int, value: int) -> int | None:
-        return (value * self.partitions + partition) // self.size if self.txlog is not None else None
+        return int(self.txn_of[value * self.partitions + partition]) if self.txlog is not None else None
 
     def _saw(self, event) -> None:
         index = event.value * self.partitions + event.partition
@@ -285,18 +336,20 @@ class ForeignProducer:
     and returns once its client is built (the JVM's start and a source file's compilation take seconds: the
     fault timeline starts after them); run() lets it send. `result` and `versions` stay readable however it ends.
     txlog (a transactional variant): the transactions log, written from the child's `t` lines, of transactions of
-    `size` messages, those numbered in `aborts` aborted on purpose."""
+    `size` messages, those numbered in `aborts` aborted on purpose: a plan of `planned` transactions (restarts make
+    more than the messages fill)."""
 
     def __init__(self, env: ForeignEnv, bootstrap: str, topic: str, partitions: int, messages: int, settings: dict,
                  acks: Path, offsets_told: bool, client_log: Path, rate: float | None, flush_timeout: float,
                  stop: threading.Event, on_progress: Callable[[int], None] | None = None,
                  txlog: TransactionsLog | None = None, size: int = 0, aborts: list[int] | None = None,
-                 faults: WorkloadFaults | None = None):
+                 faults: WorkloadFaults | None = None, planned: int = 0):
         self.env, self.client_log, self.stop, self.on_progress = env, client_log, stop, on_progress
         self.faults = faults  # the producer faults it serves (restarts), between two of the child's lines
         self.served: FaultTable = {RESTART_PRODUCER: (self._restart, None)}
         self._handed_early = False
-        transactions = {"size": size, "aborts": list(aborts or [])} if txlog is not None else None
+        transactions = {"size": size, "aborts": list(aborts or []), "planned": planned or -(-messages // size)} \
+            if txlog is not None else None
         self.task = {"topic": topic, "partitions": partitions, "messages": messages, "rate": rate, "chunk": CHUNK,
                      "flush_timeout": flush_timeout, "bootstrap": bootstrap, "settings": settings,
                      "transactions": transactions}
@@ -418,7 +471,7 @@ class ForeignProducer:
                     if self._handed_early:  # said while the restart was being served
                         self._handed_early = False
                         self._handed(proc, faults)
-                if isinstance(event, (Told, ToldMany, Failed, Ended)):
+                if isinstance(event, (Told, ToldMany, Failed, Begun, Ended)):
                     continue
                 if event[0] == until:
                     return True

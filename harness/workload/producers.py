@@ -122,16 +122,21 @@ class Child:
         return {**counts, "client": self.child.versions or f"confluent-kafka {self.version}"}
 
 
+RESTART_TRANSACTIONS = 4096  # restarts a transactional child's plan of aborts allows for
+
+
 class Foreign:
     def __init__(self, s: Sending, name: str, version: str, txlog: TransactionsLog | None = None, size: int = 0,
                  abort_ratio: float = 0.0, seed: int = 0):
         """txlog: a transactional variant (its transactions of `size` sends, aborted on purpose as the harness's
         own transactional workload plans it)."""
         self.name, self.version, self.txlog = name, version, txlog
-        aborts = [k for k in range(-(-s.messages // size)) if planned_abort(seed, k, abort_ratio)] if txlog else None
+        # A restart adds a transaction at most (the one it aborted is sent again): the plan goes that far beyond.
+        planned = -(-s.messages // size) + RESTART_TRANSACTIONS if txlog else 0
+        aborts = [k for k in range(planned) if planned_abort(seed, k, abort_ratio)] if txlog else None
         self.child = ForeignProducer(ensure_foreign(name, version), s.client["bootstrap.servers"], s.topic,
                                      s.partitions, s.messages, s.config, s.acks, s.offsets_told, s.client_log, s.rate,
-                                     s.flush_timeout, s.stop, s.on_progress, txlog, size, aborts, s.faults)
+                                     s.flush_timeout, s.stop, s.on_progress, txlog, size, aborts, s.faults, planned)
 
     def prepare(self) -> None:
         self.child.prepare()

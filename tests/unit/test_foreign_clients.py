@@ -333,7 +333,7 @@ def test_a_transactional_childs_lines_become_both_logs(tmp_path):
                             "result " + json.dumps({"handed": 7, "interrupted": False, "error": "", "fatal": "",
                                                     "duration": 0.1})],
                  messages=7, txlog=txlog, size=3, aborts=[1])
-    assert p.task["transactions"] == {"size": 3, "aborts": [1]}
+    assert p.task["transactions"] == {"size": 3, "aborts": [1], "planned": 3}  # 7 messages: 3 transactions
     result = p.run(before_flush=None)
     assert (result.sent, result.acked, result.unknown) == (7, 6, 1)
     txn = {(r["partition"], r["value"]): r["txn"] for r in rows(tmp_path / "acks.parquet")}
@@ -344,6 +344,46 @@ def test_a_transactional_childs_lines_become_both_logs(tmp_path):
         (2, 0, "unknown", "error", "TimeoutException", 1)]
     assert got[1]["ended_at"].timestamp() == 1764250000.5
     assert txlog.counts() == {"committed": 1, "aborted": 1, "unknown": 1}
+
+
+def test_a_restarted_transactional_childs_b_lines_say_what_each_transaction_holds(tmp_path):
+    # 2 partitions, transactions of 3, 6 messages. Session 0: transaction 0 (messages 0, 1, 2) hands 0 and 1, a
+    # restart aborts it (1 failed as the instance closed; 2 never handed): session 1 hands fresh messages from 3,
+    # transaction 1 holds 0, 1, 2 sent again and then 3; transaction 2 holds 4, 5.
+    txlog = TransactionsLog(tmp_path / "transactions.parquet")
+    p = scripted(tmp_path, ["b 0 0 3", "chunk 1", [[0, 7, 10**6]], "e 1 0 TimeoutException 2.0",
+                            "t 0 aborted restart - 2 1764250000000", "s 1 2 3",
+                            "b 1 3 4 0 1 2", [[0, 8, 10**6], [1, 9, 10**6], [2, 10, 10**6], [3, 11, 10**6]],
+                            "t 1 committed - - 4 1764250000500", "b 2 4 6", [[4, 12, 10**6], [5, 13, 10**6]],
+                            "t 2 committed - - 2 1764250001000", "sent 6", "handed",
+                            "result " + json.dumps({"handed": 6, "interrupted": False, "error": "", "fatal": "",
+                                                    "duration": 0.1})],
+                 messages=6, txlog=txlog, size=3, aborts=[], planned=3)
+    result = p.run(before_flush=None)
+    # session 0 handed 0 and 1; session 1 handed 3, 4, 5 fresh and 0, 1, 2 again
+    assert (result.sent, result.acked, result.rejected, result.unknown) == (8, 7, 0, 1)
+    got = sorted((r["session"], r["partition"], r["value"], r["outcome"], r["offset"], r["txn"])
+                 for r in rows(tmp_path / "acks.parquet"))
+    assert got == [(0, 0, 0, "acked", 7, 0), (0, 1, 0, "unknown", None, 0),
+                   (1, 0, 0, "acked", 8, 1), (1, 0, 1, "acked", 10, 1), (1, 0, 2, "acked", 12, 2),
+                   (1, 1, 0, "acked", 9, 1), (1, 1, 1, "acked", 11, 1), (1, 1, 2, "acked", 13, 2)]
+    log = pq.read_table(tmp_path / "transactions.parquet").to_pylist()
+    assert [(r["txn"], r["session"], r["outcome"], r["cause"], r["sends"]) for r in log] == [
+        (0, 0, "aborted", "restart", 2), (1, 1, "committed", None, 4), (2, 1, "committed", None, 2)]
+
+
+@pytest.mark.parametrize("lines, said", [
+    (["b 0 0 3", "b 2 3 6"], "transaction 2 of messages 3..5 and 0 sent again: not the next one"),
+    (["b 0 0 3", "s 1 3 3", "b 1 3 6 4"], "transaction 1 of messages 3..5 and 1 sent again: .*not messages handed"),
+    (["b 0 0 3", "s 1 2"], "session 1 after 2 messages"),  # a transactional child's session says where fresh ones go
+    (["b 0 0 3", "t 1 committed - - 3 1"], "transaction 1: not one of the workload's"),  # never begun
+])
+def test_b_lines_out_of_turn_are_protocol_errors(tmp_path, lines, said):
+    reports = Reports(DeliveryLog(tmp_path / "acks.parquet", 2), KAFKA_CLIENTS, 2, True, 6,
+                      TransactionsLog(tmp_path / "tx.parquet"), 3)
+    with pytest.raises(ProtocolError, match=said):
+        for line in lines:
+            reports.apply(parse(line, 2))
 
 
 def test_a_session_out_of_turn_is_a_protocol_error(tmp_path):
@@ -374,8 +414,10 @@ def test_the_java_clients_transactions_follow_the_harness_plan_of_aborts(tmp_pat
                                 lambda n: None, None, None)
     made = producers.make_producer(sending, ("kafka-clients", "4.1.0"), True, tmp_path / "tx.parquet", 30, 0.3, 42)
     plan = made.child.task["transactions"]
-    assert plan["size"] == 30 and plan["aborts"] == [k for k in range(34) if planned_abort(42, k, 0.3)]
-    assert 0 < len(plan["aborts"]) < 34  # some aborted, not all
+    # 34 transactions fill the messages; each restart may add one (its aborted transaction sent again)
+    assert plan["size"] == 30 and plan["planned"] == 34 + producers.RESTART_TRANSACTIONS
+    assert plan["aborts"] == [k for k in range(plan["planned"]) if planned_abort(42, k, 0.3)]
+    assert 0 < len(plan["aborts"]) < plan["planned"]  # some aborted, not all
     assert producers.make_producer(sending, ("kafka-clients", "4.1.0"), False, tmp_path / "tx.parquet", 30, 0.3,
                                    42).child.task["transactions"] is None
 

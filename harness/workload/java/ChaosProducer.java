@@ -8,8 +8,8 @@
 //                                                                      or `refused WORDS` (the client's words)
 //
 // Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks
-// (a transactional task: transaction K holds messages K*S .. K*S+S-1, committed or aborted as planned, each
-// ending with a `t` line). Each send's outcome is told once (Report): its callback runs on the client's I/O
+// (a transactional task: transactions of S sends, each named by its `b` line, committed or aborted as planned,
+// each ending with a `t` line: transactions()). Each send's outcome is told once (Report): its callback runs on the client's I/O
 // thread, which is also the thread that sends, so it records primitives only (Acks), and the main loop writes
 // them between chunks as one binary `B` frame, nothing formatted per send (a String built per ack on the I/O
 // thread halved the throughput), at most every 20 ms while it sends (EMIT_EVERY_NS). An
@@ -20,7 +20,8 @@
 // batch): looked for between chunks once a send has failed, and at the end; the result's `fatal` names it.
 // SIGTERM stops the handing; the producer is then closed at once (what is unsent or unacknowledged fails:
 // unknown), and the result follows. A `restart` from the run (producer-restart) closes the instance at once and
-// a new one hands again what was not acknowledged (restart()); a transactional task takes none.
+// a new one hands again what was not acknowledged (restart()); a transactional one aborts the open transaction and
+// sends its messages again in the next ones (restartTransactional()).
 // The client's own log (log4j) goes to stderr, which the run keeps as the variant's client log.
 
 import java.io.BufferedReader;
@@ -421,8 +422,8 @@ public class ChaosProducer {
     }
 
     /** What a transactional task asks (null: the plain producer): transactions of `size` messages, those in
-     *  `aborts` aborted on purpose. */
-    record Transactions(long size, java.util.Set<Long> aborts) {
+     *  `aborts` aborted on purpose; the plan covers transactions 0 .. planned-1. */
+    record Transactions(long size, java.util.Set<Long> aborts, long planned) {
     }
 
     /** The workload's state between its steps: how far it got and, once something ended it, why. */
@@ -469,7 +470,8 @@ public class ChaosProducer {
             for (Object k : (java.util.List<Object>) txns.get("aborts")) {
                 aborts.add(((Number) k).longValue());
             }
-            tx = new Transactions(((Number) txns.get("size")).longValue(), aborts);
+            tx = new Transactions(((Number) txns.get("size")).longValue(), aborts,
+                    ((Number) txns.get("planned")).longValue());
         }
         State st = new State();
         try {
@@ -494,51 +496,19 @@ public class ChaosProducer {
             going = true;
             t0 = System.nanoTime();
             long count = 0;
+            if (tx != null) {
+                transactions(tx, n, chunk, rate, t0, topic, parts, props, flushTimeout, st);
+                count = st.handed;
+            }
             outer:
-            while (count < n) {
-                if (count > 0) {  // between two pieces (a chunk, or its part in one transaction)
-                    if (System.nanoTime() - emitted >= EMIT_EVERY_NS) {
-                        LINES.add("sent " + count);
-                        emit();
-                    }
-                    if (STOP.get()) {
-                        break;
-                    }
-                    String command = COMMANDS.poll();
-                    if (command != null && !(command.equals("restart") && tx == null
-                            && restart(count, props, topic, parts, st))) {
-                        STOP.set(st.error.isEmpty());  // the end of stdin, or a line it cannot serve: stopping
-                        break;
-                    }
-                    RuntimeException fatalNow = failedSend ? fatalError(producer) : null;
-                    if (fatalNow != null) {
-                        st.failed(fatalNow, producer);
-                        break;
-                    }
-                    if (rate > 0) {
-                        long ahead = (long) ((count / rate) * 1e9) - (System.nanoTime() - t0);
-                        if (ahead > 0) {
-                            Thread.sleep(ahead / 1_000_000, (int) (ahead % 1_000_000));
-                        }
-                    }
+            while (tx == null && count < n) {
+                if (count > 0 && !between(count, count, rate, t0, st, () -> restart(st.handed, props, topic, parts, st))) {
+                    break;
                 }
                 if (count % chunk == 0) {  // one chunk line per `chunk` messages: the run times them by it
                     LINES.add("chunk " + System.currentTimeMillis());
                 }
                 long end = Math.min(n, (count / chunk + 1) * chunk);
-                if (tx != null) {
-                    if (count % tx.size() == 0) {
-                        try {
-                            producer.beginTransaction();
-                        } catch (Exception e) {
-                            st.failed(e, producer);
-                            break;
-                        }
-                        st.txn = count / tx.size();
-                        st.txnSends = 0;
-                    }
-                    end = Math.min(end, (count / tx.size() + 1) * tx.size());
-                }
                 for (long i = count; i < end; i++) {
                     Report report = new Report(i, System.nanoTime());
                     try {
@@ -548,21 +518,11 @@ public class ChaosProducer {
                         st.refused = report;
                         st.refusedAs = name(why(e));
                         st.failed(e, producer);
-                        st.txnSends += i + 1 - count;
                         count = st.handed = i + 1;
                         break outer;
                     }
                 }
-                st.txnSends += end - count;
                 count = st.handed = end;
-                if (tx != null && (count % tx.size() == 0 || count == n)) {
-                    boolean planned = tx.aborts().contains(st.txn);
-                    long txn = st.txn;
-                    st.txn = -1;
-                    if (!endTransaction(producer, txn, st.txnSends, planned, flushTimeout, st)) {
-                        break;
-                    }
-                }
             }
             if (st.txn >= 0) {  // stopped, or failed, inside a transaction it never asked to commit
                 ended(st.txn, "aborted", STOP.get() && st.error.isEmpty() ? "interrupted" : "error",
@@ -573,7 +533,7 @@ public class ChaosProducer {
             boolean plain = tx == null;
             java.util.function.Supplier<Boolean> restarts = () -> {
                 try {
-                    return plain && restart(handed, props, topic, parts, st);
+                    return plain ? restart(handed, props, topic, parts, st) : restartTransactional(props, flushTimeout, st);
                 } catch (Exception e) {
                     throw new RuntimeException(e);
                 }
@@ -597,6 +557,204 @@ public class ChaosProducer {
             System.err.println("the client called back a second time for " + REPEATED.get() + " send(s)");
         }
         return result(st.handed, st.error, st.fatal, t0);
+    }
+
+    interface Step {
+        boolean run() throws Exception;
+    }
+
+    /** Between two pieces of the workload (`sent`: fresh messages handed, `sends`: sends handed, resends too):
+     *  the lines written when due, then a stop, the run's command (a restart served by `restart`; null: a restart
+     *  waits for a later step), a fatal error the client holds, the pace. false: the workload ends here (STOP, or
+     *  st, says why). */
+    static boolean between(long sent, long sends, double rate, long t0, State st, Step restart) throws Exception {
+        if (System.nanoTime() - emitted >= EMIT_EVERY_NS) {
+            LINES.add("sent " + sent);
+            emit();
+        }
+        if (STOP.get()) {
+            return false;
+        }
+        String command = COMMANDS.peek();
+        if (command != null && !(restart == null && command.equals("restart"))) {
+            COMMANDS.poll();
+            if (!(command.equals("restart") && restart.run())) {
+                STOP.set(st.error.isEmpty());  // the end of stdin, or a line it cannot serve: stopping
+                return false;
+            }
+        }
+        RuntimeException fatalNow = failedSend ? fatalError(producer) : null;
+        if (fatalNow != null) {
+            st.failed(fatalNow, producer);
+            return false;
+        }
+        if (rate > 0) {
+            long ahead = (long) ((sends / rate) * 1e9) - (System.nanoTime() - t0);
+            if (ahead > 0) {
+                Thread.sleep(ahead / 1_000_000, (int) (ahead % 1_000_000));
+            }
+        }
+        return true;
+    }
+
+    /** A transaction: the messages a restart took from an earlier one (`again`, handed first), then the fresh
+     *  messages lo..hi-1; `handed` of them so far, in that order. */
+    static final class Txn {
+        final long number, lo, hi;
+        final long[] again;
+        int handed;
+
+        Txn(long number, long[] again, long lo, long hi) {
+            this.number = number;
+            this.again = again;
+            this.lo = lo;
+            this.hi = hi;
+        }
+
+        int size() {
+            return again.length + (int) (hi - lo);
+        }
+
+        long at(int k) {
+            return k < again.length ? again[k] : lo + k - again.length;
+        }
+
+        /** The first fresh message not handed yet. */
+        long freshHanded() {
+            return lo + Math.max(0, handed - again.length);
+        }
+    }
+
+    /** The open transaction (null: none), the messages a restart took from theirs and not sent again yet
+     *  (ascending), and the fresh messages given to transactions so far. */
+    static Txn open = null;
+    static final java.util.TreeSet<Long> PENDING = new java.util.TreeSet<>();
+    static long fresh = 0;
+
+    /** The transactional workload, as transactional.py's: transaction K's `b` line names its messages, the
+     *  messages a restart took from their transaction first (sent again, in this session), then fresh ones, `size`
+     *  in all; K is committed, or aborted as the plan says. A restart is served between two of its sends (its
+     *  pieces are of `block` sends, as transactional.py's, so that one comes inside every transaction; one asked
+     *  while a transaction ends waits for the next): it closes the instance at once, the transaction is aborted
+     *  (the new instance's initTransactions aborts what the old one left open), and its messages are sent again
+     *  first thing in the next transactions. st.handed: fresh messages handed. */
+    static void transactions(Transactions tx, long n, int chunk, double rate, long t0, String topic, int parts,
+                             Properties props, double flushTimeout, State st) throws Exception {
+        long number = 0, sends = 0, chunks = 0;  // chunks: the chunk lines said (fresh message i's is the i/chunk th)
+        int block = (int) Math.max(1, Math.min(64, tx.size() / 2));  // sends between two looks at a restart
+        Step restart = () -> restartTransactional(props, flushTimeout, st);
+        outer:
+        while (!PENDING.isEmpty() || fresh < n) {
+            if (number >= tx.planned()) {
+                st.error = "the plan of aborts covers " + tx.planned() + " transactions, and restarts made more";
+                break;
+            }
+            if (number > 0 && !between(st.handed, sends, rate, t0, st, null)) {
+                break;
+            }
+            try {
+                producer.beginTransaction();
+            } catch (Exception e) {
+                st.failed(e, producer);
+                break;
+            }
+            long[] again = new long[(int) Math.min(tx.size(), PENDING.size())];
+            for (int j = 0; j < again.length; j++) {
+                again[j] = PENDING.pollFirst();
+            }
+            long more = Math.min(tx.size() - again.length, n - fresh);
+            Txn t = open = new Txn(number++, again, fresh, fresh + more);
+            fresh += more;
+            StringBuilder line = new StringBuilder("b ").append(t.number).append(' ').append(t.lo).append(' ')
+                    .append(t.hi);
+            for (long i : again) {
+                line.append(' ').append(i);
+            }
+            LINES.add(line.toString());
+            st.txn = t.number;
+            st.txnSends = 0;
+            while (t.handed < t.size()) {
+                if (t.handed > 0) {
+                    if (!between(st.handed, sends, rate, t0, st, restart)) {
+                        break outer;
+                    }
+                    if (open != t) {  // a restart took it
+                        continue outer;
+                    }
+                }
+                int end = Math.min(t.size(), t.handed + block);
+                for (int j = t.handed; j < end; j++) {
+                    long i = t.at(j);
+                    while (j >= again.length && i / chunk >= chunks) {  // the run times fresh sends by these
+                        LINES.add("chunk " + System.currentTimeMillis());
+                        chunks++;
+                    }
+                    Report report = new Report(i, System.nanoTime());
+                    try {
+                        producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) (i % parts),
+                                null, Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
+                    } catch (Exception e) {  // refused: told once the client is closed, unless it called back
+                        st.refused = report;
+                        st.refusedAs = name(why(e));
+                        st.failed(e, producer);
+                        t.handed = j + 1;
+                        st.txnSends++;
+                        st.handed = Math.max(st.handed, t.freshHanded());
+                        break outer;
+                    }
+                }
+                sends += end - t.handed;
+                st.txnSends += end - t.handed;
+                t.handed = end;
+                st.handed = Math.max(st.handed, t.freshHanded());
+            }
+            open = null;
+            st.txn = -1;
+            if (!endTransaction(producer, t.number, st.txnSends, tx.aborts().contains(t.number), flushTimeout, st)) {
+                break;
+            }
+        }
+    }
+
+    /** producer-restart of a transactional instance: closed at once (what it had out fails through the
+     *  callbacks), its open transaction aborted (told: cause restart) and its messages kept to be sent again; a
+     *  new instance (session) initialises its transactions, which fences the old one and aborts what it left open.
+     *  Its `s` line gives the fresh messages the old session handed and where the new one's start. false: the new
+     *  instance could not start its transactions (st says why). */
+    static boolean restartTransactional(Properties props, double flushTimeout, State st) throws Exception {
+        Txn t = open;
+        producer.close(Duration.ZERO);
+        emit();
+        long handedFresh = fresh;
+        if (t != null) {
+            ended(t.number, "aborted", "restart", "-", st.txnSends);
+            for (int j = 0; j < t.size(); j++) {
+                PENDING.add(t.at(j));
+            }
+            handedFresh = t.freshHanded();
+            open = null;
+            st.txn = -1;
+        }
+        session++;
+        producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
+        LINES.add("s " + session + " " + handedFresh + " " + fresh);
+        System.err.println("producer restarted: session " + session + ", transaction "
+                + (t == null ? "none" : t.number + " aborted") + " open");
+        long deadline = System.nanoTime() + (long) (flushTimeout * 1e9);
+        while (true) {
+            try {
+                producer.initTransactions();
+                return true;
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {  // resumed: the client carries on with it
+                if (System.nanoTime() > deadline || STOP.get()) {
+                    st.failed(e, producer);
+                    return false;
+                }
+            } catch (Exception e) {
+                st.failed(e, producer);
+                return false;
+            }
+        }
     }
 
     /** Commit transaction `txn`, or flush (its records written: read_committed must leave them out) and abort it as
