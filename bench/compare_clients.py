@@ -10,8 +10,7 @@ Toxiproxy (TOXIPROXY_SERVER), whatever its own cluster section says (broker-fail
 for Docker Compose); without it, the experiment's own cluster. A setting an implementation does not have (e.g.
 librdkafka's socket.timeout.ms; aiokafka has no retries or delivery timeout) is left out of its variants, and
 the table says which. An implementation whose child cannot do what the experiment asks (producer faults) is
-left out of that experiment (a transactional variant of another implementation than librdkafka under
-producer-restart; any under producer-pause), said in the table. Each experiment is one `kafka-chaos run` (its variants one
+left out of that experiment (any under producer-pause), said in the table. Each experiment is one `kafka-chaos run` (its variants one
 after the other), so the table is a measurement of one seed: its exit code and verdict are given as they came.
 This is a script, not a test: it asserts nothing.
 """
@@ -92,10 +91,6 @@ def derive(doc: dict, cluster: dict | None) -> tuple[dict, dict]:
         for v in doc["variants"]:
             settings, dropped = translate({**shared, **(v.get("producer") or {})}, impl)
             name = f"{impl}-{v['name']}"
-            if foreign is not None and producer_faults and not foreign.transactional_restarts \
-                    and "transactional.id" in {**shared, **(v.get("producer") or {})}:
-                left_out[name] = "not run: its child restarts a plain or idempotent producer only"
-                continue
             variant = {**v, "name": name, "producer": settings}
             if client is not None:
                 variant["client"] = client

@@ -168,8 +168,8 @@ def link(action: str) -> tuple[Action, Action]:
 
 def producer_problem(kind: str, experiment, fault, restarts: bool = False) -> str:
     """A fault on the producer needs the harness's own producer running on the fault timeline; `restarts`: the
-    kind is a restart, which the children of some other implementations serve too (a plain or idempotent one; the
-    Java client's a transactional one as well)."""
+    kind is a restart, which the children of some other implementations serve too (plain, idempotent or
+    transactional)."""
     groups = [experiment.consumer_spec(v) for v in experiment.variants]
     if any(g is not None and g.when == "after" for g in groups):
         return f"{kind} acts on the producer, which runs before the fault timeline when consumer.when is after"
@@ -179,10 +179,6 @@ def producer_problem(kind: str, experiment, fault, restarts: bool = False) -> st
             continue
         implementation = experiment.implementation(v)
         if restarts and implementation is not None and implementation.restarts:
-            if experiment.transactional(v) and not implementation.transactional_restarts:
-                return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child "
-                        "process, which restarts a plain or idempotent producer only, so far (not a transactional "
-                        "one; the Java client's child restarts either)")
             continue
         return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child process, "
                 f"which takes no {kind} so far")

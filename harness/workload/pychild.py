@@ -14,10 +14,11 @@ the client before anything was transmitted (`r`): the workload ends there, as th
 ends on a refusal that is not a full queue. SIGTERM stops the handing; what the client still reports within
 a short close is written, then the result.
 
-A transactional task (task["transactions"]) is run as the Java child runs it (foreignproc.py): transaction K
-holds messages K*S .. K*S+S-1, begun before its first and, after its last, committed or (planned) flushed and
-aborted; a commit that fails is aborted when the client can, else its outcome is unknown and the workload ends,
-as it does on any error the client cannot recover from. Each transaction's end is one `t` line.
+A transactional task (task["transactions"]) is run as the Java child runs it (foreignproc.py): transaction K,
+named by its `b` line, holds S sends, begun before its first and, after its last, committed or (planned) flushed
+and aborted; a commit that fails is aborted when the client can, else its outcome is unknown and the workload ends,
+as it does on any error the client cannot recover from. Each transaction's end is one `t` line. A restart between
+two of its sends aborts it, and its messages are sent again in the next transactions (transaction_loop).
 """
 
 from __future__ import annotations
@@ -129,16 +130,10 @@ class Transactions:
 
     def __init__(self, plan: dict, lines: Lines):
         self.size, self.aborts, self.lines = plan["size"], set(plan["aborts"]), lines
+        self.planned_count = plan.get("planned", 0)  # the plan covers transactions 0 .. planned_count-1
         self.open = -1  # the transaction in progress, -1: none
         self.sends = 0  # handed in it
-
-    def piece_end(self, count: int, end: int) -> int:
-        """The end of the piece from message `count`: no piece spans two transactions."""
-        return min(end, (count // self.size + 1) * self.size)
-
-    def ending(self, count: int, n: int) -> bool:
-        """Message count - 1 was the open transaction's last."""
-        return self.open >= 0 and (count % self.size == 0 or count == n)
+        self.fresh = 0  # fresh messages given to transactions so far
 
     def planned(self) -> bool:
         return self.open in self.aborts
@@ -234,48 +229,113 @@ def send_loop(task: dict, tx: Transactions | None, lines: Lines, r: "Result", st
     handed so far, in index order).
       ("tick", None)     between two pieces, before the lines are written: the client's due callbacks run
       ("failed", None)   has the client failed for good (or the workload otherwise ended)? True: stop here
-      ("restart", None)  the run asked for a producer restart (a plain or idempotent producer); False: it failed
+      ("restart", arg)   the run asked for a producer restart: arg None (a plain or idempotent producer: the
+                         instance hands again what was not acknowledged), or for a transactional one (N, F): its
+                         `s` line says the old session handed fresh messages up to N and the new one's start at F
+                         (the send loop sends the aborted transaction's again); False: it failed
       ("sleep", s)       wait s seconds (the workload's rate)
       ("begin", None)    begin the transaction of the next message; False: it failed (r says why)
       ("send", i)        hand message i; False: refused, or stopped while it waited (the workload ends)
       ("end", None)      end the open transaction (Transactions.end_steps); False: the workload cannot go on"""
+    if tx is not None:
+        yield from transaction_loop(task, tx, lines, r, stop, commands)
+        return
     n, chunk, rate = task["messages"], task["chunk"], task["rate"]
     count = 0
     while count < n:
-        if count:  # between two pieces
-            lines.put(f"sent {count}")
-            yield "tick", None
-            lines.emit()
-            if stop.is_set() or (yield "failed", None):
-                break
-            command = commands.poll()
-            if command is not None and not (command == "restart" and tx is None and (yield "restart", None)):
-                if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
-                    stop.set()
-                break
-            ahead = r.t0 + count / rate - time.monotonic() if rate else 0
-            if ahead > 0:
-                yield "sleep", ahead
+        if count and not (yield from between(count, count, rate, lines, r, stop, commands, True)):
+            break
         if count % chunk == 0:
             lines.put(f"chunk {int(time.time() * 1000)}")
         end = min(n, (count // chunk + 1) * chunk)
-        if tx is not None:
-            if count % tx.size == 0:
-                if not (yield "begin", None):
-                    break
-                tx.open, tx.sends = count // tx.size, 0
-            end = tx.piece_end(count, end)
         for i in range(count, end):
             if not (yield "send", i):
                 end = i + 1
                 break
-        if tx is not None:
-            tx.sends += end - count
         count = r.handed = end
         if r.error or stop.is_set():
             break
-        if tx is not None and tx.ending(count, n) and not (yield "end", None):
-            break
+
+
+def between(sent: int, sends: int, rate, lines: Lines, r: "Result", stop: threading.Event, commands: "Commands",
+            restarts: bool, restart_arg=None):
+    """Between two pieces: the lines written, then a stop, a failed client, the run's command (a restart, served
+    with `restart_arg` when `restarts`, else kept for a later step), the pace. Returns False when the workload
+    ends here, "restarted" after a restart, else True."""
+    lines.put(f"sent {sent}")
+    yield "tick", None
+    lines.emit()
+    if stop.is_set() or (yield "failed", None):
+        return False
+    command = commands.poll(keep="restart" if not restarts else None)
+    if command is not None:
+        if not (command == "restart" and (yield "restart", restart_arg)):
+            if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
+                stop.set()
+            return False
+    ahead = r.t0 + sends / rate - time.monotonic() if rate else 0
+    if ahead > 0:
+        yield "sleep", ahead
+    return "restarted" if command == "restart" else True
+
+
+def transaction_loop(task: dict, tx: Transactions, lines: Lines, r: "Result", stop: threading.Event,
+                     commands: "Commands"):
+    """send_loop() of a transactional task, as the Java child's transactions(): transaction K's `b` line names its
+    messages, those a restart took from their transaction first (sent again, in this session), then fresh ones,
+    `size` in all. A restart is served between two of its sends (pieces of `block` sends, as transactional.py's;
+    one asked at a transaction's end waits for the next): the instance is closed at once (step "restart" with
+    (fresh messages the old session handed, where the new one's start)), the transaction is aborted, cause
+    restart, and its messages are sent again first thing in the next transactions."""
+    n, chunk, rate = task["messages"], task["chunk"], task["rate"]
+    block = max(1, min(64, tx.size // 2))
+    pending: list[int] = []  # messages to send again, ascending
+    number = sends = chunks = 0  # chunks: the chunk lines said (fresh message i's is the i // chunk th)
+    while pending or tx.fresh < n:
+        if number >= tx.planned_count:
+            r.error = f"the plan of aborts covers {tx.planned_count} transactions, and restarts made more"
+            return
+        if number and not (yield from between(r.handed, sends, rate, lines, r, stop, commands, False)):
+            return
+        if not (yield "begin", None):
+            return
+        again, pending = pending[: tx.size], pending[tx.size:]
+        lo = tx.fresh
+        tx.fresh = hi = min(n, lo + tx.size - len(again))
+        tx.open, tx.sends = number, 0
+        number += 1
+        lines.put(f"b {tx.open} {lo} {hi}" + "".join(f" {i}" for i in again))
+        indices = again + list(range(lo, hi))
+        k = 0
+        while k < len(indices):
+            if k:
+                step = yield from between(r.handed, sends, rate, lines, r, stop, commands, True,
+                                          (lo + max(0, k - len(again)), tx.fresh))
+                if step is False:
+                    return
+                if step == "restarted":  # the restart took the open transaction: aborted, sent again
+                    tx.ended("aborted", "restart")
+                    pending = sorted(set(pending) | set(indices))
+                    break
+            end = min(len(indices), k + block)
+            for j in range(k, end):
+                i = indices[j]
+                while j >= len(again) and i // chunk >= chunks:  # the run times fresh sends by these
+                    lines.put(f"chunk {int(time.time() * 1000)}")
+                    chunks += 1
+                if not (yield "send", i):
+                    tx.sends += j + 1 - k
+                    r.handed = max(r.handed, lo + max(0, j + 1 - len(again)))
+                    return
+            tx.sends += end - k
+            sends += end - k
+            k = end
+            r.handed = max(r.handed, lo + max(0, k - len(again)))
+            if r.error or stop.is_set():
+                return
+        else:
+            if not (yield "end", None):
+                return
 
 
 def take(steps, do) -> None:
@@ -357,6 +417,7 @@ class Commands:
     def __init__(self):
         import queue
         self.q = queue.Queue()
+        self.kept: str | None = None  # a line poll() kept for later
         threading.Thread(target=self._read, name="commands", daemon=True).start()
 
     def _read(self) -> None:
@@ -364,15 +425,22 @@ class Commands:
             self.q.put(line.strip())
         self.q.put(self.END)
 
-    def poll(self) -> str | None:
-        """The next line if one came, else None."""
-        try:
-            return self.q.get_nowait()
-        except Exception:
+    def poll(self, keep: str | None = None) -> str | None:
+        """The next line if one came, else None; a `keep` line is kept for a later poll (and None returned)."""
+        line, self.kept = self.kept, None
+        if line is None:
+            try:
+                line = self.q.get_nowait()
+            except Exception:
+                return None
+        if line == keep:
+            self.kept = line
             return None
+        return line
 
     def take(self) -> str:
-        return self.q.get()
+        line, self.kept = self.kept, None
+        return self.q.get() if line is None else line
 
 
 def answer(lines: Lines, say: str, expect: str, stop: threading.Event, commands: Commands, restart=None) -> bool:
@@ -472,10 +540,11 @@ class KafkaPython:
             future.add_errback(failed, s, p, v, t)
             return True
 
-        def restart() -> bool:
+        def restart(arg=None) -> bool:
             """A restart: the instance is closed without flushing (what is queued or in flight fails through
             its errback, on kafka-python's sender thread: waited for up to CLOSE_TIMEOUT), and a new one hands
-            again, in index order, every message handed and not acknowledged."""
+            again, in index order, every message handed and not acknowledged; a transactional one (arg: send_loop's)
+            initialises its transactions, fencing the old one, and sends nothing itself."""
             nonlocal producer
             old = session[0]
             self.close_now(producer)
@@ -483,6 +552,15 @@ class KafkaPython:
             while pending[old] > 0 and time.monotonic() < deadline:
                 time.sleep(0.01)
             session[0] = old + 1
+            if arg is not None:
+                put(f"s {session[0]} {arg[0]} {arg[1]}")
+                print(f"producer restarted: session {session[0]}", file=sys.stderr, flush=True)
+                try:
+                    producer = started(start, stop, task["flush_timeout"])
+                except Exception as e:
+                    r.failed(e)
+                    return False
+                return True
             producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
             put(f"s {session[0]} {r.handed}")
             print(f"producer restarted: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
@@ -496,7 +574,7 @@ class KafkaPython:
                 self.failed(producer, r, e)
                 return False
 
-        steps = {"tick": lambda _: None, "failed": lambda _: self.failed(producer, r), "restart": lambda _: restart(),
+        steps = {"tick": lambda _: None, "failed": lambda _: self.failed(producer, r), "restart": restart,
                  "sleep": time.sleep, "begin": lambda _: begin(), "send": send,
                  "end": lambda _: self.end_transaction(producer, tx, r)}
 
@@ -507,7 +585,8 @@ class KafkaPython:
                 tx.left_open(r, stop)
             put(f"sent {r.handed}")
             self.failed(producer, r)
-            if answer(lines, "handed", "flush", stop, commands, restart if tx is None else None) and not r.error:
+            last = restart if tx is None else lambda: restart((tx.fresh, tx.fresh))  # no transaction open
+            if answer(lines, "handed", "flush", stop, commands, last) and not r.error:
                 producer.flush(timeout=task["flush_timeout"])
                 clean = True
         except Stopped:  # in a commit or an abort: its transaction's `t` line says so
@@ -639,7 +718,7 @@ class AioKafka:
             lines.emit()
             line = await loop.run_in_executor(None, commands.take)
             while line == "restart" and serve_restart:
-                if not await restart():
+                if not await restart(None if tx is None else (tx.fresh, tx.fresh)):  # no transaction open
                     stop.set()
                     break
                 lines.emit()
@@ -693,17 +772,23 @@ class AioKafka:
             future.add_done_callback(lambda f, s=session[0], p=p, v=v, t=t: done(s, p, v, t, f))
             return True
 
-        async def restart() -> bool:
+        async def restart(arg=None) -> bool:
             """A restart: the instance is closed without flushing (close_now: what is queued or in flight fails
             through its future's callback), and a new one hands again, in index order, every message handed and
-            not acknowledged."""
+            not acknowledged; a transactional one (arg: send_loop's) starts (which initialises its transactions,
+            fencing the old one) and sends nothing itself."""
             nonlocal producer
             await self.close_now(producer)
             session[0] += 1
+            if arg is not None:
+                put(f"s {session[0]} {arg[0]} {arg[1]}")
+                print(f"producer restarted: session {session[0]}", file=sys.stderr, flush=True)
             fresh = await started_now()
             if fresh is None:
                 return False
             producer = fresh
+            if arg is not None:
+                return True
             put(f"s {session[0]} {r.handed}")
             print(f"producer restarted: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
             for i in range(r.handed):
@@ -740,7 +825,7 @@ class AioKafka:
             return await drive_async(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: cut(calls[name]))
 
         clean = False
-        steps = {"tick": lambda _: asyncio.sleep(0), "failed": failed_now, "restart": lambda _: restart(),
+        steps = {"tick": lambda _: asyncio.sleep(0), "failed": failed_now, "restart": restart,
                  "sleep": asyncio.sleep, "begin": lambda _: begin(), "send": send, "end": lambda _: end_transaction()}
         try:
             await take_async(send_loop(task, tx, lines, r, stop, commands), lambda kind, arg: steps[kind](arg))
@@ -748,7 +833,7 @@ class AioKafka:
                 tx.left_open(r, stop)
             put(f"sent {r.handed}")
             self.failed(producer, r)
-            if await answered("handed", "flush", serve_restart=tx is None) and not r.error:
+            if await answered("handed", "flush", serve_restart=True) and not r.error:
                 sending[0] = True  # a SIGTERM cuts the flush short too
                 try:
                     await asyncio.wait_for(producer.flush(), task["flush_timeout"])

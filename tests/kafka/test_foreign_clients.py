@@ -7,6 +7,8 @@ aiokafka is installed into the cache on first use; where it cannot be, its varia
 
 import signal
 
+import pytest
+
 import pyarrow.parquet as pq
 
 from harness.workload.clientenv import ClientEnvError
@@ -191,9 +193,10 @@ def test_java_restarts_hand_again_what_was_not_acknowledged(tmp_path):
     assert {f["kind"] for f in faults if f["outcome"] == "healed"} == {"producer-restart"}
 
 
-def test_a_restarted_java_transactional_producer_sends_its_aborted_transaction_again(tmp_path):
-    # producer-restart on the Java child's transactional producer (one KRaft node, seed 5, 20 % aborted on purpose):
-    # a restart closes the instance mid-transaction, the new instance's initTransactions aborts what the old one
+@pytest.mark.parametrize("name", ["kafka-clients", "kafka-python", "aiokafka"])
+def test_a_restarted_transactional_child_sends_its_aborted_transaction_again(tmp_path, name):
+    # producer-restart on each child's transactional producer (one KRaft node, seed 5, 20 % aborted on purpose):
+    # a restart closes the instance mid-transaction, the new instance's initialisation aborts what the old one
     # left open, and the child sends that transaction's values again first thing in its next one. So every value
     # ends in exactly one transaction that committed or was aborted on purpose, read_committed reads each committed
     # value once and no aborted one.
@@ -201,25 +204,33 @@ def test_a_restarted_java_transactional_producer_sends_its_aborted_transaction_a
 
     from tests.kafka.test_transactions import committed_read_once_and_aborted_invisible
     from tests.kafka.test_transactions import run as run_experiment
-    doc = {"name": "java-tx-restarts", "seed": 5, "cluster": ONE_NODE, "topic": {"partitions": 3},
+    if name == "kafka-clients":
+        client, producer = {name: java_version()}, {"acks": "all", "linger.ms": 5, "transactional.id": "kc-tx-restarts"}
+    else:
+        client, producer = {name: {"kafka-python": "3.0.12", "aiokafka": "0.14.0"}[name]}, \
+            {"acks": "all", "linger_ms": 5, "transactional_id": "kc-tx-restarts"}
+        try:
+            ensure(name, client[name])
+        except ClientEnvError as e:
+            pytest.skip(f"{name} cannot be installed here: {e}")
+    doc = {"name": "tx-restarts", "seed": 5, "cluster": ONE_NODE, "topic": {"partitions": 3},
            "workload": {"messages": 12000, "rate": 3000, "transaction.size": 300, "abort_ratio": 0.2},
-           "variants": [{"name": "java-tx", "client": {"kafka-clients": java_version()},
-                         "producer": {"acks": "all", "linger.ms": 5, "transactional.id": "kc-java-tx-restarts"}}],
+           "variants": [{"name": "tx", "client": client, "producer": producer}],
            "faults": [{"kind": "producer-restart", "every": 1.0, "start": 0.5}],
-           "expectations": {"java-tx": {"duplicates": 0, "missing": "> 0"}}}
+           "expectations": {"tx": {"duplicates": 0, "missing": "> 0"}}}
     r, run_dir, summary = run_experiment(tmp_path, doc)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    v = summary["variants"]["java-tx"]
+    v = summary["variants"]["tx"]
     assert accounting(v) and "client_fatal" not in v and v["faults_not_applied"] == 0, v
     for key in ("aborted_reads", "lost_committed", "torn_transactions", "zombie_writes_visible", "duplicates",
                 "lost", "unseen", "inconsistent_offsets"):
         assert v[key] == 0, (key, v)
-    txns = pd.read_parquet(run_dir / "java-tx" / "transactions.parquet")
+    txns = pd.read_parquet(run_dir / "tx" / "transactions.parquet")
     restarted = txns[txns.cause == "restart"]
     assert len(restarted) and set(restarted.outcome) == {"aborted"} and txns.session.max() >= 2, txns
     ended = txns[["txn", "outcome", "cause"]].rename(columns={"outcome": "txn_outcome"})
-    acks = pd.read_parquet(run_dir / "java-tx" / "acks.parquet").merge(ended, on="txn")
+    acks = pd.read_parquet(run_dir / "tx" / "acks.parquet").merge(ended, on="txn")
     final = acks[(acks.txn_outcome == "committed") | (acks.cause == "planned")].groupby(["partition", "value"]).size()
     assert len(final) == 12000 and final.eq(1).all()  # the restarts' aborted values were sent again, once
-    once, aborted_read, aborted_kept, n_committed = committed_read_once_and_aborted_invisible(run_dir, "java-tx")
+    once, aborted_read, aborted_kept, n_committed = committed_read_once_and_aborted_invisible(run_dir, "tx")
     assert once and aborted_read == 0 and aborted_kept > 0 and n_committed > 0
