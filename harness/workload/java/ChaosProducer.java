@@ -510,14 +510,7 @@ public class ChaosProducer {
                 }
                 long end = Math.min(n, (count / chunk + 1) * chunk);
                 for (long i = count; i < end; i++) {
-                    Report report = new Report(i, System.nanoTime());
-                    try {
-                        producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) (i % parts),
-                                null, Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
-                    } catch (Exception e) {  // refused: told once the client is closed, unless it called back
-                        st.refused = report;
-                        st.refusedAs = name(why(e));
-                        st.failed(e, producer);
+                    if (!send(i, topic, parts, st)) {
                         count = st.handed = i + 1;
                         break outer;
                     }
@@ -557,6 +550,22 @@ public class ChaosProducer {
             System.err.println("the client called back a second time for " + REPEATED.get() + " send(s)");
         }
         return result(st.handed, st.error, st.fatal, t0);
+    }
+
+    /** Message i handed to the producer now (partition i % parts, value i / parts); false: send() refused it (st
+     *  says so; it is told once the client is closed, unless the client called back). */
+    static boolean send(long i, String topic, int parts, State st) {
+        Report report = new Report(i, System.nanoTime());
+        try {
+            producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) (i % parts), null,
+                    Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
+            return true;
+        } catch (Exception e) {
+            st.refused = report;
+            st.refusedAs = name(why(e));
+            st.failed(e, producer);
+            return false;
+        }
     }
 
     interface Step {
@@ -689,16 +698,9 @@ public class ChaosProducer {
                         LINES.add("chunk " + System.currentTimeMillis());
                         chunks++;
                     }
-                    Report report = new Report(i, System.nanoTime());
-                    try {
-                        producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) (i % parts),
-                                null, Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
-                    } catch (Exception e) {  // refused: told once the client is closed, unless it called back
-                        st.refused = report;
-                        st.refusedAs = name(why(e));
-                        st.failed(e, producer);
+                    if (!send(i, topic, parts, st)) {
+                        st.txnSends += j + 1 - t.handed;
                         t.handed = j + 1;
-                        st.txnSends++;
                         st.handed = Math.max(st.handed, t.freshHanded());
                         break outer;
                     }
@@ -854,14 +856,7 @@ public class ChaosProducer {
         LINES.add("s " + session + " " + count);
         System.err.println("producer restarted: session " + session + " after " + count + " messages");
         for (int i = ACKED.nextClearBit(0); i < count; i = ACKED.nextClearBit(i + 1)) {
-            Report report = new Report(i, System.nanoTime());
-            try {
-                producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, i % parts, null,
-                        Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
-            } catch (Exception e) {
-                st.refused = report;
-                st.refusedAs = name(why(e));
-                st.failed(e, producer);
+            if (!send(i, topic, parts, st)) {
                 return false;
             }
         }
