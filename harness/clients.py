@@ -32,6 +32,7 @@ class Implementation:
     definite: dict[str, str] = field(default_factory=dict)  # error name -> why it proves nothing was written
     transactions: bool = False  # its child runs the transactional workload (foreignproc.py)
     restarts: bool = False  # its child restarts its producer when told (a restart ask; transactional: b lines)
+    pauses: bool = False  # its child pauses its (plain or idempotent) producer when told (a pause ask)
     # Its own consumer group members (a consumer section): the strategies they run, and the member settings the
     # harness sets beyond spec.CONSUMER_OWNED. None: the group runs the harness's own members (librdkafka).
     member_strategies: tuple[str, ...] | None = None
@@ -89,7 +90,7 @@ KAFKA_CLIENTS = Implementation(
      "TopicAuthorizationException": "the producer may not write to the topic",
      "ClusterAuthorizationException": "the producer may not use idempotence on this cluster",
      "SerializationException": "the client could not serialise the record; nothing was transmitted"},
-    transactions=True, restarts=True,
+    transactions=True, restarts=True, pauses=True,
     # workload/java/ChaosMember.java: idempotent-sink reads the sink back, which the member's line protocol cannot
     member_strategies=("commit-after", "commit-before", "auto-commit", "transactional"),
     member_owned={"key.deserializer": "the members read bytes: the value as an ASCII decimal",

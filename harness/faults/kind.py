@@ -166,10 +166,9 @@ def link(action: str) -> tuple[Action, Action]:
     return (lambda c, b, n, p, t: c.link_fault(b, n, action, p)), (lambda c, b, n, p, t: c.heal_link(b, n))
 
 
-def producer_problem(kind: str, experiment, fault, restarts: bool = False) -> str:
-    """A fault on the producer needs the harness's own producer running on the fault timeline; `restarts`: the
-    kind is a restart, which the children of some other implementations serve too (plain, idempotent or
-    transactional)."""
+def producer_problem(kind: str, experiment, fault, takes: Callable[..., bool] = lambda impl, tx: False) -> str:
+    """A fault on the producer needs the harness's own producer running on the fault timeline, or a child whose
+    implementation `takes` it (impl, the variant transactional?)."""
     groups = [experiment.consumer_spec(v) for v in experiment.variants]
     if any(g is not None and g.when == "after" for g in groups):
         return f"{kind} acts on the producer, which runs before the fault timeline when consumer.when is after"
@@ -178,7 +177,7 @@ def producer_problem(kind: str, experiment, fault, restarts: bool = False) -> st
         if library is None:
             continue
         implementation = experiment.implementation(v)
-        if restarts and implementation is not None and implementation.restarts:
+        if implementation is not None and takes(implementation, experiment.transactional(v)):
             continue
         return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child process, "
                 f"which takes no {kind} so far")
@@ -186,7 +185,14 @@ def producer_problem(kind: str, experiment, fault, restarts: bool = False) -> st
 
 
 def restart_problem(kind: str, experiment, fault) -> str:
-    return producer_problem(kind, experiment, fault, restarts=True)
+    """The children of the other implementations restart a plain, idempotent or transactional producer."""
+    return producer_problem(kind, experiment, fault, lambda impl, tx: impl.restarts)
+
+
+def pause_problem(kind: str, experiment, fault) -> str:
+    """The Java client's child pauses a plain or idempotent producer (not a transactional one: its zombie's rest of
+    a transaction is not written yet)."""
+    return producer_problem(kind, experiment, fault, lambda impl, tx: impl.pauses and not tx)
 
 
 def consumer_problem(kind: str, experiment, fault) -> str:

@@ -16,6 +16,11 @@ child only sends and tells what became of each send.
                                         message handed and not acknowledged; then go on (a transactional child
                                         that can, the Java one: the open transaction is aborted, and its
                                         messages are sent again in the next transactions, named by `b` lines)
+                   pause                (a producer pause, the Java child's plain or idempotent producer) leave the
+                                        instance as it is, its reports held, and go on with a new one as after
+                                        a restart (line p)
+                   resume               the paused instance completes what it holds, and its reports are told
+                                        (lines z); nothing but `z -` when none is paused
                    flush                the faults are healed: flush and finish
     child -> run   client NAME VERSION  the implementation and version it runs (checked)
                    ready                its producer is built (and started): it waits for `go`
@@ -40,6 +45,9 @@ child only sends and tells what became of each send.
                    s K N F              a transactional session K starts: the last one handed fresh messages up
                                         to N, this one hands fresh ones from F (those between are sent again,
                                         named by b lines); nothing is handed again unless a b line says so
+                   p K N                as `s K N`, after a pause: the last session is paused, its reports held
+                   z J ... z -          the lines between are the paused session J's reports, told as it resumed
+                                        (`z -` alone: none was paused)
                    s K N                session K (the producer instance after K restarts) starts, N messages
                                         handed so far: every line before it is of earlier sessions, every line
                                         after it of this one (the old instance is closed, its callbacks done;
@@ -77,7 +85,7 @@ import numpy as np
 
 from .. import procs
 from ..exits import InfraError
-from ..faults.channel import RESTART_PRODUCER, FaultTable, WorkloadFaults
+from ..faults.channel import PAUSE_PRODUCER, RESTART_PRODUCER, FaultTable, WorkloadFaults
 from datetime import datetime, timezone
 
 from ..formats import Outcome, TxnCause, TxnOutcome
@@ -139,7 +147,8 @@ class Failed:  # e P V NAME LAT, r P V NAME
 
 def parse(line: str, partitions: int):
     """One child line (but a `B` frame: read_event) -> ("client", name, version) | ("chunk", ms) | ("sent", n) |
-    ("session", k, n[, f]) | Told | Failed | Begun | Ended | ("handed",) | ("result", dict). ProtocolError for anything else (a
+    ("session", k, n[, f]) | ("paused", k, n) | ("zombie", j) | ("resumed",) | Told | Failed | Begun | Ended |
+    ("handed",) | ("result", dict). ProtocolError for anything else (a
     partition out of range, a negative value, ...)."""
     word, _, rest = line.rstrip("\n").partition(" ")
     parts = rest.split(" ")
@@ -166,6 +175,10 @@ def parse(line: str, partitions: int):
             return ("sent", int(parts[0]))
         elif word == "s" and len(parts) in (2, 3) and int(parts[0]) > 0 and all(int(x) >= 0 for x in parts[1:]):
             return ("session", *(int(x) for x in parts))
+        elif word == "p" and len(parts) == 2 and int(parts[0]) > 0 and int(parts[1]) >= 0:
+            return ("paused", int(parts[0]), int(parts[1]))
+        elif word == "z" and len(parts) == 1 and (parts[0] == "-" or int(parts[0]) >= 0):
+            return ("resumed",) if parts[0] == "-" else ("zombie", int(parts[0]))
         elif word == "b" and len(parts) >= 3:
             number, lo, hi, *again = (int(x) for x in parts)
             if number >= 0 and 0 <= lo <= hi and all(i >= 0 for i in again) and (hi > lo or again):
@@ -225,6 +238,10 @@ class Reports:
         self.began: dict[int, int] = {}
         self.ended: set[int] = set()
         self.reported = np.zeros(messages, np.uint8)
+        # A paused session (a producer pause): (its number, what it had reported when paused); while its reports are
+        # told (between z lines), the log serves it (_serving) and `reported` is its own.
+        self.paused: tuple[int, np.ndarray] | None = None
+        self._serving = None
         self.handed = 0
         self.result: dict | None = None
         self.client: tuple[str, str] | None = None
@@ -261,6 +278,22 @@ class Reports:
             self.handed = max(self.handed, event[1])
         elif event[0] == "session":
             self._restarted(*event[1:])
+        elif event[0] == "paused":
+            if self.paused is not None or self.txlog is not None:
+                raise ProtocolError(f"session {event[1]} after a pause: one is paused already, or transactional")
+            self.paused = (self.log.session, self.reported.copy())  # what the paused session has yet to report
+            self._restarted(*event[1:])
+        elif event[0] == "zombie":
+            if self.paused is None or self.paused[0] != event[1] or self._serving is not None:
+                raise ProtocolError(f"session {event[1]}'s reports: it is not the paused one")
+            self._serving = self.log.serving(event[1])
+            self._serving.__enter__()
+            self.reported, self.paused = self.paused[1], (self.paused[0], self.reported)
+        elif event[0] == "resumed":
+            if self._serving is not None:  # the paused session's reports are over: back to the current one
+                self._serving.__exit__(None, None, None)
+                self._serving = None
+                self.reported, self.paused = self.paused[1], None
         elif event[0] == "result":
             self.result = event[1]
             self.handed = max(self.handed, event[1]["handed"])
@@ -328,6 +361,9 @@ class Reports:
         self.handed = max(self.handed, int(indices.max()) + 1)
 
     def close(self) -> None:
+        if self._serving is not None:  # the child ended while telling a paused session's reports
+            self._serving.__exit__(None, None, None)
+            self._serving = None
         self.log.close(self.handed)
 
 
@@ -346,7 +382,8 @@ class ForeignProducer:
                  faults: WorkloadFaults | None = None, planned: int = 0):
         self.env, self.client_log, self.stop, self.on_progress = env, client_log, stop, on_progress
         self.faults = faults  # the producer faults it serves (restarts), between two of the child's lines
-        self.served: FaultTable = {RESTART_PRODUCER: (self._restart, None)}
+        self.served: FaultTable = {RESTART_PRODUCER: (self._restart, None),
+                                   PAUSE_PRODUCER: (self._pause, self._resume)}
         self._handed_early = False
         transactions = {"size": size, "aborts": list(aborts or []), "planned": planned or -(-messages // size)} \
             if txlog is not None else None
@@ -453,6 +490,18 @@ class ForeignProducer:
         _say(self.proc, "restart")
         if not self._listen(self.proc, until="session"):
             raise RuntimeError("the producer child ended before it restarted its producer")
+
+    def _pause(self, params: dict) -> None:
+        """A pause: the child leaves its instance as it is and goes on with a new one; done at its `p` line."""
+        _say(self.proc, "pause")
+        if not self._listen(self.proc, until="paused"):
+            raise RuntimeError("the producer child ended before it paused its producer")
+
+    def _resume(self, params: dict) -> None:
+        """The paused instance resumes; done once the child has told its reports (`z -`)."""
+        _say(self.proc, "resume")
+        if not self._listen(self.proc, until="resumed"):
+            raise RuntimeError("the producer child ended before its paused producer resumed")
 
     def _listen(self, proc, serve: bool = True, until_ready: bool = False, until: str = "") -> bool:
         """The child's lines, each applied to the log, to their end (until_ready: to its `ready`; until: to the

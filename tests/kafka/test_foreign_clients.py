@@ -234,3 +234,28 @@ def test_a_restarted_transactional_child_sends_its_aborted_transaction_again(tmp
     assert len(final) == 12000 and final.eq(1).all()  # the restarts' aborted values were sent again, once
     once, aborted_read, aborted_kept, n_committed = committed_read_once_and_aborted_invisible(run_dir, "tx")
     assert once and aborted_read == 0 and aborted_kept > 0 and n_committed > 0
+
+
+def test_a_paused_java_producer_resumes_as_a_zombie_whose_writes_land_beside_the_resends(tmp_path):
+    # producer-pause on the Java child, idempotence on, one KRaft node: batches wait 1 s to fill (linger.ms), so the
+    # paused instance holds unacknowledged sends, which its successor sends again; the paused one's I/O thread sends
+    # them too (nothing fences an idempotent producer), so values land twice, each acknowledged in its own session:
+    # the paused session's reports are told as it resumes, in session 0.
+    doc = {"name": "java-pause", "cluster": ONE_NODE, "topic": {"partitions": 3},
+           "workload": {"messages": 20000, "rate": 5000},
+           "variants": [{"name": "java", "client": {"kafka-clients": java_version()},
+                         "producer": {"acks": "all", "linger.ms": 1000, "batch.size": 1048576,
+                                      "enable.idempotence": True}}],
+           "faults": [{"kind": "producer-pause", "at": 1.5, "duration": 1.5}],
+           "expectations": {"java": {"duplicates": "> 0"}}}
+    r, summary, faults = run(tmp_path, doc)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    v = summary["variants"]["java"]
+    assert v["lost"] == 0 and v["unexpected"] == 0 and v["faults_not_applied"] == 0 and accounting(v), v
+    [acks_path] = tmp_path.glob("reports/*/java/acks.parquet")
+    acks = timed_acks(acks_path)
+    assert set(acks.session) == {0, 1}
+    acked = acks[acks.outcome == "acked"]
+    twice = acked.groupby(["partition", "value"]).session.nunique()
+    assert (twice == 2).sum() > 0  # acknowledged to the paused instance (told as it resumed) and to its successor
+    assert {f["kind"] for f in faults if f["outcome"] == "healed"} == {"producer-pause"}

@@ -37,9 +37,11 @@ def test_each_implementation_gets_the_variants_in_its_own_names(tmp_path):
 
 
 def test_what_a_child_cannot_serve_is_left_out_and_said():
-    doc, left_out = derived("zombie-fencing")  # a producer-pause: no child takes one yet
-    assert {v["name"].split("-")[0] for v in doc["variants"]} == {"librdkafka"}
-    assert left_out["java"] == left_out["aiokafka"] == "not run: its child takes no producer-pause"
+    doc, left_out = derived("zombie-fencing")  # a producer-pause: the Java child takes one, not transactional
+    assert [v["name"] for v in doc["variants"]] == ["librdkafka-idempotent", "librdkafka-transactional",
+                                                    "java-idempotent"]
+    assert left_out["java-transactional"] == "not run: its child pauses a plain or idempotent producer only"
+    assert left_out["kafka-python"] == left_out["aiokafka"] == "not run: its child takes no producer-pause"
 
 
 def test_every_child_takes_producer_restarts_plain_idempotent_and_transactional(tmp_path):

@@ -372,6 +372,35 @@ def test_a_restarted_transactional_childs_b_lines_say_what_each_transaction_hold
         (0, 0, "aborted", "restart", 2), (1, 1, "committed", None, 4), (2, 1, "committed", None, 2)]
 
 
+def test_a_paused_sessions_reports_come_between_z_lines_and_stay_its_own(tmp_path):
+    # 2 partitions, 6 messages. Session 0 handed 0..3, was told 0 and 1 acknowledged, then paused (p): session 1
+    # hands 2 and 3 again, then 4 and 5, all acknowledged. As it resumes, session 0 tells that 2 was acknowledged
+    # and 3 failed: both stay session 0's (a send told in two sessions is no protocol error).
+    p = scripted(tmp_path, ["chunk 1", [[0, 10, 10**6], [1, 11, 10**6]], "sent 4", "p 1 4",
+                            [[2, 12, 10**6], [3, 13, 10**6], [4, 14, 10**6], [5, 15, 10**6]], "sent 6",
+                            "z 0", [[2, 20, 10**6]], "e 1 1 TimeoutException 5.0", "z -", "handed",
+                            "result " + json.dumps({"handed": 6, "interrupted": False, "error": "", "fatal": "",
+                                                    "duration": 0.1})],
+                 messages=6)
+    result = p.run(before_flush=None)
+    assert (result.sent, result.acked, result.rejected, result.unknown) == (8, 7, 0, 1)
+    got = sorted((r["session"], r["partition"], r["value"], r["outcome"], r["offset"]) for r in rows(tmp_path / "acks.parquet"))
+    assert got == [(0, 0, 0, "acked", 10), (0, 0, 1, "acked", 20), (0, 1, 0, "acked", 11), (0, 1, 1, "unknown", None),
+                   (1, 0, 1, "acked", 12), (1, 0, 2, "acked", 14), (1, 1, 1, "acked", 13), (1, 1, 2, "acked", 15)]
+
+
+@pytest.mark.parametrize("lines, said", [
+    (["z 0"], "session 0's reports: it is not the paused one"),
+    (["p 1 0", "p 2 0"], "session 2 after a pause: one is paused already"),
+    (["p 1 0", "z 1"], "session 1's reports: it is not the paused one"),
+])
+def test_z_lines_out_of_turn_are_protocol_errors(tmp_path, lines, said):
+    reports = Reports(DeliveryLog(tmp_path / "acks.parquet", 2), KAFKA_CLIENTS, 2, True, 6)
+    with pytest.raises(ProtocolError, match=said):
+        for line in lines:
+            reports.apply(parse(line, 2))
+
+
 @pytest.mark.parametrize("lines, said", [
     (["b 0 0 3", "b 2 3 6"], "transaction 2 of messages 3..5 and 0 sent again: not the next one"),
     (["b 0 0 3", "s 1 3 3", "b 1 3 6 4"], "transaction 1 of messages 3..5 and 1 sent again: .*not messages handed"),

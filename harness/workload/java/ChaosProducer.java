@@ -45,7 +45,6 @@ public class ChaosProducer {
     // connecting the client may block for max.block.ms: the child answers its (empty) result and ends at once.
     static volatile boolean going = false;
     static final ConcurrentLinkedQueue<String> LINES = new ConcurrentLinkedQueue<>();  // all but `a` lines
-    static final Acks ACKS = new Acks();
     static final Lines OUT = new Lines();
     static int partitions = 1;
     static boolean firstAckLogged = false;
@@ -106,13 +105,13 @@ public class ChaosProducer {
      *  TopicPartition object (kafka-clients makes one per batch, and every RecordMetadata of the batch holds it,
      *  in a private field), its offsets running on by one; the clock is read again at least every 256 acks (the
      *  bound for the one case where two batches share that object: a batch split for being too large).
-     *  A client whose RecordMetadata differs: read per ack. Only the thread that acknowledges (the I/O thread)
-     *  calls it; a restart joins the old I/O thread before the new one starts. */
+     *  A client whose RecordMetadata differs: read per ack. One per producer instance (its Sink): only that
+     *  instance's I/O thread calls it. */
     static final class Clock {
         static final java.lang.invoke.VarHandle BATCH = batchField();
-        static Object batch;
-        static long offset, now;
-        static int reads;
+        Object batch;
+        long offset, now;
+        int reads;
 
         static java.lang.invoke.VarHandle batchField() {
             try {
@@ -125,7 +124,7 @@ public class ChaosProducer {
             }
         }
 
-        static long acked(org.apache.kafka.clients.producer.RecordMetadata md) {
+        long acked(org.apache.kafka.clients.producer.RecordMetadata md) {
             if (BATCH == null || !md.hasOffset()) {
                 return System.nanoTime();
             }
@@ -141,15 +140,28 @@ public class ChaosProducer {
         }
     }
 
+    /** What one producer instance's callbacks record (on its I/O thread; on the main thread when send() fails a
+     *  record at once): its acknowledgements, its failed sends' lines, the clock of its batches. A paused
+     *  instance's is held until it resumes, and told then in its own session (`z` lines: resume()). */
+    static final class Sink {
+        final Acks acks = new Acks();
+        final ConcurrentLinkedQueue<String> failed = new ConcurrentLinkedQueue<>();
+        final Clock clock = new Clock();
+    }
+
+    static Sink sink = new Sink();  // the current instance's (each Report keeps its own instance's)
+
     static final class Report implements org.apache.kafka.clients.producer.Callback {
         static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Report> CLAIMED =
                 java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Report.class, "claimed");
         final long index, handedAt;
+        final Sink to;
         volatile int claimed;
 
-        Report(long index, long handedAt) {
+        Report(long index, long handedAt, Sink to) {
             this.index = index;
             this.handedAt = handedAt;
+            this.to = to;
         }
 
         boolean claim() {
@@ -163,9 +175,9 @@ public class ChaosProducer {
                 return;
             }
             if (ex == null) {
-                ACKS.add(index, md.hasOffset() ? md.offset() : Acks.NO_OFFSET, Clock.acked(md) - handedAt);
+                to.acks.add(index, md.hasOffset() ? md.offset() : Acks.NO_OFFSET, to.clock.acked(md) - handedAt);
             } else {
-                LINES.add("e " + index % partitions + " " + index / partitions + " " + name(ex) + " " + ms(handedAt));
+                to.failed.add("e " + index % partitions + " " + index / partitions + " " + name(ex) + " " + ms(handedAt));
                 failedSend = true;
             }
         }
@@ -380,15 +392,23 @@ public class ChaosProducer {
     static final long EMIT_EVERY_NS = 20_000_000L;
     static long emitted = 0;  // System.nanoTime() of the last emit()
 
-    /** The lines so far, written: the others in order, then the acknowledgements as one `B` frame (a chunk's line
-     *  is queued before its sends, so it precedes their acks; the acks' order does not matter): the Acks triples
-     *  as they are, little-endian, so neither side formats or parses a number per send. */
     static void emit() throws java.io.IOException {
+        emit(sink);
+    }
+
+    /** The lines so far, written: the others in order, then those of the sends `of` saw fail, then its
+     *  acknowledgements as one `B` frame (a chunk's line is queued before its sends, so it precedes their acks;
+     *  the acks' order does not matter): the Acks triples as they are, little-endian, so neither side formats or
+     *  parses a number per send. */
+    static void emit(Sink of) throws java.io.IOException {
         String line;
         while ((line = LINES.poll()) != null) {
             OUT.put(line).put('\n');
         }
-        long[] acks = ACKS.take(TAKEN);
+        while ((line = of.failed.poll()) != null) {
+            OUT.put(line).put('\n');
+        }
+        long[] acks = of.acks.take(TAKEN);
         for (int j = 0; j < TAKEN[0]; j += 3) {
             ACKED.set((int) acks[j]);
         }
@@ -502,7 +522,8 @@ public class ChaosProducer {
             }
             outer:
             while (tx == null && count < n) {
-                if (count > 0 && !between(count, count, rate, t0, st, () -> restart(st.handed, props, topic, parts, st))) {
+                if (count > 0 && !between(count, count, rate, t0, st,
+                        command -> plainCommand(command, st.handed, props, topic, parts, flushTimeout, st))) {
                     break;
                 }
                 if (count % chunk == 0) {  // one chunk line per `chunk` messages: the run times them by it
@@ -523,20 +544,21 @@ public class ChaosProducer {
             }
             LINES.add("sent " + count);
             long handed = count;
-            boolean plain = tx == null;
-            java.util.function.Supplier<Boolean> restarts = () -> {
-                try {
-                    return plain ? restart(handed, props, topic, parts, st) : restartTransactional(props, flushTimeout, st);
-                } catch (Exception e) {
-                    throw new RuntimeException(e);
-                }
-            };
-            clean = answer("handed", "flush", restarts) && st.error.isEmpty() && flushed(producer, flushTimeout);
+            if (zombie != null && !STOP.get()) {  // the workload ended while an instance was paused: it resumes now
+                resume(flushTimeout);
+            }
+            Serve serve = tx == null ? command -> plainCommand(command, handed, props, topic, parts, flushTimeout, st)
+                    : command -> command.equals("restart") && restartTransactional(props, flushTimeout, st);
+            clean = answer("handed", "flush", serve) && st.error.isEmpty()
+                    && (zombie == null || resume(flushTimeout)) && flushed(producer, flushTimeout);
         } finally {
             // Everything acknowledged: the client is left to the exit (its close, tens of ms, is no part of the
             // workload). Else close(ZERO) fails what is still out at once, each through its callback.
             if (!clean) {
                 producer.close(Duration.ZERO);
+            }
+            if (zombie != null) {  // stopped while an instance was paused: what it was told is said now
+                resume(0);
             }
         }
         if (st.refused != null && st.refused.claim()) {  // never appended: nothing was transmitted
@@ -555,7 +577,7 @@ public class ChaosProducer {
     /** Message i handed to the producer now (partition i % parts, value i / parts); false: send() refused it (st
      *  says so; it is told once the client is closed, unless the client called back). */
     static boolean send(long i, String topic, int parts, State st) {
-        Report report = new Report(i, System.nanoTime());
+        Report report = new Report(i, System.nanoTime(), sink);
         try {
             producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, (int) (i % parts), null,
                     Long.toString(i / parts).getBytes(StandardCharsets.US_ASCII)), report);
@@ -568,15 +590,31 @@ public class ChaosProducer {
         }
     }
 
-    interface Step {
-        boolean run() throws Exception;
+    /** Serves one of the run's commands while the workload sends (restart, pause, resume); false: it could not
+     *  (st says why), or the command is none it serves: the workload ends. */
+    interface Serve {
+        boolean run(String command) throws Exception;
+    }
+
+    static boolean plainCommand(String command, long count, Properties props, String topic, int parts,
+                                double flushTimeout, State st) throws Exception {
+        switch (command) {
+            case "restart":
+                return restart(count, props, topic, parts, st);
+            case "pause":
+                return pause(count, props, topic, parts, st);
+            case "resume":
+                return resume(flushTimeout);
+            default:
+                return false;
+        }
     }
 
     /** Between two pieces of the workload (`sent`: fresh messages handed, `sends`: sends handed, resends too):
-     *  the lines written when due, then a stop, the run's command (a restart served by `restart`; null: a restart
-     *  waits for a later step), a fatal error the client holds, the pace. false: the workload ends here (STOP, or
-     *  st, says why). */
-    static boolean between(long sent, long sends, double rate, long t0, State st, Step restart) throws Exception {
+     *  the lines written when due, then a stop, the run's command (served by `serve`; null: a restart waits for a
+     *  later step), a fatal error the client holds, the pace. false: the workload ends here (STOP, or st, says
+     *  why). */
+    static boolean between(long sent, long sends, double rate, long t0, State st, Serve serve) throws Exception {
         if (System.nanoTime() - emitted >= EMIT_EVERY_NS) {
             LINES.add("sent " + sent);
             emit();
@@ -585,9 +623,9 @@ public class ChaosProducer {
             return false;
         }
         String command = COMMANDS.peek();
-        if (command != null && !(restart == null && command.equals("restart"))) {
+        if (command != null && !(serve == null && command.equals("restart"))) {
             COMMANDS.poll();
-            if (!(command.equals("restart") && restart.run())) {
+            if (serve == null || !serve.run(command)) {
                 STOP.set(st.error.isEmpty());  // the end of stdin, or a line it cannot serve: stopping
                 return false;
             }
@@ -651,7 +689,7 @@ public class ChaosProducer {
                              Properties props, double flushTimeout, State st) throws Exception {
         long number = 0, sends = 0, chunks = 0;  // chunks: the chunk lines said (fresh message i's is the i/chunk th)
         int block = (int) Math.max(1, Math.min(64, tx.size() / 2));  // sends between two looks at a restart
-        Step restart = () -> restartTransactional(props, flushTimeout, st);
+        Serve restart = command -> command.equals("restart") && restartTransactional(props, flushTimeout, st);
         outer:
         while (!PENDING.isEmpty() || fresh < n) {
             if (number >= tx.planned()) {
@@ -738,6 +776,7 @@ public class ChaosProducer {
             st.txn = -1;
         }
         session++;
+        sink = new Sink();
         producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
         LINES.add("s " + session + " " + handedFresh + " " + fresh);
         System.err.println("producer restarted: session " + session + ", transaction "
@@ -822,18 +861,17 @@ public class ChaosProducer {
         return !flush.isAlive();
     }
 
-    /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush), serving a `restart` meanwhile with
-     *  `restart` (null: none can come); false: the run is stopping. */
-    static boolean answer(String say, String expect, java.util.function.Supplier<Boolean> restart)
-            throws java.io.IOException, InterruptedException {
+    /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush), serving its other commands meanwhile
+     *  with `serve` (null: none can come); false: the run is stopping. */
+    static boolean answer(String say, String expect, Serve serve) throws Exception {
         if (STOP.get()) {
             return false;
         }
         LINES.add(say);
         emit();
         String line;
-        while ((line = COMMANDS.take()).equals("restart") && restart != null) {
-            if (!restart.get()) {
+        while (!(line = COMMANDS.take()).equals(expect) && !line.equals(END) && serve != null) {
+            if (!serve.run(line)) {
                 STOP.set(true);
                 break;
             }
@@ -851,10 +889,57 @@ public class ChaosProducer {
     static boolean restart(long count, Properties props, String topic, int parts, State st) throws Exception {
         producer.close(Duration.ZERO);
         emit();
+        return replace("s", count, props, topic, parts, st);
+    }
+
+    /** A paused instance (producer-pause), its sink and session, until it resumes. */
+    static org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> zombie = null;
+    static Sink zombieSink = null;
+    static long zombieSession = -1;
+
+    /** producer-pause: the instance is left as it is (its I/O thread goes on sending what it holds, as
+     *  librdkafka's threads do when the application stops calling it), its callbacks' reports held (its Sink);
+     *  a new instance takes over as after a restart (its line `p`). One pause at a time. */
+    static boolean pause(long count, Properties props, String topic, int parts, State st) throws Exception {
+        if (zombie != null) {
+            st.error = "producer-pause: the paused producer has not resumed yet (one pause at a time)";
+            return false;
+        }
+        emit();
+        zombie = producer;
+        zombieSink = sink;
+        zombieSession = session;
+        return replace("p", count, props, topic, parts, st);
+    }
+
+    /** The paused instance resumes: what it had queued or in flight completes (or fails, after flush_timeout), and
+     *  what it was told is said in its own session, between `z J` and `z -`; a `z -` alone when none is paused. */
+    static boolean resume(double flushTimeout) throws Exception {
+        if (zombie != null) {
+            flushed(zombie, flushTimeout);
+            zombie.close(Duration.ZERO);  // what is still out fails through its callbacks, all done on return
+            emit();
+            LINES.add("z " + zombieSession);
+            emit(zombieSink);
+            System.err.println("session " + zombieSession + " resumed and closed");
+            zombie = null;
+            zombieSink = null;
+        }
+        LINES.add("z -");
+        emit();
+        return true;
+    }
+
+    /** A new instance (session) with its own sink, said by the line `word K count`, hands again, in index order,
+     *  every message below `count` that was not acknowledged. false: a send was refused (st says which). */
+    static boolean replace(String word, long count, Properties props, String topic, int parts, State st)
+            throws Exception {
         session++;
+        sink = new Sink();
         producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
-        LINES.add("s " + session + " " + count);
-        System.err.println("producer restarted: session " + session + " after " + count + " messages");
+        LINES.add(word + " " + session + " " + count);
+        System.err.println("producer " + (word.equals("p") ? "paused" : "restarted") + ": session " + session
+                + " after " + count + " messages");
         for (int i = ACKED.nextClearBit(0); i < count; i = ACKED.nextClearBit(i + 1)) {
             if (!send(i, topic, parts, st)) {
                 return false;
