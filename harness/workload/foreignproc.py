@@ -13,9 +13,9 @@ child only sends and tells what became of each send.
                    go                   the fault timeline starts: send
                    restart              (a producer restart, any time after `go`) close the producer now without
                                         flushing, start a new instance and hand again, in index order, every
-                                        message handed and not acknowledged; then go on (a transactional child
-                                        that can, the Java one: the open transaction is aborted, and its
-                                        messages are sent again in the next transactions, named by `b` lines)
+                                        message handed and not acknowledged; then go on (a transactional child:
+                                        the open transaction is aborted, and its messages are sent again in the
+                                        next transactions, named by `b` lines)
                    pause                (a producer pause, the Java child's plain or idempotent producer) leave the
                                         instance as it is, its reports held, and go on with a new one as after
                                         a restart (line p)
@@ -38,10 +38,9 @@ child only sends and tells what became of each send.
                                         it: OUTCOME committed | aborted | unknown (the commit was asked, never
                                         answered), CAUSE planned | error | interrupted (`-`: committed), ERROR
                                         the exception's simple name (`-`: none); a row of the transactions log
-                   b K LO HI I...       transaction K begins (a transactional child that restarts): it holds the
-                                        messages I... (sent again: a restart took them from their transaction),
-                                        then the fresh messages LO .. HI-1; without b lines transaction K holds
-                                        messages K*S .. K*S+S-1
+                   b K LO HI I...       transaction K begins (a transactional child, before any report of it): it
+                                        holds the messages I... (sent again: a restart took them from their
+                                        transaction), then the fresh messages LO .. HI-1
                    s K N F              a transactional session K starts: the last one handed fresh messages up
                                         to N, this one hands fresh ones from F (those between are sent again,
                                         named by b lines); nothing is handed again unless a b line says so
@@ -57,11 +56,11 @@ child only sends and tells what became of each send.
                    result {json}        handed (how many), interrupted, error (the words of what ended it early),
                                         fatal (that error's name), duration (s)
 
-A transactional child (the Java client's, kafka-python's, aiokafka's) begins a transaction before message K*S, and at its last
-message commits it, or flushes (so its records are written and read_committed must leave them out) and aborts it
+A transactional child (the Java client's, kafka-python's, aiokafka's) begins each transaction with its `b` line, and
+after its last message commits it, or flushes (so its records are written and read_committed must leave them out) and aborts it
 as planned; a commit that fails is aborted when the client can (aborted, cause error), else unknown, and an
 error the client cannot recover from ends the workload (result `fatal`); only a restart's aborted transaction is
-sent again. Every send's row in the delivery log carries its transaction (index // S, or as the b lines say).
+sent again. Every send's row in the delivery log carries its transaction, as the b lines say.
 
 Outcomes keep the delivery log's rules (outcomes.py): `a` is acked; `e` is rejected only when the error's name is
 in the implementation's table of errors that prove nothing was written (clients.py), else unknown; `r` is
@@ -231,10 +230,9 @@ class Reports:
                  txlog: TransactionsLog | None = None, size: int = 0):
         self.log, self.impl, self.partitions, self.offsets_told = log, implementation, partitions, offsets_told
         self.txlog, self.size = txlog, size
-        # A transactional child's transactions: message index -> its transaction (index // size until b lines
-        # say otherwise), transaction -> the session that began it (b lines), those ended.
-        self.txn_of = np.arange(messages, dtype=np.int64) // size if txlog is not None else None
-        self.planned = -(-messages // size) if txlog is not None else 0
+        # A transactional child's transactions (its b lines): message index -> its transaction now (-1: none
+        # yet), transaction -> the session that began it, those ended.
+        self.txn_of = np.full(messages, -1, np.int64) if txlog is not None else None
         self.began: dict[int, int] = {}
         self.ended: set[int] = set()
         self.reported = np.zeros(messages, np.uint8)
@@ -254,8 +252,11 @@ class Reports:
                      event.latency_ms / 1000.0, self._txn(event.partition, event.value))
         elif isinstance(event, ToldMany):
             self._saw_many(event.indices)
+            txns = self.txn_of[event.indices] if self.txlog is not None else None
+            if txns is not None and txns.min() < 0:
+                raise ProtocolError(f"a report of message {event.indices[np.argmin(txns)]}, in no transaction begun")
             log.told_many(event.indices, event.offsets if self.offsets_told else None, event.latencies_ms / 1000.0,
-                          self.txn_of[event.indices] if self.txlog is not None else None)
+                          txns)
         elif isinstance(event, Failed):
             self._saw(event)
             rejected = event.refused or self.impl.rejected(event.error)
@@ -265,8 +266,7 @@ class Reports:
         elif isinstance(event, Begun):
             self._begun(event)
         elif isinstance(event, Ended):
-            if self.txlog is None or event.number in self.ended \
-                    or not (event.number in self.began or not self.began and event.number < self.planned):
+            if self.txlog is None or event.number in self.ended or event.number not in self.began:
                 raise ProtocolError(f"transaction {event.number}: not one of the workload's, or ended twice")
             self.ended.add(event.number)
             self.txlog.add(event.number, self.began.get(event.number, 0), event.outcome, event.error, event.cause,
@@ -336,7 +336,12 @@ class Reports:
             self.reported[again] = 0
 
     def _txn(self, partition: int, value: int) -> int | None:
-        return int(self.txn_of[value * self.partitions + partition]) if self.txlog is not None else None
+        if self.txlog is None:
+            return None
+        txn = int(self.txn_of[value * self.partitions + partition])
+        if txn < 0:
+            raise ProtocolError(f"a report of partition {partition}, value {value}, in no transaction begun")
+        return txn
 
     def _saw(self, event) -> None:
         index = event.value * self.partitions + event.partition

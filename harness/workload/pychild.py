@@ -130,7 +130,7 @@ class Transactions:
 
     def __init__(self, plan: dict, lines: Lines):
         self.size, self.aborts, self.lines = plan["size"], set(plan["aborts"]), lines
-        self.planned_count = plan.get("planned", 0)  # the plan covers transactions 0 .. planned_count-1
+        self.planned_count = plan["planned"]  # the plan covers transactions 0 .. planned_count-1
         self.open = -1  # the transaction in progress, -1: none
         self.sends = 0  # handed in it
         self.fresh = 0  # fresh messages given to transactions so far

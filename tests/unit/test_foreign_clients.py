@@ -326,9 +326,10 @@ def test_the_java_clients_fatal_error_is_the_results_fatal_and_its_sends_keep_th
 def test_a_transactional_childs_lines_become_both_logs(tmp_path):
     # 2 partitions, transactions of 3 sends: transaction 1 is messages 3, 4, 5 (partition 1 value 1, ...)
     txlog = TransactionsLog(tmp_path / "transactions.parquet")
-    p = scripted(tmp_path, ["chunk 1", [[0, 0, 10**6], [2, 1, 10**6]], [[1, 0, 10**6]], "t 0 committed - - 3 1764250000000",
+    p = scripted(tmp_path, ["b 0 0 3", "chunk 1", [[0, 0, 10**6], [2, 1, 10**6]], [[1, 0, 10**6]],
+                            "t 0 committed - - 3 1764250000000", "b 1 3 6",
                             "a 1 1 2 1.0", "a 0 2 3 1.0", "e 1 2 TimeoutException 9.0",
-                            "t 1 aborted planned - 3 1764250000500", "a 0 3 5 1.0",
+                            "t 1 aborted planned - 3 1764250000500", "b 2 6 7", "a 0 3 5 1.0",
                             "t 2 unknown error TimeoutException 1 1764250001000", "sent 7", "handed",
                             "result " + json.dumps({"handed": 7, "interrupted": False, "error": "", "fatal": "",
                                                     "duration": 0.1})],
@@ -423,8 +424,10 @@ def test_a_session_out_of_turn_is_a_protocol_error(tmp_path):
 
 
 @pytest.mark.parametrize("lines, said", [
-    (["t 0 committed - - 3 1", "t 0 committed - - 3 1"], "transaction 0: not one of the workload's, or ended twice"),
-    (["t 3 committed - - 3 1"], "transaction 3: not one of the workload's"),  # 7 messages: transactions 0..2
+    (["b 0 0 3", "t 0 committed - - 3 1", "t 0 committed - - 3 1"],
+     "transaction 0: not one of the workload's, or ended twice"),
+    (["b 0 0 3", "t 1 committed - - 3 1"], "transaction 1: not one of the workload's"),  # never begun
+    (["chunk 1", "a 0 0 1 1.0"], "a report of partition 0, value 0, in no transaction begun"),
 ])
 def test_a_transaction_ended_twice_or_beyond_the_workload_is_a_protocol_error(tmp_path, lines, said):
     log = DeliveryLog(tmp_path / "acks.parquet", 2)
