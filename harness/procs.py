@@ -102,12 +102,19 @@ def stop(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
     try:
         os.kill(proc.pid, signal.SIGCONT)
         proc.terminate()
+    except ProcessLookupError:
+        return
+    reap(proc, timeout)
+
+
+def reap(proc: subprocess.Popen, timeout: float) -> None:
+    """After its SIGTERM: wait up to timeout for its exit, then SIGKILL. Never a second SIGTERM: one arriving while
+    a process exits (a Python one's handlers are reset as it finalizes) would kill it by that signal instead."""
+    try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    except ProcessLookupError:
-        pass
 
 
 def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen | None = None) -> None:

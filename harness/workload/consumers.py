@@ -343,7 +343,7 @@ class ConsumerGroup:
                 slot.state = "stopped"
             deadline = time.monotonic() + timeout
             for slot in members:
-                procs.stop(slot.proc, timeout=max(0.1, deadline - time.monotonic()))
+                procs.reap(slot.proc, timeout=max(0.1, deadline - time.monotonic()))  # SIGTERMed above
                 slot.drained()
                 # 0: it closed; -SIGTERM (a JVM's 143): it was still starting (no handler yet); -SIGKILL: it hung
                 # past timeout.

@@ -229,16 +229,22 @@ def test_java_member_settings_are_judged_by_the_java_client_not_by_librdkafka(tm
 
 # -- the supervisor with members that speak the lines ----------------------------------------------------------------
 # A stand-in for the JVM: it says its start and an assignment, takes a batch of 3 in hand and processes 2 of them,
-# then waits; SIGTERM: its stop, exit 0. What it was given is in its start event's detail.
+# then waits; SIGTERM: its stop, exit 0 (3 when a second SIGTERM came while it stopped). What it was given is in
+# its start event's detail.
 STAND_IN = [sys.executable, "-c", """
 import json, os, signal, sys, time
 cfg = json.loads(os.environ["KAFKA_CHAOS_MEMBER"])
 slot = int(cfg["member"][1])
 def say(line):
     os.write(1, (line + "\\n").encode())
-def stop(*_):
-    say("e 3 stop - ")
-    sys.exit(0)
+terms = 0
+def stop(*_):  # a member closing its client takes a while: exit 3 if asked to stop twice (the supervisor asks once)
+    global terms
+    terms += 1
+    if terms == 1:
+        say("e 3 stop - ")
+        time.sleep(0.3)
+        os._exit(0 if terms == 1 else 3)
 signal.signal(signal.SIGTERM, stop)
 s = cfg["settings"]
 say("e 1 start - " + " ".join(str(s[k]) for k in ("client.id", "group.protocol", "max.poll.records")))
@@ -246,6 +252,7 @@ say(f"e 2 assign [{slot}] ")
 say("h 0 3")
 for n in range(2):
     say(f"p after {slot} {n} {n} 1 {n} {10 + n}")
+    time.sleep(1.0)
 while True:
     time.sleep(0.05)
 """]
@@ -263,9 +270,11 @@ def group(tmp_path):
 
 
 def said_enough(g):
-    """Until both stand-ins' lines are in the sink (a deadlock guard, not a timing)."""
+    """Until both stand-ins' lines are all in the sink, both records each (a deadlock guard, not a timing): a member
+    frozen between its two `p` lines would be caught mid-batch with one."""
     deadline = time.monotonic() + 60
-    while rows(g.sink_path, "SELECT count(DISTINCT member) FROM processed") != [(2,)]:
+    while rows(g.sink_path, "SELECT member, count(*) FROM processed GROUP BY member ORDER BY member") != [
+            ("m0.0", 2), ("m1.0", 2)]:
         assert time.monotonic() < deadline, "the stand-ins' lines never reached the sink"
         time.sleep(0.01)
 
