@@ -3,7 +3,6 @@ sink (workload/memberlines.py) parsed, applied to a real temporary sink and rela
 members for a kafka-clients variant, their settings and the strategies refused; and the supervisor running members
 that speak the lines (a stand-in program) under a kill caught mid-batch and a stop."""
 
-import json
 import os
 import sqlite3
 import sys
