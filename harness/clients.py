@@ -31,8 +31,6 @@ class Implementation:
     owned: dict[str, str] = field(default_factory=dict)  # settings the harness sets, and why
     definite: dict[str, str] = field(default_factory=dict)  # error name -> why it proves nothing was written
     transactions: bool = False  # its child runs the transactional workload (foreignproc.py)
-    restarts: bool = False  # its child restarts its producer when told (a restart ask; transactional: b lines)
-    pauses: bool = False  # its child pauses its (plain or idempotent) producer when told (a pause ask)
     # Its own consumer group members (a consumer section): the strategies they run, and the member settings the
     # harness sets beyond spec.CONSUMER_OWNED. None: the group runs the harness's own members (librdkafka).
     member_strategies: tuple[str, ...] | None = None
@@ -66,13 +64,13 @@ KAFKA_PYTHON = Implementation(
     {**_BROKER_DEFINITE,
      "InvalidRecordError": "the broker's validation refused the record (e.g. no key on a compacted topic)",
      "UnsupportedCompressionTypeError": "the topic refuses the producer's compression"},
-    transactions=True, restarts=True)
+    transactions=True)
 
 AIOKAFKA = Implementation(
     "aiokafka", "python", "enable_idempotence", "transactional_id", dict(_PYTHON_OWNED),
     {**_BROKER_DEFINITE,
      "RecordTooLargeError": "the client refused a record over max_request_size before sending it"},
-    transactions=True, restarts=True)
+    transactions=True)
 
 KAFKA_CLIENTS = Implementation(
     "kafka-clients", "java", "enable.idempotence", "transactional.id",
@@ -90,7 +88,7 @@ KAFKA_CLIENTS = Implementation(
      "TopicAuthorizationException": "the producer may not write to the topic",
      "ClusterAuthorizationException": "the producer may not use idempotence on this cluster",
      "SerializationException": "the client could not serialise the record; nothing was transmitted"},
-    transactions=True, restarts=True, pauses=True,
+    transactions=True,
     # workload/java/ChaosMember.java: idempotent-sink reads the sink back, which the member's line protocol cannot
     member_strategies=("commit-after", "commit-before", "auto-commit", "transactional"),
     member_owned={"key.deserializer": "the members read bytes: the value as an ASCII decimal",

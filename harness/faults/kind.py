@@ -179,20 +179,21 @@ def producer_problem(kind: str, experiment, fault, takes: Callable[..., bool] = 
         implementation = experiment.implementation(v)
         if implementation is not None and takes(implementation, experiment.transactional(v)):
             continue
+        what = f"{kind} of a transactional producer" if implementation and experiment.transactional(v) else kind
         return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child process, "
-                f"which takes no {kind} so far")
+                f"which takes no {what} so far")
     return ""
 
 
 def restart_problem(kind: str, experiment, fault) -> str:
     """The children of the other implementations restart a plain, idempotent or transactional producer."""
-    return producer_problem(kind, experiment, fault, lambda impl, tx: impl.restarts)
+    return producer_problem(kind, experiment, fault, lambda impl, tx: True)
 
 
 def pause_problem(kind: str, experiment, fault) -> str:
-    """The Java client's child pauses a plain or idempotent producer (not a transactional one: its zombie's rest of
-    a transaction is not written yet)."""
-    return producer_problem(kind, experiment, fault, lambda impl, tx: impl.pauses and not tx)
+    """Every child pauses a plain or idempotent producer (not a transactional one: its zombie's rest of a
+    transaction, as transactional.py's, is not written yet)."""
+    return producer_problem(kind, experiment, fault, lambda impl, tx: not tx)
 
 
 def consumer_problem(kind: str, experiment, fault) -> str:

@@ -19,6 +19,8 @@ named by its `b` line, holds S sends, begun before its first and, after its last
 and aborted; a commit that fails is aborted when the client can, else its outcome is unknown and the workload ends,
 as it does on any error the client cannot recover from. Each transaction's end is one `t` line. A restart between
 two of its sends aborts it, and its messages are sent again in the next transactions (transaction_loop).
+A pause (plain or idempotent producer) leaves the instance running, its callbacks' reports held (Paused), while a
+new one sends again what was not acknowledged; as it resumes, it flushes and its reports are told in its session.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import time
 
 NOWHERE = "127.0.0.1:9"  # --check: a loopback address nothing answers on
 CLOSE_TIMEOUT = 2.0  # seconds a stopping child gives its client to report what it can
+SERVED = ("restart", "pause", "resume")  # the run's commands while the workload sends (the producer faults)
 
 
 def error_name(e: BaseException) -> str:
@@ -118,6 +121,39 @@ class Again:
             return False
         print(f"send of partition {p} value {v}: {words(e)}; handing it again", file=sys.stderr, flush=True)
         return True
+
+
+class Paused:
+    """The instance a pause of the producer left running (one at a time), its session, and the reports of its
+    callbacks held until it resumes: (message index when acknowledged, else None; line)."""
+
+    def __init__(self):
+        self.instance, self.session, self.held = None, -1, []
+
+    @staticmethod
+    def verb(word: str) -> str:
+        return "paused" if word == "p" else "restarted"
+
+    def may_pause(self, tx, r: "Result") -> bool:
+        """False (r says why) for a transactional producer, or while an instance is paused."""
+        if tx is not None:
+            r.error = "a pause of the producer: the child pauses no transactional producer"
+        elif self.instance is not None:
+            r.error = "a pause of the producer: the paused one has not resumed yet (one pause at a time)"
+        return not r.error
+
+    def told(self, is_acked: bytearray) -> str:
+        """What ends a resume, as one item of Lines (so no line of the session now comes inside): the paused
+        session's reports between `z J` and `z -`; `z -` alone when none is paused. The instance is forgotten."""
+        if self.instance is None:
+            return "z -"
+        for i, _ in self.held:
+            if i is not None:
+                is_acked[i] = 1
+        block = "\n".join([f"z {self.session}", *(line for _, line in self.held), "z -"])
+        print(f"session {self.session} resumed and closed", file=sys.stderr, flush=True)
+        self.instance, self.session, self.held = None, -1, []
+        return block
 
 
 class Stopped(BaseException):
@@ -233,6 +269,9 @@ def send_loop(task: dict, tx: Transactions | None, lines: Lines, r: "Result", st
                          instance hands again what was not acknowledged), or for a transactional one (N, F): its
                          `s` line says the old session handed fresh messages up to N and the new one's start at F
                          (the send loop sends the aborted transaction's again); False: it failed
+      ("pause", None)    the run asked for a producer pause (plain or idempotent): the instance is left running,
+                         its reports held, and a new one hands again what was not acknowledged; False: it failed
+      ("resume", None)   the paused instance resumes: flushed, closed, its reports told in its session
       ("sleep", s)       wait s seconds (the workload's rate)
       ("begin", None)    begin the transaction of the next message; False: it failed (r says why)
       ("send", i)        hand message i; False: refused, or stopped while it waited (the workload ends)
@@ -260,8 +299,8 @@ def send_loop(task: dict, tx: Transactions | None, lines: Lines, r: "Result", st
 def between(sent: int, sends: int, rate, lines: Lines, r: "Result", stop: threading.Event, commands: "Commands",
             restarts: bool, restart_arg=None):
     """Between two pieces: the lines written, then a stop, a failed client, the run's command (a restart, served
-    with `restart_arg` when `restarts`, else kept for a later step), the pace. Returns False when the workload
-    ends here, "restarted" after a restart, else True."""
+    with `restart_arg` when `restarts`, else kept for a later step; a pause or a resume), the pace. Returns False
+    when the workload ends here, "restarted" after a restart, else True."""
     lines.put(f"sent {sent}")
     yield "tick", None
     lines.emit()
@@ -269,7 +308,7 @@ def between(sent: int, sends: int, rate, lines: Lines, r: "Result", stop: thread
         return False
     command = commands.poll(keep="restart" if not restarts else None)
     if command is not None:
-        if not (command == "restart" and (yield "restart", restart_arg)):
+        if command not in SERVED or not (yield command, restart_arg if command == "restart" else None):
             if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
                 stop.set()
             return False
@@ -443,17 +482,17 @@ class Commands:
         return self.q.get() if line is None else line
 
 
-def answer(lines: Lines, say: str, expect: str, stop: threading.Event, commands: Commands, restart=None) -> bool:
-    """Say `say` (ready, handed) and wait for the run's `expect` (go, flush), serving a `restart` meanwhile with
-    restart() (None: none can come; it returns False when it failed); the end of stdin, or a stop, means the run
-    is stopping (False). A stopped child says nothing more than its result."""
+def answer(lines: Lines, say: str, expect: str, stop: threading.Event, commands: Commands, serve=None) -> bool:
+    """Say `say` (ready, handed) and wait for the run's `expect` (go, flush), serving a restart, a pause or a
+    resume meanwhile with serve(command) (None: none can come; it returns False when it failed); the end of stdin,
+    or a stop, means the run is stopping (False). A stopped child says nothing more than its result."""
     if stop.is_set():
         return False
     lines.put(say)
     lines.emit()
     line = commands.take()
-    while line == "restart" and restart is not None:
-        if not restart():
+    while line in SERVED and serve is not None:
+        if not serve(line):
             stop.set()
             break
         lines.emit()
@@ -509,17 +548,25 @@ class KafkaPython:
         session = [0]  # the instance now: a callback of an earlier one that comes after its restart is dropped
         pending = collections.Counter()  # session -> its sends not reported yet
         is_acked = bytearray(n)  # message index -> told acknowledged: what a new instance skips
+        paused = Paused()
+        switch = threading.Lock()  # a callback's look at the session, and its line, against a pause's switch
 
         def acked(s, p, v, t, md):
-            if s == session[0]:
-                is_acked[v * parts + p] = 1
-                told(f"a {p} {v} {md.offset} {ms(t)}")
-            pending[s] -= 1
+            with switch:
+                if s == session[0]:
+                    is_acked[v * parts + p] = 1
+                    told(f"a {p} {v} {md.offset} {ms(t)}")
+                elif s == paused.session:
+                    paused.held.append((v * parts + p, f"a {p} {v} {md.offset} {ms(t)}"))
+                pending[s] -= 1
 
         def failed(s, p, v, t, e):
-            if s == session[0]:
-                put(f"e {p} {v} {error_name(e)} {ms(t)}")
-            pending[s] -= 1
+            with switch:
+                if s == session[0]:
+                    put(f"e {p} {v} {error_name(e)} {ms(t)}")
+                elif s == paused.session:
+                    paused.held.append((None, f"e {p} {v} {error_name(e)} {ms(t)}"))
+                pending[s] -= 1
 
         def send(i) -> bool:
             """Message i handed to the instance now; False: its send() raised (refused, the workload ends)."""
@@ -551,8 +598,8 @@ class KafkaPython:
             deadline = time.monotonic() + CLOSE_TIMEOUT
             while pending[old] > 0 and time.monotonic() < deadline:
                 time.sleep(0.01)
-            session[0] = old + 1
             if arg is not None:
+                session[0] = old + 1
                 put(f"s {session[0]} {arg[0]} {arg[1]}")
                 print(f"producer restarted: session {session[0]}", file=sys.stderr, flush=True)
                 try:
@@ -561,10 +608,47 @@ class KafkaPython:
                     r.failed(e)
                     return False
                 return True
+            return replace("s")
+
+        def replace(word: str) -> bool:
+            """A new instance (session), said by the line `word K handed`, hands again, in index order, every
+            message handed and not acknowledged."""
+            nonlocal producer
             producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
-            put(f"s {session[0]} {r.handed}")
-            print(f"producer restarted: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
+            with switch:  # from here on the old session's callbacks are dropped (restart) or held (pause)
+                session[0] += 1
+                put(f"{word} {session[0]} {r.handed}")
+            print(f"producer {paused.verb(word)}: session {session[0]} after {r.handed} messages", file=sys.stderr,
+                  flush=True)
             return all(send(i) for i in range(r.handed) if not is_acked[i])
+
+        def pause(_=None) -> bool:
+            """A pause: the instance is left running (its sender thread goes on sending what it holds, as
+            librdkafka's threads do when the application stops calling it), its reports held; a new one takes
+            over as after a restart (its line `p`)."""
+            if not paused.may_pause(tx, r):
+                return False
+            paused.instance, paused.session = producer, session[0]
+            return replace("p")
+
+        def resume(_=None, flush: bool = True) -> bool:
+            """The paused instance flushes (for up to flush_timeout; not when the child is stopping), is closed
+            (what is still out fails through its errback) and its reports are told in its session, between `z J`
+            and `z -`."""
+            if paused.instance is not None:
+                try:
+                    if flush:
+                        paused.instance.flush(timeout=task["flush_timeout"])
+                except Exception as e:
+                    print(f"paused session {paused.session}: flush: {words(e)}", file=sys.stderr, flush=True)
+                self.close_now(paused.instance)
+                deadline = time.monotonic() + CLOSE_TIMEOUT
+                while pending[paused.session] > 0 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            with switch:
+                put(paused.told(is_acked))
+            lines.emit()
+            return True
 
         def begin() -> bool:
             try:
@@ -575,8 +659,11 @@ class KafkaPython:
                 return False
 
         steps = {"tick": lambda _: None, "failed": lambda _: self.failed(producer, r), "restart": restart,
-                 "sleep": time.sleep, "begin": lambda _: begin(), "send": send,
+                 "pause": pause, "resume": resume, "sleep": time.sleep, "begin": lambda _: begin(), "send": send,
                  "end": lambda _: self.end_transaction(producer, tx, r)}
+
+        def last(command: str) -> bool:  # served while the run waits to say flush: no transaction is open
+            return steps[command](None if tx is None or command != "restart" else (tx.fresh, tx.fresh))
 
         clean = False
         try:
@@ -585,7 +672,8 @@ class KafkaPython:
                 tx.left_open(r, stop)
             put(f"sent {r.handed}")
             self.failed(producer, r)
-            last = restart if tx is None else lambda: restart((tx.fresh, tx.fresh))  # no transaction open
+            if paused.instance is not None and not stop.is_set():  # it resumes at the workload's end
+                resume()
             if answer(lines, "handed", "flush", stop, commands, last) and not r.error:
                 producer.flush(timeout=task["flush_timeout"])
                 clean = True
@@ -602,6 +690,8 @@ class KafkaPython:
                     pass
             else:  # what is queued or in flight fails now, each through its errback
                 self.close_now(producer)
+            if paused.instance is not None:  # stopped while an instance was paused: what it was told is said now
+                resume(flush=False)
         return r
 
     @staticmethod
@@ -710,15 +800,16 @@ class AioKafka:
 
         commands = Commands()
 
-        async def answered(say: str, expect: str, serve_restart: bool = False) -> bool:
-            """answer()'s rules: a restart asked meanwhile is served (when serve_restart)."""
+        async def answered(say: str, expect: str, serve: bool = False) -> bool:
+            """answer()'s rules: a restart, a pause or a resume asked meanwhile is served (when serve)."""
             if stop.is_set():
                 return False
             lines.put(say)
             lines.emit()
             line = await loop.run_in_executor(None, commands.take)
-            while line == "restart" and serve_restart:
-                if not await restart(None if tx is None else (tx.fresh, tx.fresh)):  # no transaction open
+            while line in SERVED and serve:
+                arg = None if tx is None or line != "restart" else (tx.fresh, tx.fresh)  # no transaction open
+                if not await steps[line](arg):
                     stop.set()
                     break
                 lines.emit()
@@ -734,17 +825,23 @@ class AioKafka:
         r.t0 = time.monotonic()
         session = [0]  # the instance now: a callback of an earlier one that comes after its restart is dropped
         is_acked = bytearray(n)  # message index -> told acknowledged: what a new instance skips
+        paused = Paused()  # callbacks run on the loop: none comes between a pause's switch and its line
 
         def done(s, p, v, t, f):
-            if s != session[0]:
-                return
+            i = None
             if f.cancelled():
-                put(f"e {p} {v} CancelledError {ms(t)}")
+                line = f"e {p} {v} CancelledError {ms(t)}"
             elif f.exception() is not None:
-                put(f"e {p} {v} {error_name(f.exception())} {ms(t)}")
+                line = f"e {p} {v} {error_name(f.exception())} {ms(t)}"
             else:
-                is_acked[v * parts + p] = 1
-                told(f"a {p} {v} {f.result().offset} {ms(t)}")
+                i, line = v * parts + p, f"a {p} {v} {f.result().offset} {ms(t)}"
+            if s == paused.session:
+                paused.held.append((i, line))
+            elif s == session[0] and i is None:
+                put(line)
+            elif s == session[0]:
+                is_acked[i] = 1
+                told(line)
 
         async def send(i) -> bool | None:
             """Message i handed to the instance now; False: its send() raised (refused: the workload ends); None:
@@ -791,9 +888,44 @@ class AioKafka:
                 return True
             put(f"s {session[0]} {r.handed}")
             print(f"producer restarted: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
+            return await resend()
+
+        async def resend() -> bool:
+            """The instance now hands again, in index order, every message handed and not acknowledged."""
             for i in range(r.handed):
                 if not is_acked[i] and not await send(i):
                     return False
+            return True
+
+        async def pause(_=None) -> bool:
+            """A pause: the instance is left running (its sender task goes on sending what it holds), its
+            reports held; a new one, started, takes over as after a restart (its line `p`)."""
+            nonlocal producer
+            if not paused.may_pause(tx, r):
+                return False
+            fresh = await started_now()
+            if fresh is None:
+                return False
+            paused.instance, paused.session, producer = producer, session[0], fresh
+            session[0] += 1
+            put(f"p {session[0]} {r.handed}")
+            print(f"producer paused: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
+            return await resend()
+
+        async def resume(_=None, flush: bool = True) -> bool:
+            """The paused instance flushes (for up to flush_timeout; a SIGTERM cuts it short), is closed (what is
+            still out fails through its future) and its reports are told in its session, between `z J` and
+            `z -`."""
+            if paused.instance is not None:
+                if flush:
+                    try:
+                        await cut(lambda: asyncio.wait_for(paused.instance.flush(), task["flush_timeout"]))
+                    except (Exception, Stopped) as e:
+                        print(f"paused session {paused.session}: flush: {words(e) if str(e) else error_name(e)}",
+                              file=sys.stderr, flush=True)
+                await self.close_now(paused.instance)
+            put(paused.told(is_acked))
+            lines.emit()
             return True
 
         async def failed_now(_) -> bool:
@@ -825,15 +957,18 @@ class AioKafka:
             return await drive_async(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: cut(calls[name]))
 
         clean = False
-        steps = {"tick": lambda _: asyncio.sleep(0), "failed": failed_now, "restart": restart,
-                 "sleep": asyncio.sleep, "begin": lambda _: begin(), "send": send, "end": lambda _: end_transaction()}
+        steps = {"tick": lambda _: asyncio.sleep(0), "failed": failed_now, "restart": restart, "pause": pause,
+                 "resume": resume, "sleep": asyncio.sleep, "begin": lambda _: begin(), "send": send,
+                 "end": lambda _: end_transaction()}
         try:
             await take_async(send_loop(task, tx, lines, r, stop, commands), lambda kind, arg: steps[kind](arg))
             if tx is not None:
                 tx.left_open(r, stop)
             put(f"sent {r.handed}")
             self.failed(producer, r)
-            if await answered("handed", "flush", serve_restart=True) and not r.error:
+            if paused.instance is not None and not stop.is_set():  # it resumes at the workload's end
+                await resume()
+            if await answered("handed", "flush", serve=True) and not r.error:
                 sending[0] = True  # a SIGTERM cuts the flush short too
                 try:
                     await asyncio.wait_for(producer.flush(), task["flush_timeout"])
@@ -849,6 +984,8 @@ class AioKafka:
                 me.uncancel()
             self.failed(producer, r)
             await _quietly(producer.stop(), 5.0 if clean else CLOSE_TIMEOUT)
+            if paused.instance is not None:  # stopped while an instance was paused: what it was told is said now
+                await resume(flush=False)
             await asyncio.sleep(0)
         return r
 

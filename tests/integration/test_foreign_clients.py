@@ -148,3 +148,32 @@ def test_restarts_hand_again_what_was_not_acknowledged(tmp_path, library, versio
     assert (acked.session < restarts).any() and (acks.outcome[acks.session < restarts] == "unknown").any()
     log = (run_dir / "logs" / "producer-kp.log").read_text()
     assert f"producer restarted: session {restarts} after" in log
+
+
+@pytest.mark.parametrize("library, version, idempotent", [("kafka-python", KAFKA_PYTHON, True),
+                                                          ("aiokafka", AIOKAFKA, False)])
+def test_a_paused_producer_resumes_as_a_zombie_whose_writes_land_beside_the_resends(tmp_path, library, version,
+                                                                                   idempotent):
+    # producer-pause on kafka-python's child (idempotence on) and aiokafka's (off: its idempotent producer cannot
+    # start on Tansu). Batches wait 1 s to fill (linger_ms), so the paused instance holds unacknowledged sends, which
+    # its successor sends again; the paused one goes on sending them too (nothing fences it), so values land twice,
+    # each acknowledged in its own session: the paused session's reports are told as it resumes, in session 0.
+    installed(library, version)
+    doc = {"name": f"{library}-pause", "topic": {"partitions": 3}, "workload": {"messages": 20000, "rate": 5000},
+           "variants": [{"name": "kp", "client": {library: version},
+                         "producer": {"acks": "all", "linger_ms": 1000, "enable_idempotence": idempotent,
+                                      ("batch_size" if library == "kafka-python" else "max_batch_size"): 1048576},
+                         "allow": ["base_offset_minus_one"] if idempotent else []}],
+           "faults": [{"kind": "producer-pause", "at": 1.5, "duration": 1.5}],
+           "expectations": {"kp": {"duplicates": "> 0"}}}
+    result, run_dir, summary = run_experiment(tmp_path, doc)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    v = summary["variants"]["kp"]
+    assert v["lost"] == 0 and v["unexpected"] == 0 and v["faults_not_applied"] == 0, v
+    assert v["sent"] == 20000 and v["sent"] == v["acked"] + v["rejected"] + v["unknown"], v
+    acks = pq.read_table(run_dir / "kp" / "acks.parquet").to_pandas()
+    assert set(acks.session) == {0, 1}
+    twice = acks[acks.outcome == "acked"].groupby(["partition", "value"]).session.nunique()
+    assert (twice == 2).sum() > 0  # acknowledged to the paused instance (told as it resumed) and to its successor
+    log = (run_dir / "logs" / "producer-kp.log").read_text()
+    assert "producer paused: session 1 after" in log and "session 0 resumed and closed" in log

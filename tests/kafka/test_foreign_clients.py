@@ -236,24 +236,34 @@ def test_a_restarted_transactional_child_sends_its_aborted_transaction_again(tmp
     assert once and aborted_read == 0 and aborted_kept > 0 and n_committed > 0
 
 
-def test_a_paused_java_producer_resumes_as_a_zombie_whose_writes_land_beside_the_resends(tmp_path):
-    # producer-pause on the Java child, idempotence on, one KRaft node: batches wait 1 s to fill (linger.ms), so the
-    # paused instance holds unacknowledged sends, which its successor sends again; the paused one's I/O thread sends
-    # them too (nothing fences an idempotent producer), so values land twice, each acknowledged in its own session:
-    # the paused session's reports are told as it resumes, in session 0.
-    doc = {"name": "java-pause", "cluster": ONE_NODE, "topic": {"partitions": 3},
+@pytest.mark.parametrize("library", ["kafka-clients", "aiokafka"])
+def test_a_paused_producer_resumes_as_a_zombie_whose_writes_land_beside_the_resends(tmp_path, library):
+    # producer-pause on the Java child and on aiokafka's (whose idempotent producer Tansu cannot start), idempotence
+    # on, one KRaft node: batches wait 1 s to fill (linger), so the paused instance holds unacknowledged sends, which
+    # its successor sends again; the paused one's I/O thread (sender task) sends them too (nothing fences an
+    # idempotent producer), so values land twice, each acknowledged in its own session: the paused session's reports
+    # are told as it resumes, in session 0.
+    if library == "kafka-clients":
+        version, producer = java_version(), {"acks": "all", "linger.ms": 1000, "batch.size": 1048576,
+                                             "enable.idempotence": True}
+    else:
+        version, producer = "0.14.0", {"acks": "all", "linger_ms": 1000, "max_batch_size": 1048576,
+                                       "enable_idempotence": True}
+        try:
+            ensure(library, version)
+        except ClientEnvError as e:
+            pytest.skip(f"{library} {version} cannot be installed on this machine: {e}")
+    doc = {"name": "paused", "cluster": ONE_NODE, "topic": {"partitions": 3},
            "workload": {"messages": 20000, "rate": 5000},
-           "variants": [{"name": "java", "client": {"kafka-clients": java_version()},
-                         "producer": {"acks": "all", "linger.ms": 1000, "batch.size": 1048576,
-                                      "enable.idempotence": True}}],
+           "variants": [{"name": "p", "client": {library: version}, "producer": producer}],
            "faults": [{"kind": "producer-pause", "at": 1.5, "duration": 1.5}],
-           "expectations": {"java": {"duplicates": "> 0"}}}
+           "expectations": {"p": {"duplicates": "> 0"}}}
     r, summary, faults = run(tmp_path, doc)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    v = summary["variants"]["java"]
+    v = summary["variants"]["p"]
     assert v["lost"] == 0 and v["unexpected"] == 0 and v["faults_not_applied"] == 0 and accounting(v), v
-    [acks_path] = tmp_path.glob("reports/*/java/acks.parquet")
-    acks = timed_acks(acks_path)
+    [acks_path] = tmp_path.glob("reports/*/p/acks.parquet")
+    acks = timed_acks(acks_path) if library == "kafka-clients" else pq.read_table(acks_path).to_pandas()
     assert set(acks.session) == {0, 1}
     acked = acks[acks.outcome == "acked"]
     twice = acked.groupby(["partition", "value"]).session.nunique()

@@ -620,12 +620,18 @@ FAKE_KAFKA = textwrap.dedent('''
         pass
 
     class _Future:
-        """Done at once, or (held) when fail() is called."""
+        """Done at once, or (held) when fail() or succeed() is called."""
         def __init__(self, value=None, error=None, held=False):
-            self.value, self.error, self.held, self.errbacks = value, error, held, []
+            self.value, self.error, self.held, self.errbacks, self.callbacks = value, error, held, [], []
 
         def add_callback(self, f, *args):
-            if self.error is None and not self.held:
+            if self.held:
+                self.callbacks.append((f, args))
+            elif self.error is None:
+                f(*args, self.value)
+
+        def succeed(self):
+            for f, args in self.callbacks:
                 f(*args, self.value)
 
         def add_errback(self, f, *args):
@@ -654,7 +660,8 @@ FAKE_KAFKA = textwrap.dedent('''
     class KafkaProducer:
         """Acknowledges every send at once (offset = value), but: mode refuse: send() of message 5 raises;
         mode fail: message 4 fails (timeout); mode fatal: after message 2000 its idempotence state is fatal;
-        mode stall: send() of message 5 times out three times (no metadata), then takes it.
+        mode stall: send() of message 5 times out three times (no metadata), then takes it; mode hold: the first
+        instance holds messages 5 and up until its flush (acknowledged) or its close (failed).
         Transactions (transactional_id set): mode txfail: the commit of transaction 2 fails (abortable), mode
         fenced: that commit fails with the client fenced for good; mode hang: the commit of transaction 1 never
         returns. `calls` is what the workload asked, in order."""
@@ -706,12 +713,14 @@ FAKE_KAFKA = textwrap.dedent('''
             if self.mode == "fail" and i == 4:
                 return _Future(error=KafkaTimeoutError("Batch expired"))
             if self.mode == "hold" and i >= 5 and len(KafkaProducer.INSTANCES) == 1:  # the first instance's
-                self.held.append(_Future(held=True))
+                self.held.append(_Future(_Metadata(int(value)), held=True))
                 return self.held[-1]
             return _Future(_Metadata(int(value)))
 
         def flush(self, timeout=None):
-            pass
+            for future in self.held:
+                future.succeed()
+            self.held = []
 
         def close(self, timeout=None):
             for future in self.held:  # aborted: what was in flight fails
@@ -837,6 +846,32 @@ def test_a_restart_hands_again_in_a_new_session_what_the_old_instance_did_not_ac
     assert sorted(g[1:] for g in got if g[0] == 1) == [(0, 3, "acked"), (0, 4, "acked"), (1, 2, "acked"),
                                                       (1, 3, "acked"), (1, 4, "acked")]
     assert "producer restarted: session 1 after 10 messages" in (tmp_path / "producer.log").read_text()
+
+
+def test_a_paused_instance_runs_on_and_its_reports_are_told_in_its_own_session_as_it_resumes(tmp_path):
+    # The first instance acknowledges messages 0-4 and holds 5-9; a pause once all 10 are handed: it is left as it
+    # is and a new instance sends 5-9 again (session 1, acknowledged); healed, the paused one flushes, which
+    # acknowledges its 5-9 too: those reports come between `z 0` and `z -` and are written in session 0.
+    from harness.faults.channel import PAUSE_PRODUCER, WorkloadFaults
+    stop = threading.Event()
+    faults = WorkloadFaults(stop)
+    p = fake_child(tmp_path, "hold", faults=faults)
+
+    def heal():
+        for step in ("apply", "heal"):
+            asking = threading.Thread(target=faults.ask, args=(PAUSE_PRODUCER, step))
+            asking.start()
+            while asking.is_alive():
+                faults.idle()
+                asking.join(0.01)
+
+    result = p.run(before_flush=heal)
+    assert (result.sent, result.acked, result.rejected, result.unknown, result.error) == (15, 15, 0, 0, "")
+    got = sorted((r["session"], r["partition"] * 1 + r["value"] * 2, r["outcome"], r["offset"])
+                 for r in rows(tmp_path / "acks.parquet"))
+    assert got == sorted([(0, i, "acked", i // 2) for i in range(10)] + [(1, i, "acked", i // 2) for i in range(5, 10)])
+    log = (tmp_path / "producer.log").read_text()
+    assert "producer paused: session 1 after 10 messages" in log and "session 0 resumed and closed" in log
 
 
 def test_a_send_that_timed_out_is_handed_again_as_an_application_would(tmp_path):
