@@ -7,8 +7,9 @@
                              sees the standard library and that folder only). A folder is trusted only when its
                              marker (ready.json) is there and the child still answers the same version.
     kafka-clients            Apache Kafka's Java client from KAFKA_HOME (libs/kafka-clients-V.jar must be the
-                             version asked for) and `java` on PATH (17+: java/ChaosProducer.java runs from source,
-                             and a consumer group's members java/ChaosMember.java: ForeignEnv.member).
+                             version asked for) and `java` on PATH (17+): java/ChaosProducer.java, and a consumer
+                             group's members java/ChaosMember.java (ForeignEnv.member), compiled once against those
+                             jars into the cache folder, <cache>/kafka-chaos/clients/java-classes-KEY/ (java_classes).
 
 check_settings() builds the producer (or, given the member's command, a consumer group member's consumer) with the
 variant's settings in a short child that connects nowhere: a setting the client refuses is bad input (exit 2, the
@@ -17,6 +18,7 @@ client's own words) before anything starts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -32,7 +34,7 @@ from .clientenv import MARKER, ClientEnvError, _last_line, clients_folder, insta
 
 INSTALL_TIMEOUT = 600.0
 PROBE_TIMEOUT = 60.0
-JAVA_PROBE_TIMEOUT = 120.0  # compiling the source file takes a few seconds on a loaded machine
+JAVA_PROBE_TIMEOUT = 120.0  # compiling the programs, or a JVM's start, takes seconds on a loaded machine
 PYCHILD = Path(__file__).with_name("pychild.py")
 JAVA_SOURCE = Path(__file__).parent / "java" / "ChaosProducer.java"
 JAVA_MEMBER = Path(__file__).parent / "java" / "ChaosMember.java"
@@ -131,9 +133,46 @@ def _java(version: str) -> ForeignEnv:
                              f"{', '.join(have) or 'no kafka-clients jar'})")
     java = shutil.which("java")
     if java is None:
-        raise ClientEnvError("client.kafka-clients: no `java` on PATH (17 or later runs the child from its source)")
-    return ForeignEnv("kafka-clients", version, (java, "-cp", f"{libs}/*", str(JAVA_SOURCE)),
-                      (java, "-cp", f"{libs}/*", str(JAVA_MEMBER)))
+        raise ClientEnvError("client.kafka-clients: no `java` on PATH (17 or later, with its compiler module)")
+    path = f"{java_classes(java, libs)}:{libs}/*"
+    return ForeignEnv("kafka-clients", version, (java, "-cp", path, JAVA_SOURCE.stem),
+                      (java, "-cp", path, JAVA_MEMBER.stem))
+
+
+def java_classes(java: str, libs: Path) -> Path:
+    """The Java programs compiled once for these sources, client jars and JVM (their key), in the cache folder. Run
+    from its source file, each child compiled them again as it started, and the JIT went on compiling the compiler
+    in the child's first seconds, beside the workload (bench/clients.py: 0.3 s of the child's CPU per million
+    sends, 3,000,000 sends a round). javac runs in a JVM of its own (the jdk.compiler module, which the source
+    launcher needed too)."""
+    jars = sorted(libs.glob("*.jar"))
+    digest = hashlib.sha256()
+    for part in (JAVA_SOURCE.read_bytes(), JAVA_MEMBER.read_bytes(), os.path.realpath(java).encode(),
+                 *(f"{jar.name} {jar.stat().st_size}".encode() for jar in jars)):
+        digest.update(part + b"\0")
+    key = digest.hexdigest()[:16]
+    root = clients_folder()
+    target = root / f"java-classes-{key}"
+    if (target / MARKER).exists():
+        return target
+
+    def compile_into(tmp: Path) -> dict:
+        tmp.mkdir(parents=True)
+        cmd = [java, "-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", str(tmp), "-nowarn", "-XDsuppressNotes",
+               "-cp", ":".join(str(jar) for jar in jars), str(JAVA_SOURCE), str(JAVA_MEMBER)]
+        try:
+            code, out = procs.probe(cmd, timeout=JAVA_PROBE_TIMEOUT)
+        except (OSError, procs.ProbeTimeout) as e:
+            raise ClientEnvError(f"client.kafka-clients: the Java programs could not be compiled ({one_line(e)})") \
+                from None
+        if code != 0:
+            errors = [line.strip() for line in out.splitlines() if "error:" in line]
+            raise ClientEnvError(f"client.kafka-clients: the Java programs do not compile against {libs} with {java} "
+                                 f"({errors[0][:300] if errors else _last_line(out) or f'exit status {code}'})")
+        return {"key": key}
+
+    install_once(root, "java-classes", key, compile_into, lambda: (target / MARKER).exists() or None)
+    return target
 
 
 # -- settings -----------------------------------------------------------------------------------------------------

@@ -374,7 +374,7 @@ class Reports:
 
 class ForeignProducer:
     """The variant's producer in a child of implementation `env.name` at `env.version`. prepare() starts the child
-    and returns once its client is built (the JVM's start and a source file's compilation take seconds: the
+    and returns once its client is built (a JVM's or an interpreter's start takes seconds: the
     fault timeline starts after them); run() lets it send. `result` and `versions` stay readable however it ends.
     txlog (a transactional variant): the transactions log, written from the child's `t` lines, of transactions of
     `size` messages, those numbered in `aborts` aborted on purpose: a plan of `planned` transactions (restarts make

@@ -1,5 +1,5 @@
 """The client axis with KAFKA_HOME: on real Apache Kafka (one KRaft node), the Java client (the distribution's own
-kafka-clients jar, its producer run from source) and aiokafka's idempotent producer (which Tansu cannot serve:
+kafka-clients jar, its producer compiled against it) and aiokafka's idempotent producer (which Tansu cannot serve:
 its InitProducerId answer is UNKNOWN_SERVER_ERROR), each judged like the harness's own under lost acks and
 connection resets; the transactions of the Java client, kafka-python and aiokafka; and a stopped run's Java
 child (on the embedded Tansu: only the client needs KAFKA_HOME).

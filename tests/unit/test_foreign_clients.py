@@ -544,6 +544,53 @@ def test_the_java_client_of_another_version_than_kafka_home_holds_is_bad_input(t
     assert f"client.kafka-clients: 4.1.0 is not in {libs} (it holds 4.0.0)" in said
 
 
+# A stand-in `java` that compiles: it records its arguments and writes a class file into -d, or fails as javac does.
+FAKE_JAVAC = textwrap.dedent('''
+    import pathlib, sys
+    args = sys.argv[1:]
+    calls = pathlib.Path(__file__).with_suffix(".calls")
+    calls.write_text((calls.read_text() if calls.exists() else "") + " ".join(args) + "\\n")
+    if "broken" in args[args.index("-cp") + 1]:
+        print("ChaosProducer.java:12: error: package org.apache.kafka.clients.producer does not exist", file=sys.stderr)
+        print("1 error", file=sys.stderr)
+        sys.exit(1)
+    (pathlib.Path(args[args.index("-d") + 1]) / "ChaosProducer.class").write_bytes(b"")
+''')
+
+
+def test_the_java_programs_are_compiled_once_per_sources_jars_and_jvm(tmp_path, monkeypatch):
+    from harness.workload.foreignenv import ClientEnvError, ensure
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text(f"#!{sys.executable}\n" + FAKE_JAVAC)
+    java.chmod(0o755)
+    calls = java.with_suffix(".calls")
+    libs = tmp_path / "kafka" / "libs"
+    libs.mkdir(parents=True)
+    (libs / "kafka-clients-4.1.0.jar").write_bytes(b"x")
+    monkeypatch.setenv("KAFKA_HOME", str(tmp_path / "kafka"))
+    monkeypatch.setenv("PATH", str(java.parent), prepend=":")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    env = ensure("kafka-clients", "4.1.0")
+    [compiled] = calls.read_text().splitlines()
+    assert compiled.startswith("-m jdk.compiler/com.sun.tools.javac.Main -d ") and compiled.endswith(
+        "ChaosProducer.java " + str(Path(pychild.__file__).parent / "java" / "ChaosMember.java"))
+    assert f"-cp {libs / 'kafka-clients-4.1.0.jar'} " in compiled  # javac expands no wildcard: each jar named
+    folder, path = Path(env.command[2].split(":")[0]), env.command[2].split(":")[1]
+    assert env.command == (str(java), "-cp", f"{folder}:{libs}/*", "ChaosProducer") and path == f"{libs}/*"
+    assert env.member[-1] == "ChaosMember" and (folder / "ChaosProducer.class").exists()
+    assert folder.parent == tmp_path / "cache" / "kafka-chaos" / "clients"
+    assert ensure("kafka-clients", "4.1.0") == env and len(calls.read_text().splitlines()) == 1  # compiled once
+    (libs / "kafka-clients-4.1.0.jar").write_bytes(b"another build")  # the jars changed: compiled again
+    assert ensure("kafka-clients", "4.1.0").command[2] != env.command[2]
+    assert len(calls.read_text().splitlines()) == 2
+    (libs / "broken.jar").write_bytes(b"")
+    with pytest.raises(ClientEnvError, match=r"client\.kafka-clients: the Java programs do not compile against "
+                                             r".* \(ChaosProducer\.java:12: error: package org\.apache\.kafka"):
+        ensure("kafka-clients", "4.1.0")
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no half-made folder left
+
+
 # -- the cache of a foreign Python client, with a fake pip ---------------------------------------------------------
 FAKE_PIP = textwrap.dedent('''
     import pathlib, sys

@@ -1,11 +1,10 @@
 // One member of the consumer group with Apache Kafka's Java client (kafka-clients' KafkaConsumer), as its own process
-// (so a fault's SIGKILL, SIGSTOP and SIGCONT reach the client itself). Run from source with a Kafka distribution's
-// jars (Java 17 or later):
+// (so a fault's SIGKILL, SIGSTOP and SIGCONT reach the client itself). Compiled once with ChaosProducer.java (its
+// header says how), then run with a Kafka distribution's jars (Java 17 or later; CP as there):
 //
-//     java -cp "$KAFKA_HOME/libs/*" ChaosMember.java               the member: its task as JSON in $KAFKA_CHAOS_MEMBER
-//     java -cp "$KAFKA_HOME/libs/*" ChaosMember.java --check JSON  builds the consumer with those settings (Java
-//                                                                  property names), connecting nowhere: `ok`, or
-//                                                                  `refused WORDS` (the client's words)
+//     java -cp CP ChaosMember               the member: its task as JSON in $KAFKA_CHAOS_MEMBER
+//     java -cp CP ChaosMember --check JSON  builds the consumer with those settings (Java property names),
+//                                           connecting nowhere: `ok`, or `refused WORDS` (the client's words)
 //
 // It does what harness/workload/member.py does with librdkafka, for the strategies commit-after (process the batch,
 // a row per record as each is done, then commitSync its offsets), commit-before (commitSync, then process; a failed

@@ -1,11 +1,12 @@
 // The producer of Apache Kafka's Java client (kafka-clients) in a child process, speaking the protocol of
-// harness/workload/foreignproc.py. Run from source with a Kafka distribution's jars (Java 17 or later):
+// harness/workload/foreignproc.py. Compiled once against a Kafka distribution's jars (Java 17 or later; the
+// harness keeps the classes in its cache folder: foreignenv.java_classes), then run with them (CP: the classes' folder
+// and "$KAFKA_HOME/libs/*"; `java -cp "$KAFKA_HOME/libs/*" ChaosProducer.java` runs it from source alike):
 //
-//     java -cp "$KAFKA_HOME/libs/*" ChaosProducer.java                 the workload: the task on stdin, one JSON line
-//     java -cp "$KAFKA_HOME/libs/*" ChaosProducer.java --version       answers `client kafka-clients VERSION`
-//     java -cp "$KAFKA_HOME/libs/*" ChaosProducer.java --check JSON    builds the producer with those settings (Java
-//                                                                      property names), connecting nowhere: `ok`,
-//                                                                      or `refused WORDS` (the client's words)
+//     java -cp CP ChaosProducer                 the workload: the task on stdin, one JSON line
+//     java -cp CP ChaosProducer --version       answers `client kafka-clients VERSION`
+//     java -cp CP ChaosProducer --check JSON    builds the producer with those settings (Java property names),
+//                                               connecting nowhere: `ok`, or `refused WORDS` (the client's words)
 //
 // Message i goes to partition i % P with value i / P (ASCII decimal, no key), handed in index order, in chunks
 // (a transactional task: transactions of S sends, each named by its `b` line, committed or aborted as planned,
