@@ -6,7 +6,11 @@ Prints, as medians of --repeat alternating rounds:
                           frames relayed to the run, which writes the delivery log) against a bare Java loop with the same
                           settings (bench/java/BareProducer.java); both timed from the first send to the last ack
                           (the harness: from `go` to the child's result line read by the run), the client built
-                          and connected before (goal >= 0.9)
+                          and connected before (goal >= 0.9): the median of the rounds' ratios (each round runs
+                          both, one after the other), with their quartiles
+  CPU per million sends   of each JVM (every thread: JIT and GC too) and of the run, in the same windows: what the
+                          harness costs beside the client, less noisy than the rates on a machine whose two cores
+                          also run the broker
   python implementations  kafka-python and aiokafka through the same child protocol, beside the harness's own
                           librdkafka producer (harness/workload/producer.produce): figures, not a goal
 
@@ -48,8 +52,15 @@ LIBRDKAFKA = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}
 # Each child's rate by its own clock (its result's duration: from `go` to its result line written), beside the run's
 # (to the result line read, every outcome line before it applied): the difference is the relay's lag.
 OWN: dict[str, list[float]] = {}
-# The run process's CPU (every thread: the relay, the log's spills) per million sends, from `go` to the result read.
+# CPU seconds per million sends in the timed window: the run process's (every thread: the relay, the log's spills),
+# the Java child's and the bare loop's (every thread of the JVM).
 CPU: dict[str, list[float]] = {}
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of process pid so far (user and system, every thread)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def foreign(name: str, bootstrap: str, topic: str, messages: int, work: Path) -> float:
@@ -61,17 +72,29 @@ def foreign(name: str, bootstrap: str, topic: str, messages: int, work: Path) ->
     def timed(event):  # the result line read: every outcome line before it relayed and applied to the log
         apply(event)
         if type(event) is tuple and event[0] == "result":
-            done.append((time.perf_counter(), time.process_time()))
+            done.append((time.perf_counter(), time.process_time(), process_cpu(child.proc.pid)))
 
     child.reports.apply = timed
-    cpu = time.process_time()
+    cpu, child_cpu = time.process_time(), process_cpu(child.proc.pid)
     t = time.perf_counter()
     r = child.run()  # `go`, then every line to the result; then the child's exit and the log's close (not timed:
     # the bare loop has neither)
     assert r.acked == messages and done, (name, r)
     OWN.setdefault(name, []).append(messages / r.duration)
     CPU.setdefault(name, []).append((done[0][1] - cpu) * 1e6 / messages)
+    CPU.setdefault(f"{name} child", []).append((done[0][2] - child_cpu) * 1e6 / messages)
     return messages / (done[0][0] - t)
+
+
+def compile_bare(work: Path) -> Path:
+    """BareProducer compiled once, as the harness compiles its child (foreignenv.java_classes): run from source, a
+    JVM's JIT goes on compiling the compiler in its first seconds, the timed ones."""
+    home, classes = os.environ["KAFKA_HOME"], work / "bare-classes"
+    classes.mkdir()
+    jars = ":".join(str(jar) for jar in sorted(Path(home, "libs").glob("*.jar")))
+    subprocess.run(["java", "-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", str(classes), "-cp", jars, str(BARE)],
+                   check=True, timeout=300)
+    return classes
 
 
 def bare_java(bootstrap: str, topic: str, messages: int, work: Path) -> float:
@@ -79,12 +102,14 @@ def bare_java(bootstrap: str, topic: str, messages: int, work: Path) -> float:
     # session is a new scheduling group, which changed the child's rate by a tenth (0.87 against 0.98 of the bare
     # loop, the same child by hand in either).
     home = os.environ["KAFKA_HOME"]
-    done = subprocess.run(["java", "-cp", f"{home}/libs/*", str(BARE), bootstrap, topic, str(PARTITIONS),
+    done = subprocess.run(["java", "-cp", f"{work / 'bare-classes'}:{home}/libs/*", BARE.stem, bootstrap, topic,
+                           str(PARTITIONS),
                            str(messages), *(f"{k}={v}" for k, v in SETTINGS["kafka-clients"].items())],
                           capture_output=True, text=True, timeout=600, start_new_session=True)
-    rate = [line for line in done.stdout.splitlines() if line.startswith("rate ")]
-    assert done.returncode == 0 and rate, done.stderr[-2000:]
-    return float(rate[0].split()[1])
+    said = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("rate ", "cpu ")))
+    assert done.returncode == 0 and "rate" in said and "cpu" in said, done.stderr[-2000:]
+    CPU.setdefault("java bare", []).append(float(said["cpu"]) * 1e6 / messages)
+    return float(said["rate"])
 
 
 def librdkafka(bootstrap: str, topic: str, messages: int, work: Path) -> float:
@@ -98,6 +123,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="rounds first run and shown, not counted (the broker is "
+                    "slower in its first seconds, which favoured the later loop of a round by up to 1.4x)")
     ap.add_argument("--java", action="store_true", help="only the two Java loops (the goal's figures)")
     args = ap.parse_args()
     if not os.environ.get("KAFKA_HOME"):
@@ -109,20 +136,26 @@ def main() -> int:
     if args.java:
         loops = {k: v for k, v in loops.items() if k.startswith("java ")}
     rates: dict[str, list[float]] = {name: [] for name in loops}
+    ratios: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         cluster = make_cluster(LocalClusterSpec(backend="local", broker="kafka", brokers=1), work / "cluster")
         cluster.up()
+        compile_bare(work)
         try:
-            for r in range(args.repeat):
+            for r in range(-args.warmup, args.repeat):
                 # The order alternates: the broker gets faster over its first rounds, which favours the later loop.
                 for name, loop in (reversed(loops.items()) if r % 2 else loops.items()):
                     topic = f"bench-{name.replace(' ', '-')}-{r}"
                     create_topic(cluster.client, topic, PARTITIONS, 1)
                     rates[name].append(loop(cluster.bootstrap, topic, args.messages, work))
-                    print(f"round {r + 1} {name:22s} {rates[name][-1]:>10,.0f} msg/s", flush=True)
-                print(f"round {r + 1} java harness / bare    {rates['java harness'][-1] / rates['java bare'][-1]:.2f}x",
-                      flush=True)
+                    print(f"{'warm-up' if r < 0 else 'round'} {r + 1} {name:22s} {rates[name][-1]:>10,.0f} msg/s",
+                          flush=True)
+                ratios.append(rates["java harness"][-1] / rates["java bare"][-1])
+                print(f"{'warm-up' if r < 0 else 'round'} {r + 1} java harness / bare    {ratios[-1]:.2f}x", flush=True)
+                if r < 0:  # not counted
+                    for figures in (*rates.values(), ratios, *OWN.values(), *CPU.values()):
+                        del figures[-1:]
         finally:
             cluster.down()
     med = {k: statistics.median(v) for k, v in rates.items()}
@@ -130,11 +163,15 @@ def main() -> int:
           "through the embedded proxy, idempotent, acks=all, linger 5 ms")
     for name, rate in med.items():
         print(f"{name:22s} {rate:>10,.0f} msg/s")
-    print(f"java harness / bare    {med['java harness'] / med['java bare']:.2f}x   (goal >= 0.9)")
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    print(f"java harness / bare    {statistics.median(ratios):.2f}x   (goal >= 0.9; the rounds' ratios: quartiles "
+          f"{quartiles[0]:.2f} and {quartiles[2]:.2f}, from {min(ratios):.2f} to {max(ratios):.2f})")
     own = statistics.median(OWN["kafka-clients"])
     print(f"java child by its own clock {own:>10,.0f} msg/s, / bare {own / med['java bare']:.2f}x  "
           "(beside the run's figure: the difference is the relay's lag)")
-    print(f"the run's CPU while the Java child sends: {statistics.median(CPU['kafka-clients']):.2f} s per million sends")
+    bare, child, run = (statistics.median(CPU[k]) for k in ("java bare", "kafka-clients child", "kafka-clients"))
+    print(f"CPU per million sends: bare loop {bare:.2f} s; the harness's child {child:.2f} s ({child / bare:.2f}x) and "
+          f"the run {run:.2f} s: together {(child + run) / bare:.2f}x the bare loop's")
     for name in ("kafka-python harness", "aiokafka harness")[:0 if args.java else 2]:
         print(f"{name} / librdkafka harness {med[name] / med['librdkafka harness']:.2f}x")
     return 0

@@ -1,7 +1,7 @@
 // A bare Kafka Java-client produce loop, the baseline of bench/clients.py: message i to partition i % P with value
 // i / P (as the harness's child sends them), a do-nothing callback, then flush. Prints "rate N" (messages per
 // second from the first send to the flush's end; building the client and connecting are left out, as the
-// harness's child does them before its timed part).
+// harness's child does them before its timed part) and "cpu S" (the process's CPU seconds in that time).
 //     java -cp "$KAFKA_HOME/libs/*" BareProducer.java BOOTSTRAP TOPIC PARTITIONS MESSAGES KEY=VALUE...
 
 import java.nio.charset.StandardCharsets;
@@ -27,6 +27,9 @@ public class BareProducer {
         long messages = Long.parseLong(args[3]);
         try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(props)) {
             p.partitionsFor(topic);  // connected and the topic known before the clock starts
+            var os = (com.sun.management.OperatingSystemMXBean)
+                    java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+            long cpu = os.getProcessCpuTime();
             long t = System.nanoTime();
             for (long i = 0; i < messages; i++) {
                 byte[] value = Long.toString(i / partitions).getBytes(StandardCharsets.US_ASCII);
@@ -34,6 +37,7 @@ public class BareProducer {
             }
             p.flush();
             System.out.println("rate " + messages / ((System.nanoTime() - t) / 1e9));
+            System.out.println("cpu " + (os.getProcessCpuTime() - cpu) / 1e9);  // every thread's, JIT and GC too
         }
     }
 }
