@@ -870,6 +870,18 @@ def test_a_stop_cuts_a_commit_short_and_its_outcome_is_unknown(tmp_path):
     assert transactions(tmp_path) == [(0, "committed", None, None, 10), (1, "unknown", "interrupted", None, 10)]
 
 
+def served_before_flush(faults, *asks):
+    """As Nemesis.finish: each (verb, step) still due is asked, and served by the producer while it waits to flush."""
+    def heal():
+        for verb, step in asks:
+            asking = threading.Thread(target=faults.ask, args=(verb, step))
+            asking.start()
+            while asking.is_alive():
+                faults.idle()
+                asking.join(0.01)
+    return heal
+
+
 def test_a_restart_hands_again_in_a_new_session_what_the_old_instance_did_not_acknowledge(tmp_path):
     # The first instance acknowledges messages 0-4 and holds 5-9; the run asks a restart once all 10 are handed
     # (as the nemesis serves the faults still due while the run heals): closed, the old instance fails 5-9
@@ -878,15 +890,7 @@ def test_a_restart_hands_again_in_a_new_session_what_the_old_instance_did_not_ac
     stop = threading.Event()
     faults = WorkloadFaults(stop)
     p = fake_child(tmp_path, "hold", faults=faults)
-
-    def heal():  # as Nemesis.finish: the asks still due are served by the producer while it waits
-        asking = threading.Thread(target=faults.ask, args=(RESTART_PRODUCER, "apply"))
-        asking.start()
-        while asking.is_alive():
-            faults.idle()
-            asking.join(0.01)
-
-    result = p.run(before_flush=heal)
+    result = p.run(before_flush=served_before_flush(faults, (RESTART_PRODUCER, "apply")))
     assert (result.sent, result.acked, result.rejected, result.unknown, result.error) == (15, 10, 0, 5, "")
     got = sorted((r["session"], r["partition"], r["value"], r["outcome"]) for r in rows(tmp_path / "acks.parquet"))
     assert sorted(g[1:3] for g in got if g[0] == 0 and g[3] == "unknown") == [(0, 3), (0, 4), (1, 2), (1, 3), (1, 4)]
@@ -903,18 +907,9 @@ def test_a_paused_instance_runs_on_and_its_reports_are_told_in_its_own_session_a
     stop = threading.Event()
     faults = WorkloadFaults(stop)
     p = fake_child(tmp_path, "hold", faults=faults)
-
-    def heal():
-        for step in ("apply", "heal"):
-            asking = threading.Thread(target=faults.ask, args=(PAUSE_PRODUCER, step))
-            asking.start()
-            while asking.is_alive():
-                faults.idle()
-                asking.join(0.01)
-
-    result = p.run(before_flush=heal)
+    result = p.run(before_flush=served_before_flush(faults, (PAUSE_PRODUCER, "apply"), (PAUSE_PRODUCER, "heal")))
     assert (result.sent, result.acked, result.rejected, result.unknown, result.error) == (15, 15, 0, 0, "")
-    got = sorted((r["session"], r["partition"] * 1 + r["value"] * 2, r["outcome"], r["offset"])
+    got = sorted((r["session"], r["partition"] + r["value"] * 2, r["outcome"], r["offset"])
                  for r in rows(tmp_path / "acks.parquet"))
     assert got == sorted([(0, i, "acked", i // 2) for i in range(10)] + [(1, i, "acked", i // 2) for i in range(5, 10)])
     log = (tmp_path / "producer.log").read_text()
