@@ -175,7 +175,9 @@ def reference_transactional(log_rows, ack_rows, book, reads=None):
     A send in a committed transaction is acked (its offset known only if its own report said so); in any
     other transaction it is unknown. A refused send (rejected) stays rejected and belongs to no transaction.
     A record is its send's when an acked send of a transaction that did not commit was told its offset and
-    value, else it is the transaction's of its value. Returns reference()'s result plus aborted_reads,
+    value; else, a copy of a committed value at another offset than its acked send was told is its best
+    never-acknowledged send's in an aborted or fenced transaction, if it has one; else it is the transaction's of
+    its value. Returns reference()'s result plus aborted_reads,
     zombie_writes_visible, lost_committed (and their metrics), transaction_parts and torn_transactions
     (within each partition, as the metric counts them; across partitions: torn_across)."""
     def rank(txn):
@@ -183,6 +185,7 @@ def reference_transactional(log_rows, ack_rows, book, reads=None):
         return RANK["fenced"] if cause == "fenced" else RANK[outcome]
 
     rows, owned, written = [], {}, defaultdict(list)  # written: (p, offset) -> (value, rank, txn)
+    untold = {}  # (p, v) -> best (rank, txn) of its sends in aborted or fenced transactions never told an offset
     for p, v, outcome, off, session, txn in ack_rows:
         off = NO_OFFSET if off is None else off
         if txn is None or outcome == "rejected":
@@ -196,6 +199,8 @@ def reference_transactional(log_rows, ack_rows, book, reads=None):
             rows.append((p, v, "unknown", NO_OFFSET, session))
             if outcome == "acked" and off != NO_OFFSET:
                 written[(p, off)].append((v, r, txn))
+            elif r in (RANK["aborted"], RANK["fenced"]):
+                untold[(p, v)] = max(untold.get((p, v), (0, -1)), (r, txn))
     committed = frozenset(k for k, (r, _) in owned.items() if r == RANK["committed"])
     out = reference(log_rows, rows, reads, owned=frozenset(owned), committed=committed)
     sent = {(p, v) for p, v, *_ in rows}
@@ -212,19 +217,22 @@ def reference_transactional(log_rows, ack_rows, book, reads=None):
     for name in ("aborted_reads", "zombie_writes_visible", "lost_committed", "torn_transactions"):
         m.setdefault(name, 0)
         out[name] = []
+    last_told = {}
+    for p, v, outcome, off, _ in rows:
+        if outcome == "acked":
+            last_told[(p, v)] = off
     for p, off, v in log_rows:
         if v is None or (p, v) not in sent:
             continue  # unexpected
         mine = [(r, txn) for value, r, txn in written.get((p, off), []) if value == v]
         r, txn = max(mine) if mine else owned.get((p, v), (0, -1))
+        if not mine and r == RANK["committed"] and last_told.get((p, v), NO_OFFSET) not in (NO_OFFSET, off) \
+                and (p, v) in untold:
+            r, txn = untold[(p, v)]
         if r == RANK["aborted"]:
             out["aborted_reads"].append((p, v, off, txn))
         elif r == RANK["fenced"]:
             out["zombie_writes_visible"].append((p, v, off, txn, book[txn][2]))
-    last_told = {}
-    for p, v, outcome, off, _ in rows:
-        if outcome == "acked":
-            last_told[(p, v)] = off
     parts = defaultdict(lambda: [0, 0])  # (p, txn) -> [sent, visible]
     for (p, v), (r, txn) in owned.items():
         if not (known(p, v) or (p, v) in present):

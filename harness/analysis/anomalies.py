@@ -213,6 +213,8 @@ class Outcomes:
         self.first_session = np.full(0, -1, dtype=np.int32)  # the first session seen to send each value
         self.more_sessions: dict[int, set[int]] = {}  # value -> further sessions that sent it (resends)
         self.txn_key = np.full(0, -1, dtype=np.int64)  # value -> rank << 40 | txn of its best transactional send
+        # value -> rank << 40 | txn of its best send in a transaction that did not commit, never acknowledged
+        self.untold_key = np.full(0, -1, dtype=np.int64)
         self.errors: dict[int, str] = {}  # value -> librdkafka error name, for sends that were not acked
         self.ack_seconds: dict[int, int] = {}  # acknowledgement second -> acks, when times were recorded
         self.timing = PartitionTiming(periods)
@@ -304,9 +306,14 @@ class Outcomes:
         written = other & (codes == ACKED) & (offsets != NO_OFFSET)
         if written.any():
             self._written.append((offsets[written], values[written], rank[written], txns[written]))
-        key = (rank[sent].astype(np.int64) << _RANK_SHIFT) | txns[sent]
-        self.txn_key = _grow(self.txn_key, int(values.max()) + 1, -1)
-        np.maximum.at(self.txn_key, values[sent], key)
+        key = (rank.astype(np.int64) << _RANK_SHIFT) | txns
+        top = int(values.max()) + 1
+        self.txn_key = _grow(self.txn_key, top, -1)
+        np.maximum.at(self.txn_key, values[sent], key[sent])
+        untold = other & ~written
+        if untold.any():
+            self.untold_key = _grow(self.untold_key, top, -1)
+            np.maximum.at(self.untold_key, values[untold], key[untold])
 
     def trimmed(self) -> "Outcomes":
         sent = np.flatnonzero(self.code)
@@ -314,6 +321,7 @@ class Outcomes:
         self.code, self.offset = self.code[:n], self.offset[:n]
         if self.transactional:  # allocated only when transactions appeared
             self.txn_key = _grow(self.txn_key, n, -1)[:n]
+            self.untold_key = _grow(self.untold_key, n, -1)[:n]
         return self
 
     # -- what the checks read ----------------------------------------------------------------
@@ -338,6 +346,13 @@ class Outcomes:
 
     def value_txn(self) -> np.ndarray:
         return np.where(self.txn_key < 0, -1, self.txn_key & ((1 << _RANK_SHIFT) - 1))
+
+    def untold(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per value: (rank, txn) of its best never-acknowledged send in a transaction that did not commit (rank 0:
+        none), and the offset its acknowledged send was told (NO_OFFSET: none)."""
+        key = self.untold_key
+        return (np.where(key < 0, 0, key >> _RANK_SHIFT).astype(np.int8),
+                np.where(key < 0, -1, key & ((1 << _RANK_SHIFT) - 1)), self.offset)
 
 
 def _count_seconds(counts: dict[int, int], seconds: np.ndarray) -> None:
@@ -381,6 +396,7 @@ class PartitionCheck:
         # Transactional variants: each value's transaction, and where non-committed transactions wrote.
         if outcomes.transactional:
             self.rank, self.txn = outcomes.value_rank(), outcomes.value_txn()
+            self.untold = outcomes.untold()
         self.w_off, self.w_val, self.w_rank, self.w_txn = outcomes.written()
         self.aborted_reads: list[tuple] = []  # (value, offset, txn)
         self.zombie_writes: list[tuple] = []  # (value, offset, txn)
@@ -419,7 +435,7 @@ class PartitionCheck:
     def _attribute(self, offsets: np.ndarray, values: np.ndarray) -> None:
         """Records of aborted or fenced transactions: aborted reads and zombie writes."""
         rank, txn = record_transactions(offsets, values, self.rank, self.txn,
-                                        (self.w_off, self.w_val, self.w_rank, self.w_txn))
+                                        (self.w_off, self.w_val, self.w_rank, self.w_txn), self.untold)
         for which, into in ((ABORTED_TXN, self.aborted_reads), (FENCED, self.zombie_writes)):
             k = np.flatnonzero(rank == which)
             into += zip(values[k].tolist(), offsets[k].tolist(), txn[k].tolist())
@@ -682,12 +698,21 @@ def rejected_visible_cases(code: np.ndarray, present: np.ndarray) -> np.ndarray:
 
 
 def record_transactions(offsets: np.ndarray, values: np.ndarray, rank: np.ndarray, txn: np.ndarray,
-                        written: tuple) -> tuple[np.ndarray, np.ndarray]:
+                        written: tuple, untold: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each record's transaction (rank, txn): the send of a transaction that did not commit whose acked
     offset and value it has (written: offset-sorted (offset, value, rank, txn), Outcomes.written), else
-    its value's (the best send's). Aborted reads and zombie writes are records of rank ABORTED_TXN / FENCED."""
+    its value's (the best send's). But a copy of a committed value away from the offset its committed send was
+    told (untold: Outcomes.untold) is its never-acknowledged send's in an aborted or fenced transaction, when it
+    has one: that copy was written by no other send the log holds (a restart aborts the open transaction, its
+    sends' outcome unknown). Aborted reads and zombie writes are records of rank ABORTED_TXN / FENCED."""
     w_off, w_val, w_rank, w_txn = written
     rank, txn = rank[values].copy(), txn[values].copy()
+    if untold is not None:
+        u_rank, u_txn, told = untold
+        at = told[values]
+        away = (rank == COMMITTED) & (at != NO_OFFSET) & (at != offsets) & \
+            ((u_rank[values] == ABORTED_TXN) | (u_rank[values] == FENCED))
+        rank[away], txn[away] = u_rank[values[away]], u_txn[values[away]]
     if len(w_off):
         lo, hi = np.searchsorted(w_off, offsets, "left"), np.searchsorted(w_off, offsets, "right")
         one = np.flatnonzero(hi - lo == 1)

@@ -170,6 +170,23 @@ def test_a_fenced_copy_is_found_by_its_acked_offset_even_when_the_value_was_comm
     assert rows(f, "zombie_writes_visible") == [{"value": 0, "offset": 0, "txn": 0, "session": 0}]
 
 
+def test_a_copy_of_a_restart_aborted_send_is_an_aborted_read_though_that_send_was_never_acknowledged():
+    # As kafka-python's child on Tansu (2026-11-28, seed 14): values 0 and 1 sent in txn 0, which a restart aborted
+    # (their sends' outcome unknown, no offset told), then sent again and committed in txn 1, acked at 4 and 5.
+    # read_committed shows both copies: those at 2 and 3 can be none but txn 0's (aborted reads, and duplicates).
+    book = transactions([(0, 0, "aborted", "restart"), (1, 1, "committed", None)])
+    sends = acks([(0, "unknown", None, 0, 0), (1, "unknown", None, 0, 0), (0, "acked", 4, 1, 1), (1, "acked", 5, 1, 1)])
+    f = check_partition(0, [sends], [log([(2, 0), (3, 1), (4, 0), (5, 1)])], transactions=book)
+    m = f.metrics
+    assert (m["aborted_reads"], m["duplicates"], m["torn_transactions"], m["lost_committed"]) == (2, 2, 0, 0)
+    assert rows(f, "aborted_reads") == [{"value": 0, "offset": 2, "txn": 0}, {"value": 1, "offset": 3, "txn": 0}]
+    # Where the committed send was told no offset, which copy is whose is not known: duplicates only.
+    untold = acks([(0, "unknown", None, 0, 0), (1, "unknown", None, 0, 0), (0, "acked", None, 1, 1),
+                   (1, "acked", None, 1, 1)])
+    m = check_partition(0, [untold], [log([(2, 0), (3, 1), (4, 0), (5, 1)])], transactions=book).metrics
+    assert (m["aborted_reads"], m["duplicates"]) == (0, 2)
+
+
 def test_a_transaction_missing_from_the_transactions_log_is_a_damaged_log():
     with pytest.raises(DeliveryLogError, match="transaction 3 is in the delivery log but not in the transactions log"):
         check_partition(0, [acks([(0, "acked", 0, 0, 3)])], [], transactions=transactions([(0, 0, "committed", None)]))
