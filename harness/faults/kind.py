@@ -166,34 +166,19 @@ def link(action: str) -> tuple[Action, Action]:
     return (lambda c, b, n, p, t: c.link_fault(b, n, action, p)), (lambda c, b, n, p, t: c.heal_link(b, n))
 
 
-def producer_problem(kind: str, experiment, fault, takes: Callable[..., bool] = lambda impl, tx: False) -> str:
-    """A fault on the producer needs the harness's own producer running on the fault timeline, or a child whose
-    implementation `takes` it (impl, the variant transactional?)."""
+def producer_problem(kind: str, experiment, fault) -> str:
+    """A fault on the producer needs the harness's own producer running on the fault timeline, or a child of
+    another implementation (each restarts and pauses a plain, idempotent or transactional producer); not a child
+    of another confluent-kafka version."""
     groups = [experiment.consumer_spec(v) for v in experiment.variants]
     if any(g is not None and g.when == "after" for g in groups):
         return f"{kind} acts on the producer, which runs before the fault timeline when consumer.when is after"
     for v in experiment.variants:
         library = experiment.client_library(v)
-        if library is None:
-            continue
-        implementation = experiment.implementation(v)
-        if implementation is not None and takes(implementation, experiment.transactional(v)):
-            continue
-        what = f"{kind} of a transactional producer" if implementation and experiment.transactional(v) else kind
-        return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child process, "
-                f"which takes no {what} so far")
+        if library is not None and experiment.implementation(v) is None:
+            return (f"{kind} acts on the producer; variant {v.name} runs {' '.join(library)} in a child process, "
+                    f"which takes no {kind} so far")
     return ""
-
-
-def restart_problem(kind: str, experiment, fault) -> str:
-    """The children of the other implementations restart a plain, idempotent or transactional producer."""
-    return producer_problem(kind, experiment, fault, lambda impl, tx: True)
-
-
-def pause_problem(kind: str, experiment, fault) -> str:
-    """Every child pauses a plain or idempotent producer (not a transactional one: its zombie's rest of a
-    transaction, as transactional.py's, is not written yet)."""
-    return producer_problem(kind, experiment, fault, lambda impl, tx: not tx)
 
 
 def consumer_problem(kind: str, experiment, fault) -> str:

@@ -16,11 +16,13 @@ child only sends and tells what became of each send.
                                         message handed and not acknowledged; then go on (a transactional child:
                                         the open transaction is aborted, and its messages are sent again in the
                                         next transactions, named by `b` lines)
-                   pause                (a producer pause, the Java child's plain or idempotent producer) leave the
-                                        instance as it is, its reports held, and go on with a new one as after
-                                        a restart (line p)
+                   pause                (a producer pause) leave the instance as it is, its reports held, and go
+                                        on with a new one as after a restart (line p); a transactional child's
+                                        paused instance keeps its open transaction: the new one sends again what
+                                        it had handed of it, the rest of its fresh messages stays its own
                    resume               the paused instance completes what it holds, and its reports are told
-                                        (lines z); nothing but `z -` when none is paused
+                                        (lines z); a transactional one first hands the rest of its transaction
+                                        and asks to commit it, as a zombie; nothing but `z -` when none is paused
                    flush                the faults are healed: flush and finish
     child -> run   client NAME VERSION  the implementation and version it runs (checked)
                    ready                its producer is built (and started): it waits for `go`
@@ -36,7 +38,8 @@ child only sends and tells what became of each send.
                    t K OUTCOME CAUSE ERROR SENDS MS
                                         transaction K ended (MS: wall clock, ms) after SENDS sends were handed in
                                         it: OUTCOME committed | aborted | unknown (the commit was asked, never
-                                        answered), CAUSE planned | error | interrupted (`-`: committed), ERROR
+                                        answered), CAUSE planned | error | interrupted | restart | fenced (`-`:
+                                        committed; a paused instance's transaction is fenced either way), ERROR
                                         the exception's simple name (`-`: none); a row of the transactions log
                    b K LO HI I...       transaction K begins (a transactional child, before any report of it): it
                                         holds the messages I... (sent again: a restart took them from their
@@ -44,9 +47,13 @@ child only sends and tells what became of each send.
                    s K N F              a transactional session K starts: the last one handed fresh messages up
                                         to N, this one hands fresh ones from F (those between are sent again,
                                         named by b lines); nothing is handed again unless a b line says so
-                   p K N                as `s K N`, after a pause: the last session is paused, its reports held
+                   p K N [F]            as `s K N [F]`, after a pause: the last session is paused, its reports
+                                        held (a transactional one's open transaction with them)
                    z J ... z -          the lines between are the paused session J's reports, told as it resumed
                                         (`z -` alone: none was paused)
+                   late LO HI           (between `z J` and `z -`) the paused session handed the fresh messages
+                                        LO .. HI-1 as it resumed: the rest of its transaction, told fenced by
+                                        its `t` line (committed if the broker let it commit)
                    s K N                session K (the producer instance after K restarts) starts, N messages
                                         handed so far: every line before it is of earlier sessions, every line
                                         after it of this one (the old instance is closed, its callbacks done;
@@ -57,10 +64,12 @@ child only sends and tells what became of each send.
                                         fatal (that error's name), duration (s)
 
 A transactional child (the Java client's, kafka-python's, aiokafka's) begins each transaction with its `b` line, and
-after its last message commits it, or flushes (so its records are written and read_committed must leave them out) and aborts it
-as planned; a commit that fails is aborted when the client can (aborted, cause error), else unknown, and an
-error the client cannot recover from ends the workload (result `fatal`); only a restart's aborted transaction is
-sent again. Every send's row in the delivery log carries its transaction, as the b lines say.
+after its last message commits it, or flushes (so its records are written and read_committed must leave them out)
+and aborts it as planned; a commit that fails is aborted when the client can (aborted, cause error), else unknown,
+and an error the client cannot recover from ends the workload (result `fatal`); only a restart's aborted
+transaction, and what a paused instance had handed of its own, are sent again (transactional.py's rules). Every
+send's row in the delivery log carries its transaction, as the b lines say (a paused session's, as they said
+when it paused).
 
 Outcomes keep the delivery log's rules (outcomes.py): `a` is acked; `e` is rejected only when the error's name is
 in the implementation's table of errors that prove nothing was written (clients.py), else unknown; `r` is
@@ -146,7 +155,8 @@ class Failed:  # e P V NAME LAT, r P V NAME
 
 def parse(line: str, partitions: int):
     """One child line (but a `B` frame: read_event) -> ("client", name, version) | ("chunk", ms) | ("sent", n) |
-    ("session", k, n[, f]) | ("paused", k, n) | ("zombie", j) | ("resumed",) | Told | Failed | Begun | Ended |
+    ("session", k, n[, f]) | ("paused", k, n[, f]) | ("zombie", j) | ("resumed",) | ("late", lo, hi) | Told | Failed |
+    Begun | Ended |
     ("handed",) | ("result", dict). ProtocolError for anything else (a
     partition out of range, a negative value, ...)."""
     word, _, rest = line.rstrip("\n").partition(" ")
@@ -166,16 +176,19 @@ def parse(line: str, partitions: int):
         elif word == "t" and len(parts) == 6:
             number, sends, at_ms = int(parts[0]), int(parts[4]), int(parts[5])
             cause, error = (None if x == "-" else x for x in parts[2:4])
+            committed = parts[1] == TxnOutcome.COMMITTED
             if parts[1] in TxnOutcome.__members__.values() and number >= 0 and sends >= 0 and error != "" \
-                    and (cause is None) == (parts[1] == TxnOutcome.COMMITTED) \
+                    and (cause is None) == (committed and cause != TxnCause.FENCED) \
                     and (cause is None or cause in TxnCause.__members__.values()):
                 return Ended(number, parts[1], cause, error, sends, at_ms)
         elif word == "sent" and len(parts) == 1:
             return ("sent", int(parts[0]))
         elif word == "s" and len(parts) in (2, 3) and int(parts[0]) > 0 and all(int(x) >= 0 for x in parts[1:]):
             return ("session", *(int(x) for x in parts))
-        elif word == "p" and len(parts) == 2 and int(parts[0]) > 0 and int(parts[1]) >= 0:
-            return ("paused", int(parts[0]), int(parts[1]))
+        elif word == "p" and len(parts) in (2, 3) and int(parts[0]) > 0 and all(int(x) >= 0 for x in parts[1:]):
+            return ("paused", *(int(x) for x in parts))
+        elif word == "late" and len(parts) == 2 and 0 <= int(parts[0]) < int(parts[1]):
+            return ("late", int(parts[0]), int(parts[1]))
         elif word == "z" and len(parts) == 1 and (parts[0] == "-" or int(parts[0]) >= 0):
             return ("resumed",) if parts[0] == "-" else ("zombie", int(parts[0]))
         elif word == "b" and len(parts) >= 3:
@@ -236,9 +249,11 @@ class Reports:
         self.began: dict[int, int] = {}
         self.ended: set[int] = set()
         self.reported = np.zeros(messages, np.uint8)
-        # A paused session (a producer pause): (its number, what it had reported when paused); while its reports are
-        # told (between z lines), the log serves it (_serving) and `reported` is its own.
-        self.paused: tuple[int, np.ndarray] | None = None
+        # A paused session (a producer pause): (its number, what it had reported when paused, a transactional
+        # child's transactions of the messages then); while its reports are told (between z lines), the log serves
+        # it (_serving) and `reported` and `txn_of` are its own (the messages its successor sent again are in the
+        # successor's transactions).
+        self.paused: tuple[int, np.ndarray, np.ndarray | None] | None = None
         self._serving = None
         self.handed = 0
         self.result: dict | None = None
@@ -279,27 +294,41 @@ class Reports:
         elif event[0] == "session":
             self._restarted(*event[1:])
         elif event[0] == "paused":
-            if self.paused is not None or self.txlog is not None:
-                raise ProtocolError(f"session {event[1]} after a pause: one is paused already, or transactional")
-            self.paused = (self.log.session, self.reported.copy())  # what the paused session has yet to report
+            if self.paused is not None:
+                raise ProtocolError(f"session {event[1]} after a pause: one is paused already")
+            # what the paused session has yet to report, and the transactions it handed them in
+            self.paused = (self.log.session, self.reported.copy(), None if self.txn_of is None else self.txn_of.copy())
             self._restarted(*event[1:])
         elif event[0] == "zombie":
             if self.paused is None or self.paused[0] != event[1] or self._serving is not None:
                 raise ProtocolError(f"session {event[1]}'s reports: it is not the paused one")
             self._serving = self.log.serving(event[1])
             self._serving.__enter__()
-            self.reported, self.paused = self.paused[1], (self.paused[0], self.reported)
+            self._swap_paused()
+        elif event[0] == "late":
+            if self._serving is None or self.txn_of is None or event[2] > len(self.reported) \
+                    or (self.txn_of[event[1]: event[2]] < 0).any():
+                raise ProtocolError(f"messages {event[1]}..{event[2] - 1} handed late: not by a paused "
+                                    "transactional session, or in no transaction begun")
+            self.log.handed_late(range(event[1], event[2]))
         elif event[0] == "resumed":
             if self._serving is not None:  # the paused session's reports are over: back to the current one
                 self._serving.__exit__(None, None, None)
                 self._serving = None
-                self.reported, self.paused = self.paused[1], None
+                self._swap_paused()
+                self.paused = None
         elif event[0] == "result":
             self.result = event[1]
             self.handed = max(self.handed, event[1]["handed"])
         elif event[0] == "client":
             self.client = (event[1], event[2])
         # ("ready",), ("handed",): the producer answers them
+
+    def _swap_paused(self) -> None:
+        """The paused session's view of what was reported (and in which transactions) for the current one's."""
+        number, reported, txn_of = self.paused
+        self.paused = (number, self.reported, self.txn_of)
+        self.reported, self.txn_of = reported, (self.txn_of if txn_of is None else txn_of)
 
     def _restarted(self, session: int, handed: int, fresh_from: int | None = None) -> None:
         """A new instance starts: it hands again what no session was told was acknowledged (as the harness's own

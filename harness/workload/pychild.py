@@ -134,11 +134,9 @@ class Paused:
     def verb(word: str) -> str:
         return "paused" if word == "p" else "restarted"
 
-    def may_pause(self, tx, r: "Result") -> bool:
-        """False (r says why) for a transactional producer, or while an instance is paused."""
-        if tx is not None:
-            r.error = "a pause of the producer: the child pauses no transactional producer"
-        elif self.instance is not None:
+    def may_pause(self, r: "Result") -> bool:
+        """False (r says why) while an instance is paused."""
+        if self.instance is not None:
             r.error = "a pause of the producer: the paused one has not resumed yet (one pause at a time)"
         return not r.error
 
@@ -170,13 +168,27 @@ class Transactions:
         self.open = -1  # the transaction in progress, -1: none
         self.sends = 0  # handed in it
         self.fresh = 0  # fresh messages given to transactions so far
+        # A paused instance's open transaction: (its number, the rest of its fresh messages, sends handed in it).
+        self.zombie: tuple[int, list[int], int] | None = None
 
     def planned(self) -> bool:
         return self.open in self.aborts
 
+    @staticmethod
+    def line(number: int, outcome: str, cause: str, error: str, sends: int) -> str:
+        return f"t {number} {outcome} {cause} {error} {sends} {int(time.time() * 1000)}"
+
     def ended(self, outcome: str, cause: str, error: str = "-") -> None:
-        self.lines.put(f"t {self.open} {outcome} {cause} {error} {self.sends} {int(time.time() * 1000)}")
+        self.lines.put(self.line(self.open, outcome, cause, error, self.sends))
         self.open = -1
+
+    def paused(self, indices: list[int], rest_from: int) -> list[int]:
+        """A pause took the open transaction: the paused instance keeps the rest of its fresh messages (from
+        rest_from), to send when it resumes; returns what its successor sends again (what it had handed, and
+        the resends it had not)."""
+        self.zombie = (self.open, indices[rest_from:], self.sends)
+        self.open = -1
+        return indices[:rest_from]
 
     def end_steps(self, failed):
         """The rules of ending the open transaction, for both implementations: commit it, or flush it (its records
@@ -269,9 +281,12 @@ def send_loop(task: dict, tx: Transactions | None, lines: Lines, r: "Result", st
                          instance hands again what was not acknowledged), or for a transactional one (N, F): its
                          `s` line says the old session handed fresh messages up to N and the new one's start at F
                          (the send loop sends the aborted transaction's again); False: it failed
-      ("pause", None)    the run asked for a producer pause (plain or idempotent): the instance is left running,
-                         its reports held, and a new one hands again what was not acknowledged; False: it failed
-      ("resume", None)   the paused instance resumes: flushed, closed, its reports told in its session
+      ("pause", arg)     the run asked for a producer pause: the instance is left running, its reports held, and
+                         a new one hands again what was not acknowledged (arg None), or, transactional (arg (N, F),
+                         its line `p`), initialises its transactions (fencing the paused one; the send loop keeps
+                         the paused one's rest in tx.zombie); False: it failed
+      ("resume", None)   the paused instance resumes: flushed (a transactional one hands tx.zombie's rest and asks
+                         to commit it), closed, its reports told in its session
       ("sleep", s)       wait s seconds (the workload's rate)
       ("begin", None)    begin the transaction of the next message; False: it failed (r says why)
       ("send", i)        hand message i; False: refused, or stopped while it waited (the workload ends)
@@ -297,35 +312,36 @@ def send_loop(task: dict, tx: Transactions | None, lines: Lines, r: "Result", st
 
 
 def between(sent: int, sends: int, rate, lines: Lines, r: "Result", stop: threading.Event, commands: "Commands",
-            restarts: bool, restart_arg=None):
-    """Between two pieces: the lines written, then a stop, a failed client, the run's command (a restart, served
-    with `restart_arg` when `restarts`, else kept for a later step; a pause or a resume), the pace. Returns False
-    when the workload ends here, "restarted" after a restart, else True."""
+            replaces: bool, arg=None):
+    """Between two pieces: the lines written, then a stop, a failed client, the run's command (a restart or a
+    pause, served with `arg` when `replaces`, else kept for a later step; a resume), the pace. Returns False when
+    the workload ends here, "restarted" after a restart, "paused" after a pause, else True."""
     lines.put(f"sent {sent}")
     yield "tick", None
     lines.emit()
     if stop.is_set() or (yield "failed", None):
         return False
-    command = commands.poll(keep="restart" if not restarts else None)
+    command = commands.poll(keep=() if replaces else ("restart", "pause"))
     if command is not None:
-        if command not in SERVED or not (yield command, restart_arg if command == "restart" else None):
+        if command not in SERVED or not (yield command, arg if command in ("restart", "pause") else None):
             if not r.error:  # the end of stdin, or a line it cannot serve: the run is stopping
                 stop.set()
             return False
     ahead = r.t0 + sends / rate - time.monotonic() if rate else 0
     if ahead > 0:
         yield "sleep", ahead
-    return "restarted" if command == "restart" else True
+    return {"restart": "restarted", "pause": "paused"}.get(command, True)
 
 
 def transaction_loop(task: dict, tx: Transactions, lines: Lines, r: "Result", stop: threading.Event,
                      commands: "Commands"):
     """send_loop() of a transactional task, as the Java child's transactions(): transaction K's `b` line names its
     messages, those a restart took from their transaction first (sent again, in this session), then fresh ones,
-    `size` in all. A restart is served between two of its sends (pieces of `block` sends, as transactional.py's;
-    one asked at a transaction's end waits for the next): the instance is closed at once (step "restart" with
-    (fresh messages the old session handed, where the new one's start)), the transaction is aborted, cause
-    restart, and its messages are sent again first thing in the next transactions."""
+    `size` in all. A restart or a pause is served between two of its sends (pieces of `block` sends, as
+    transactional.py's; one asked at a transaction's end waits for the next), with (fresh messages the old
+    session handed, where the new one's start). A restart closes the instance at once: the transaction is
+    aborted, cause restart, and its messages are sent again first thing in the next transactions. A pause leaves
+    the instance with its transaction (tx.zombie): what it had handed is sent again so, the rest is its own."""
     n, chunk, rate = task["messages"], task["chunk"], task["rate"]
     block = max(1, min(64, tx.size // 2))
     pending: list[int] = []  # messages to send again, ascending
@@ -355,6 +371,9 @@ def transaction_loop(task: dict, tx: Transactions, lines: Lines, r: "Result", st
                 if step == "restarted":  # the restart took the open transaction: aborted, sent again
                     tx.ended("aborted", "restart")
                     pending = sorted(set(pending) | set(indices))
+                    break
+                if step == "paused":  # the paused instance keeps it, and its rest
+                    pending = sorted(set(pending) | set(tx.paused(indices, max(k, len(again)))))
                     break
             end = min(len(indices), k + block)
             for j in range(k, end):
@@ -464,15 +483,15 @@ class Commands:
             self.q.put(line.strip())
         self.q.put(self.END)
 
-    def poll(self, keep: str | None = None) -> str | None:
-        """The next line if one came, else None; a `keep` line is kept for a later poll (and None returned)."""
+    def poll(self, keep: tuple[str, ...] = ()) -> str | None:
+        """The next line if one came, else None; a line in `keep` is kept for a later poll (and None returned)."""
         line, self.kept = self.kept, None
         if line is None:
             try:
                 line = self.q.get_nowait()
             except Exception:
                 return None
-        if line == keep:
+        if line in keep:
             self.kept = line
             return None
         return line
@@ -568,47 +587,58 @@ class KafkaPython:
                     paused.held.append((None, f"e {p} {v} {error_name(e)} {ms(t)}"))
                 pending[s] -= 1
 
-        def send(i) -> bool:
-            """Message i handed to the instance now; False: its send() raised (refused, the workload ends)."""
+        def hand(instance, s: int, i: int) -> Exception | None:
+            """Message i handed to `instance` (of session s); what its send() raised, if it refused it."""
             p, v = i % parts, i // parts
             t = time.perf_counter()
             again = Again(task["flush_timeout"], stop)
             while True:
                 try:
-                    future = producer.send(topic, value=b"%d" % v, partition=p)
+                    future = instance.send(topic, value=b"%d" % v, partition=p)
                     break
                 except Exception as e:
                     if not again.after(e, p, v):
-                        r.refused(lines, p, v, e)
-                        return False
-            s = session[0]
+                        return e
             pending[s] += 1
             future.add_callback(acked, s, p, v, t)
             future.add_errback(failed, s, p, v, t)
-            return True
+            return None
+
+        def send(i) -> bool:
+            """Message i handed to the instance now; False: its send() raised (refused, the workload ends)."""
+            e = hand(producer, session[0], i)
+            if e is not None:
+                r.refused(lines, i % parts, i // parts, e)
+            return e is None
 
         def restart(arg=None) -> bool:
             """A restart: the instance is closed without flushing (what is queued or in flight fails through
             its errback, on kafka-python's sender thread: waited for up to CLOSE_TIMEOUT), and a new one hands
             again, in index order, every message handed and not acknowledged; a transactional one (arg: send_loop's)
             initialises its transactions, fencing the old one, and sends nothing itself."""
-            nonlocal producer
             old = session[0]
             self.close_now(producer)
             deadline = time.monotonic() + CLOSE_TIMEOUT
             while pending[old] > 0 and time.monotonic() < deadline:
                 time.sleep(0.01)
             if arg is not None:
-                session[0] = old + 1
-                put(f"s {session[0]} {arg[0]} {arg[1]}")
-                print(f"producer restarted: session {session[0]}", file=sys.stderr, flush=True)
-                try:
-                    producer = started(start, stop, task["flush_timeout"])
-                except Exception as e:
-                    r.failed(e)
-                    return False
-                return True
+                return successor("s", arg)
             return replace("s")
+
+        def successor(word: str, arg: tuple[int, int]) -> bool:
+            """A new transactional instance (session), said by `word K N F` (send_loop's arg: N, F), initialises its
+            transactions, which fences the one before it (and aborts what that one left open)."""
+            nonlocal producer
+            with switch:  # from here on the old session's callbacks are dropped (restart) or held (pause)
+                session[0] += 1
+                put(f"{word} {session[0]} {arg[0]} {arg[1]}")
+            print(f"producer {paused.verb(word)}: session {session[0]}", file=sys.stderr, flush=True)
+            try:
+                producer = started(start, stop, task["flush_timeout"])
+            except Exception as e:
+                r.failed(e)
+                return False
+            return True
 
         def replace(word: str) -> bool:
             """A new instance (session), said by the line `word K handed`, hands again, in index order, every
@@ -622,25 +652,57 @@ class KafkaPython:
                   flush=True)
             return all(send(i) for i in range(r.handed) if not is_acked[i])
 
-        def pause(_=None) -> bool:
+        def pause(arg=None) -> bool:
             """A pause: the instance is left running (its sender thread goes on sending what it holds, as
             librdkafka's threads do when the application stops calling it), its reports held; a new one takes
-            over as after a restart (its line `p`)."""
-            if not paused.may_pause(tx, r):
+            over as after a restart (its line `p`; a transactional one: arg, send_loop's)."""
+            if not paused.may_pause(r):
                 return False
             paused.instance, paused.session = producer, session[0]
-            return replace("p")
+            return replace("p") if arg is None else successor("p", arg)
+
+        def finish_zombie(zombie) -> None:
+            """A paused transactional instance resumes as a zombie: it hands the rest of its transaction and asks to
+            commit it; every line of it (the rest's `late`, a refusal, its `t`: fenced) held for its session."""
+            number, rest, sends = tx.zombie
+            tx.zombie = None
+            outcome, error = "aborted", "-"
+            if rest:
+                with switch:
+                    paused.held.append((None, f"late {rest[0]} {rest[-1] + 1}"))
+            for i in rest:
+                e = hand(zombie, paused.session, i)
+                if e is not None:  # a fenced client may refuse at once
+                    with switch:
+                        paused.held.append((None, f"r {i % parts} {i // parts} {error_name(e)}"))
+                sends += 1
+            try:
+                blocking(zombie.commit_transaction)
+                outcome = "committed"  # the broker let a fenced instance commit: the analysis says what it cost
+            except Stopped:  # a SIGTERM: the run is stopping (stop is set)
+                pass
+            except Exception as e:
+                error = error_name(e)
+            with switch:
+                paused.held.append((None, tx.line(number, outcome, "fenced", error, sends)))
 
         def resume(_=None, flush: bool = True) -> bool:
-            """The paused instance flushes (for up to flush_timeout; not when the child is stopping), is closed
-            (what is still out fails through its errback) and its reports are told in its session, between `z J`
-            and `z -`."""
+            """The paused instance flushes (for up to flush_timeout; not when the child is stopping; a transactional
+            one finishes its transaction: finish_zombie), is closed (what is still out fails through its errback)
+            and its reports are told in its session, between `z J` and `z -`."""
             if paused.instance is not None:
                 try:
-                    if flush:
+                    if tx is not None and tx.zombie is not None and flush:
+                        finish_zombie(paused.instance)
+                    elif flush:
                         paused.instance.flush(timeout=task["flush_timeout"])
                 except Exception as e:
                     print(f"paused session {paused.session}: flush: {words(e)}", file=sys.stderr, flush=True)
+                if tx is not None and tx.zombie is not None:  # stopping: it hands nothing more
+                    number, _, sends = tx.zombie
+                    tx.zombie = None
+                    with switch:
+                        paused.held.append((None, tx.line(number, "aborted", "fenced", "-", sends)))
                 self.close_now(paused.instance)
                 deadline = time.monotonic() + CLOSE_TIMEOUT
                 while pending[paused.session] > 0 and time.monotonic() < deadline:
@@ -663,7 +725,7 @@ class KafkaPython:
                  "end": lambda _: self.end_transaction(producer, tx, r)}
 
         def last(command: str) -> bool:  # served while the run waits to say flush: no transaction is open
-            return steps[command](None if tx is None or command != "restart" else (tx.fresh, tx.fresh))
+            return steps[command](None if tx is None or command == "resume" else (tx.fresh, tx.fresh))
 
         clean = False
         try:
@@ -808,7 +870,7 @@ class AioKafka:
             lines.emit()
             line = await loop.run_in_executor(None, commands.take)
             while line in SERVED and serve:
-                arg = None if tx is None or line != "restart" else (tx.fresh, tx.fresh)  # no transaction open
+                arg = None if tx is None or line == "resume" else (tx.fresh, tx.fresh)  # no transaction open
                 if not await steps[line](arg):
                     stop.set()
                     break
@@ -843,9 +905,11 @@ class AioKafka:
                 is_acked[i] = 1
                 told(line)
 
-        async def send(i) -> bool | None:
-            """Message i handed to the instance now; False: its send() raised (refused: the workload ends); None:
-            a SIGTERM came while it waited (handed, its fate unknown)."""
+        async def send(i, zombie=None) -> bool | None:
+            """Message i handed to the instance now (zombie: to the paused one, a refusal held for its session);
+            False: its send() raised (refused: the workload ends, unless a zombie's); None: a SIGTERM came while it
+            waited (handed, its fate unknown)."""
+            instance, s = (producer, session[0]) if zombie is None else (zombie, paused.session)
             p, v = i % parts, i // parts
             t = time.perf_counter()
             sending[0] = True
@@ -853,7 +917,7 @@ class AioKafka:
             try:
                 while True:
                     try:
-                        future = await producer.send(topic, b"%d" % v, partition=p)
+                        future = await instance.send(topic, b"%d" % v, partition=p)
                         break
                     except Exception as e:
                         if not again.after(e, p, v):
@@ -862,11 +926,14 @@ class AioKafka:
                 me.uncancel()
                 return None
             except Exception as e:
-                r.refused(lines, p, v, e)
+                if zombie is None:
+                    r.refused(lines, p, v, e)
+                else:  # a fenced client may refuse at once
+                    paused.held.append((None, f"r {p} {v} {error_name(e)}"))
                 return False
             finally:
                 sending[0] = False
-            future.add_done_callback(lambda f, s=session[0], p=p, v=v, t=t: done(s, p, v, t, f))
+            future.add_done_callback(lambda f, s=s, p=p, v=v, t=t: done(s, p, v, t, f))
             return True
 
         async def restart(arg=None) -> bool:
@@ -897,32 +964,65 @@ class AioKafka:
                     return False
             return True
 
-        async def pause(_=None) -> bool:
+        async def pause(arg=None) -> bool:
             """A pause: the instance is left running (its sender task goes on sending what it holds), its
-            reports held; a new one, started, takes over as after a restart (its line `p`)."""
+            reports held; a new one, started, takes over as after a restart (its line `p`; a transactional one,
+            arg send_loop's, sends nothing itself: its transactions fence the paused one)."""
             nonlocal producer
-            if not paused.may_pause(tx, r):
+            if not paused.may_pause(r):
                 return False
             fresh = await started_now()
             if fresh is None:
                 return False
             paused.instance, paused.session, producer = producer, session[0], fresh
             session[0] += 1
+            if arg is not None:
+                put(f"p {session[0]} {arg[0]} {arg[1]}")
+                print(f"producer paused: session {session[0]}", file=sys.stderr, flush=True)
+                return True
             put(f"p {session[0]} {r.handed}")
             print(f"producer paused: session {session[0]} after {r.handed} messages", file=sys.stderr, flush=True)
             return await resend()
 
+        async def finish_zombie(zombie) -> None:
+            """A paused transactional instance resumes as a zombie: it hands the rest of its transaction and asks to
+            commit it; every line of it (the rest's `late`, a refusal, its `t`: fenced) held for its session."""
+            number, rest, sends = tx.zombie
+            tx.zombie = None
+            outcome, error = "aborted", "-"
+            if rest:
+                paused.held.append((None, f"late {rest[0]} {rest[-1] + 1}"))
+            for i in rest:
+                if await send(i, zombie) is None:  # a SIGTERM: the run is stopping
+                    break
+                sends += 1
+            try:
+                if not stop.is_set():
+                    await cut(zombie.commit_transaction)
+                    outcome = "committed"  # the broker let a fenced instance commit: the analysis says what it cost
+            except Stopped:
+                pass
+            except Exception as e:
+                error = error_name(e)
+            paused.held.append((None, tx.line(number, outcome, "fenced", error, sends)))
+
         async def resume(_=None, flush: bool = True) -> bool:
-            """The paused instance flushes (for up to flush_timeout; a SIGTERM cuts it short), is closed (what is
-            still out fails through its future) and its reports are told in its session, between `z J` and
-            `z -`."""
+            """The paused instance flushes (for up to flush_timeout; a SIGTERM cuts it short; a transactional one
+            finishes its transaction: finish_zombie), is closed (what is still out fails through its future) and
+            its reports are told in its session, between `z J` and `z -`."""
             if paused.instance is not None:
-                if flush:
+                if tx is not None and tx.zombie is not None and flush:
+                    await finish_zombie(paused.instance)
+                elif flush:
                     try:
                         await cut(lambda: asyncio.wait_for(paused.instance.flush(), task["flush_timeout"]))
                     except (Exception, Stopped) as e:
                         print(f"paused session {paused.session}: flush: {words(e) if str(e) else error_name(e)}",
                               file=sys.stderr, flush=True)
+                if tx is not None and tx.zombie is not None:  # stopping: it hands nothing more
+                    number, _, sends = tx.zombie
+                    tx.zombie = None
+                    paused.held.append((None, tx.line(number, "aborted", "fenced", "-", sends)))
                 await self.close_now(paused.instance)
             put(paused.told(is_acked))
             lines.emit()

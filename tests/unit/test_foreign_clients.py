@@ -36,6 +36,11 @@ from harness.workload.transactional import TransactionsLog, planned_abort
     ("t 3 committed - - 100 1764250000123", Ended(3, "committed", None, None, 100, 1764250000123)),
     ("t 4 aborted planned - 100 5", Ended(4, "aborted", "planned", None, 100, 5)),
     ("t 5 unknown error TimeoutException 7 5", Ended(5, "unknown", "error", "TimeoutException", 7, 5)),
+    ("t 6 committed fenced - 7 5", Ended(6, "committed", "fenced", None, 7, 5)),  # a zombie the broker let commit
+    ("t 6 aborted fenced ProducerFencedException 7 5", Ended(6, "aborted", "fenced", "ProducerFencedException", 7, 5)),
+    ("p 1 40", ("paused", 1, 40)),
+    ("p 2 40 60", ("paused", 2, 40, 60)),
+    ("late 40 60", ("late", 40, 60)),
     ("chunk 1764250000123", ("chunk", 1764250000123)),
     ("handed", ("handed",)),
     ("ready", ("ready",)),
@@ -86,7 +91,10 @@ def test_a_bad_frame_is_a_protocol_error(data, said):
     "s 0 10",  # session 0 is the first instance's: a new one is 1 or more
     "s 1",
     "t 3 committed - - 100",  # no time
-    "t 3 committed error - 100 5",  # committed has no cause
+    "t 3 committed error - 100 5",  # committed has no cause (but fenced: a paused instance's)
+    "late 5 5",  # an empty range
+    "late 5",
+    "p 0 5",
     "t 3 aborted - - 100 5",  # not committed: a cause
     "t 3 lost planned - 100 5",
     "t 3 aborted later - 100 5",
@@ -388,6 +396,49 @@ def test_a_paused_sessions_reports_come_between_z_lines_and_stay_its_own(tmp_pat
     got = sorted((r["session"], r["partition"], r["value"], r["outcome"], r["offset"]) for r in rows(tmp_path / "acks.parquet"))
     assert got == [(0, 0, 0, "acked", 10), (0, 0, 1, "acked", 20), (0, 1, 0, "acked", 11), (0, 1, 1, "unknown", None),
                    (1, 0, 1, "acked", 12), (1, 0, 2, "acked", 14), (1, 1, 1, "acked", 13), (1, 1, 2, "acked", 15)]
+
+
+def test_a_paused_transactional_sessions_rest_and_reports_stay_in_its_own_session_and_transaction(tmp_path):
+    # 2 partitions, transactions of 4, 8 messages. Session 0's transaction 0 (messages 0..3) hands 0 and 1, then is
+    # paused: session 1 sends 0 and 1 again in its transaction 1 (with fresh 4 and 5), committed, then transaction 2
+    # (6, 7). As it resumes, session 0 tells 0 acknowledged, hands the rest of its transaction (2, 3: `late`), 3 is
+    # refused, 1 and 2 fail fenced, and so does its commit. Its rows keep transaction 0, the successor's resends transaction 1.
+    txlog = TransactionsLog(tmp_path / "transactions.parquet")
+    p = scripted(tmp_path, ["b 0 0 4", "chunk 1", "p 1 2 4", "b 1 4 6 0 1",
+                            [[0, 10, 10**6], [1, 11, 10**6], [4, 12, 10**6], [5, 13, 10**6]],
+                            "t 1 committed - - 4 1764250000000", "b 2 6 8", [[6, 14, 10**6], [7, 15, 10**6]],
+                            "t 2 committed - - 2 1764250000100",
+                            "z 0", "late 2 4", [[0, 9, 10**6]], "e 1 0 ProducerFencedException 5.0",
+                            "e 0 1 ProducerFencedException 1.0", "r 1 1 ProducerFencedException",
+                            "t 0 aborted fenced ProducerFencedException 4 1764250000200", "z -", "sent 8", "handed",
+                            "result " + json.dumps({"handed": 8, "interrupted": False, "error": "", "fatal": "",
+                                                    "duration": 0.1})],
+                 messages=8, txlog=txlog, size=4, aborts=[], planned=3)
+    result = p.run(before_flush=None)
+    # session 0 handed 0, 1 and late 2, 3 (3 refused, 1 and 2 unknown); session 1: 0, 1 again and 4..7
+    assert (result.sent, result.acked, result.rejected, result.unknown) == (10, 7, 1, 2)
+    got = sorted((r["session"], r["partition"], r["value"], r["outcome"], r["offset"], r["txn"])
+                 for r in rows(tmp_path / "acks.parquet"))
+    assert got == [(0, 0, 0, "acked", 9, 0), (0, 0, 1, "unknown", None, 0), (0, 1, 0, "unknown", None, 0),
+                   (0, 1, 1, "rejected", None, 0),
+                   (1, 0, 0, "acked", 10, 1), (1, 0, 2, "acked", 12, 1), (1, 0, 3, "acked", 14, 2),
+                   (1, 1, 0, "acked", 11, 1), (1, 1, 2, "acked", 13, 1), (1, 1, 3, "acked", 15, 2)]
+    log = pq.read_table(tmp_path / "transactions.parquet").to_pylist()
+    assert [(r["txn"], r["session"], r["outcome"], r["cause"], r["error"], r["sends"]) for r in log] == [
+        (0, 0, "aborted", "fenced", "ProducerFencedException", 4), (1, 1, "committed", None, None, 4),
+        (2, 1, "committed", None, None, 2)]
+
+
+@pytest.mark.parametrize("lines, said", [
+    (["late 0 2"], "messages 0..1 handed late: not by a paused transactional session"),
+    (["b 0 0 3", "p 1 1 3", "late 1 3"], "handed late: not by a paused"),  # not between z lines
+])
+def test_a_late_line_out_of_turn_is_a_protocol_error(tmp_path, lines, said):
+    reports = Reports(DeliveryLog(tmp_path / "acks.parquet", 2), KAFKA_CLIENTS, 2, True, 6,
+                      TransactionsLog(tmp_path / "transactions.parquet"), 3)
+    with pytest.raises(ProtocolError, match=said):
+        for line in lines:
+            reports.apply(parse(line, 2))
 
 
 @pytest.mark.parametrize("lines, said", [
@@ -914,6 +965,68 @@ def test_a_paused_instance_runs_on_and_its_reports_are_told_in_its_own_session_a
     assert got == sorted([(0, i, "acked", i // 2) for i in range(10)] + [(1, i, "acked", i // 2) for i in range(5, 10)])
     log = (tmp_path / "producer.log").read_text()
     assert "producer paused: session 1 after 10 messages" in log and "session 0 resumed and closed" in log
+
+
+class AskedOnce:
+    """pychild.Commands with one command, there once `ready()` says so: taken by the first poll that does not keep
+    it for later."""
+
+    def __init__(self, command, ready=lambda: True):
+        self.asked, self.ready = [command], ready
+
+    def poll(self, keep=()):
+        return self.asked.pop() if self.asked and self.ready() and self.asked[0] not in keep else None
+
+
+def transactional_steps(command, after_ends=0, messages=8, size=4):
+    """The steps a transactional child's send loop takes (every call succeeds) when `command` is asked once
+    `after_ends` transactions have ended, and its Transactions."""
+    lines = pychild.Lines()
+    tx = pychild.Transactions({"size": size, "aborts": [], "planned": 9}, lines)
+    taken = []
+
+    def do(kind, arg):
+        taken.append((kind, arg))
+        lines.emit()
+        return kind != "failed"
+
+    commands = AskedOnce(command, lambda: [kind for kind, _ in taken].count("end") >= after_ends)
+    pychild.take(pychild.send_loop({"messages": messages, "chunk": 100, "rate": None}, tx, lines, pychild.Result(),
+                                   threading.Event(), commands), do)
+    return taken, tx
+
+
+def test_a_pause_inside_a_transaction_leaves_its_rest_to_the_paused_instance_and_its_handed_part_to_the_next(capsys):
+    # Transactions of 4 (pieces of 2), 8 messages: the pause comes once transaction 0 has handed 0 and 1. The new
+    # instance's line will say the old one handed fresh messages up to 2, its own start at 4; the paused one keeps 2
+    # and 3 (tx.zombie) and its transaction is not ended here; transaction 1 sends 0 and 1 again, then 4 and 5.
+    taken, tx = transactional_steps("pause")
+    said = capsys.readouterr().out.splitlines()
+    assert [(kind, arg) for kind, arg in taken if kind in ("pause", "restart")] == [("pause", (2, 4))]
+    assert [arg for kind, arg in taken if kind == "send"] == [0, 1, 0, 1, 4, 5, 6, 7]
+    assert [line for line in said if line[0] in "bt"] == ["b 0 0 4", "b 1 4 6 0 1", "b 2 6 8"]
+    assert tx.zombie == (0, [2, 3], 2)
+    assert [kind for kind, _ in taken].count("end") == 2  # transactions 1 and 2, not the paused one's
+
+
+def test_a_pause_asked_between_two_transactions_waits_for_a_send_of_the_next_one(capsys):
+    # Asked once transaction 0 (0..3) has ended: kept at the boundary, served after transaction 1 (4..7) handed 4, 5.
+    taken, tx = transactional_steps("pause", after_ends=1)
+    said = capsys.readouterr().out.splitlines()
+    assert [(kind, arg) for kind, arg in taken if kind == "pause"] == [("pause", (6, 8))]
+    assert [arg for kind, arg in taken if kind == "send"] == [0, 1, 2, 3, 4, 5, 4, 5]
+    assert [line for line in said if line[0] == "b"] == ["b 0 0 4", "b 1 4 8", "b 2 8 8 4 5"]
+    assert tx.zombie == (1, [6, 7], 2)
+
+
+def test_a_restart_inside_a_transaction_ends_it_and_sends_all_of_it_again(capsys):
+    taken, tx = transactional_steps("restart")
+    said = capsys.readouterr().out.splitlines()
+    assert [(kind, arg) for kind, arg in taken if kind == "restart"] == [("restart", (2, 4))]
+    assert [arg for kind, arg in taken if kind == "send"] == [0, 1, 0, 1, 2, 3, 4, 5, 6, 7]
+    assert [line for line in said if line[0] == "b"] == ["b 0 0 4", "b 1 4 4 0 1 2 3", "b 2 4 8"]
+    assert [line.rsplit(" ", 1)[0] for line in said if line[0] == "t"] == ["t 0 aborted restart - 2"]
+    assert tx.zombie is None
 
 
 def test_a_send_that_timed_out_is_handed_again_as_an_application_would(tmp_path):

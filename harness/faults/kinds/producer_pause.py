@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ...schema import Seconds
 from ..channel import PAUSE_PRODUCER
-from ..kind import FaultKind, WorkloadFault, pause_problem
+from ..kind import FaultKind, WorkloadFault, producer_problem
 
 
 class ProducerPause(WorkloadFault):
@@ -21,5 +21,5 @@ class ProducerPause(WorkloadFault):
     duration: Annotated[Seconds, Field(gt=0)] = 2.0
 
 
-KIND = FaultKind(ProducerPause, "producer", serve=PAUSE_PRODUCER, check=pause_problem, holds="producer",
+KIND = FaultKind(ProducerPause, "producer", serve=PAUSE_PRODUCER, check=producer_problem, holds="producer",
                  explore={"duration": (0.5, 30.0)})

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ...schema import Seconds
 from ..channel import RESTART_PRODUCER
-from ..kind import FaultKind, WorkloadFault, restart_problem
+from ..kind import FaultKind, WorkloadFault, producer_problem
 
 
 class ProducerRestart(WorkloadFault):
@@ -20,5 +20,5 @@ class ProducerRestart(WorkloadFault):
     duration: Annotated[Seconds, Field(gt=0)] = 0.05
 
 
-KIND = FaultKind(ProducerRestart, "producer", serve=RESTART_PRODUCER, check=restart_problem,
+KIND = FaultKind(ProducerRestart, "producer", serve=RESTART_PRODUCER, check=producer_problem,
                  explore={"duration": (0.01, 1.0)})

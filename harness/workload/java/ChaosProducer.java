@@ -48,6 +48,7 @@ public class ChaosProducer {
     static final ConcurrentLinkedQueue<String> LINES = new ConcurrentLinkedQueue<>();  // all but `a` lines
     static final Lines OUT = new Lines();
     static int partitions = 1;
+    static String workloadTopic = "";  // the topic (a zombie resuming sends the rest of its transaction there)
     static boolean firstAckLogged = false;
     static PrintStream out;
     static volatile boolean failedSend = false;  // a callback reported an error: look for a fatal one
@@ -478,6 +479,7 @@ public class ChaosProducer {
         String topic = (String) task.get("topic");
         int parts = ((Number) task.get("partitions")).intValue();
         partitions = parts;
+        workloadTopic = topic;
         long n = ((Number) task.get("messages")).longValue();
         Number rateGiven = (Number) task.get("rate");
         double rate = rateGiven == null ? 0 : rateGiven.doubleValue();
@@ -545,13 +547,15 @@ public class ChaosProducer {
             }
             LINES.add("sent " + count);
             long handed = count;
+            boolean transactional = tx != null;
             if (zombie != null && !STOP.get()) {  // the workload ended while an instance was paused: it resumes now
-                resume(flushTimeout);
+                resumeAny(transactional, flushTimeout, true);
             }
-            Serve serve = tx == null ? command -> plainCommand(command, handed, props, topic, parts, flushTimeout, st)
-                    : command -> command.equals("restart") && restartTransactional(props, flushTimeout, st);
+            Serve serve = transactional ? command -> transactionalCommand(command, props, flushTimeout, st)
+                    : command -> plainCommand(command, handed, props, topic, parts, flushTimeout, st);
             clean = answer("handed", "flush", serve) && st.error.isEmpty()
-                    && (zombie == null || resume(flushTimeout)) && flushed(producer, flushTimeout);
+                    && (zombie == null || resumeAny(transactional, flushTimeout, true))
+                    && flushed(producer, flushTimeout);
         } finally {
             // Everything acknowledged: the client is left to the exit (its close, tens of ms, is no part of the
             // workload). Else close(ZERO) fails what is still out at once, each through its callback.
@@ -559,7 +563,7 @@ public class ChaosProducer {
                 producer.close(Duration.ZERO);
             }
             if (zombie != null) {  // stopped while an instance was paused: what it was told is said now
-                resume(0);
+                resumeAny(tx != null, 0, false);
             }
         }
         if (st.refused != null && st.refused.claim()) {  // never appended: nothing was transmitted
@@ -612,9 +616,9 @@ public class ChaosProducer {
     }
 
     /** Between two pieces of the workload (`sent`: fresh messages handed, `sends`: sends handed, resends too):
-     *  the lines written when due, then a stop, the run's command (served by `serve`; null: a restart waits for a
-     *  later step), a fatal error the client holds, the pace. false: the workload ends here (STOP, or st, says
-     *  why). */
+     *  the lines written when due, then a stop, the run's command (served by `serve`; null: every command waits
+     *  for a later step), a fatal error the client holds, the pace. false: the workload ends here (STOP, or st,
+     *  says why). */
     static boolean between(long sent, long sends, double rate, long t0, State st, Serve serve) throws Exception {
         if (System.nanoTime() - emitted >= EMIT_EVERY_NS) {
             LINES.add("sent " + sent);
@@ -624,7 +628,7 @@ public class ChaosProducer {
             return false;
         }
         String command = COMMANDS.peek();
-        if (command != null && !(serve == null && command.equals("restart"))) {
+        if (command != null && (serve != null || command.equals(END))) {  // null: served at a later step
             COMMANDS.poll();
             if (serve == null || !serve.run(command)) {
                 STOP.set(st.error.isEmpty());  // the end of stdin, or a line it cannot serve: stopping
@@ -690,7 +694,7 @@ public class ChaosProducer {
                              Properties props, double flushTimeout, State st) throws Exception {
         long number = 0, sends = 0, chunks = 0;  // chunks: the chunk lines said (fresh message i's is the i/chunk th)
         int block = (int) Math.max(1, Math.min(64, tx.size() / 2));  // sends between two looks at a restart
-        Serve restart = command -> command.equals("restart") && restartTransactional(props, flushTimeout, st);
+        Serve serve = command -> transactionalCommand(command, props, flushTimeout, st);
         outer:
         while (!PENDING.isEmpty() || fresh < n) {
             if (number >= tx.planned()) {
@@ -723,10 +727,10 @@ public class ChaosProducer {
             st.txnSends = 0;
             while (t.handed < t.size()) {
                 if (t.handed > 0) {
-                    if (!between(st.handed, sends, rate, t0, st, restart)) {
+                    if (!between(st.handed, sends, rate, t0, st, serve)) {
                         break outer;
                     }
-                    if (open != t) {  // a restart took it
+                    if (open != t) {  // a restart or a pause took it
                         continue outer;
                     }
                 }
@@ -776,12 +780,20 @@ public class ChaosProducer {
             open = null;
             st.txn = -1;
         }
+        return newTransactional("s", handedFresh, props, flushTimeout, st);
+    }
+
+    /** A new transactional instance (session), said by the line `word K N F` (the last session handed fresh
+     *  messages up to N, this one hands fresh ones from F), initialises its transactions: that fences the
+     *  instance before it and aborts what that one left open. false: it could not (st says why). */
+    static boolean newTransactional(String word, long handedFresh, Properties props, double flushTimeout, State st)
+            throws Exception {
         session++;
         sink = new Sink();
         producer = new org.apache.kafka.clients.producer.KafkaProducer<>(props);
-        LINES.add("s " + session + " " + handedFresh + " " + fresh);
-        System.err.println("producer restarted: session " + session + ", transaction "
-                + (t == null ? "none" : t.number + " aborted") + " open");
+        LINES.add(word + " " + session + " " + handedFresh + " " + fresh);
+        System.err.println("producer " + (word.equals("p") ? "paused" : "restarted") + ": session " + session
+                + ", fresh messages from " + fresh);
         long deadline = System.nanoTime() + (long) (flushTimeout * 1e9);
         while (true) {
             try {
@@ -797,6 +809,116 @@ public class ChaosProducer {
                 return false;
             }
         }
+    }
+
+    /** The run's commands to a transactional child (restart, pause, resume); false: it could not serve it. */
+    static boolean transactionalCommand(String command, Properties props, double flushTimeout, State st)
+            throws Exception {
+        switch (command) {
+            case "restart":
+                return restartTransactional(props, flushTimeout, st);
+            case "pause":
+                return pauseTransactional(props, flushTimeout, st);
+            case "resume":
+                return resumeTransactional(flushTimeout, true);
+            default:
+                return false;
+        }
+    }
+
+    /** A paused transactional instance's open transaction (null: none) and where its own rest starts. */
+    static Txn zombieTxn = null;
+    static int zombieFrom = 0;
+
+    /** producer-pause of a transactional instance, as transactional.py's: the instance is left as it is with its
+     *  open transaction; what it had handed of it (and the resends it had not handed yet) goes to its successor,
+     *  to be sent again first thing in the next transactions; the rest of its fresh messages stays its own, to
+     *  send when it resumes (resumeTransactional). The successor's initTransactions fences it (line `p K N F`). */
+    static boolean pauseTransactional(Properties props, double flushTimeout, State st) throws Exception {
+        if (zombie != null) {
+            st.error = "producer-pause: the paused producer has not resumed yet (one pause at a time)";
+            return false;
+        }
+        emit();
+        Txn t = open;
+        zombie = producer;
+        zombieSink = sink;
+        zombieSession = session;
+        zombieTxn = t;
+        long handedFresh = fresh;
+        if (t != null) {
+            zombieFrom = Math.max(t.handed, t.again.length);
+            for (int j = 0; j < zombieFrom; j++) {
+                PENDING.add(t.at(j));
+            }
+            handedFresh = t.freshHanded();
+            open = null;
+            st.txn = -1;
+        }
+        return newTransactional("p", handedFresh, props, flushTimeout, st);
+    }
+
+    /** The paused transactional instance resumes, as a zombie: it hands the rest of its transaction (line
+     *  `late LO HI`; a send() the fenced client refuses is an `r` line) and asks to commit it (unless `finish` is
+     *  false: the child is stopping), then is closed; its transaction is told fenced, committed if the commit
+     *  returned (the broker let a fenced instance commit), else aborted. Its lines are said in its session, between
+     *  `z J` and `z -`; a `z -` alone when none is paused. */
+    static boolean resumeTransactional(double flushTimeout, boolean finish) throws Exception {
+        if (zombie == null) {
+            LINES.add("z -");
+            emit();
+            return true;
+        }
+        Txn t = zombieTxn;
+        int sends = t == null ? 0 : t.handed;
+        String outcome = "aborted", error = "-";
+        java.util.List<Report> refused = new java.util.ArrayList<>();
+        java.util.List<String> refusedAs = new java.util.ArrayList<>();
+        if (t != null && finish) {
+            for (int j = zombieFrom; j < t.size(); j++, sends++) {
+                long i = t.at(j);
+                Report report = new Report(i, System.nanoTime(), zombieSink);
+                try {
+                    zombie.send(new org.apache.kafka.clients.producer.ProducerRecord<>(workloadTopic, (int) (i % partitions),
+                            null, Long.toString(i / partitions).getBytes(StandardCharsets.US_ASCII)), report);
+                } catch (Exception e) {  // the fenced client may refuse at once
+                    refused.add(report);
+                    refusedAs.add(name(why(e)));
+                }
+            }
+            Throwable[] raised = new Throwable[1];
+            var commit = zombie;
+            if (within(commit::commitTransaction, "zombie-commit", flushTimeout, raised) && raised[0] == null) {
+                outcome = "committed";
+            } else {
+                error = raised[0] != null ? name(why(raised[0])) : STOP.get() ? "-" : "TimeoutException";
+            }
+        }
+        zombie.close(Duration.ZERO);  // what is still out fails through its callbacks, all done on return
+        emit();
+        for (int k = 0; k < refused.size(); k++) {
+            Report report = refused.get(k);
+            if (report.claim()) {  // never appended: nothing was transmitted
+                zombieSink.failed.add("r " + report.index % partitions + " " + report.index / partitions + " "
+                        + refusedAs.get(k));
+            }
+        }
+        LINES.add("z " + zombieSession);
+        if (t != null) {
+            if (finish && zombieFrom < t.size()) {
+                LINES.add("late " + t.at(zombieFrom) + " " + t.hi);
+            }
+            ended(t.number, outcome, "fenced", error, sends);
+        }
+        emit(zombieSink);
+        System.err.println("session " + zombieSession + " resumed and closed"
+                + (t == null ? "" : ": its transaction " + t.number + " " + outcome));
+        zombie = null;
+        zombieSink = null;
+        zombieTxn = null;
+        LINES.add("z -");
+        emit();
+        return true;
     }
 
     /** Commit transaction `txn`, or flush (its records written: read_committed must leave them out) and abort it as
@@ -852,14 +974,26 @@ public class ChaosProducer {
     /** Every send handed has its outcome within `timeout` s (flush() itself takes no timeout), unless stopped. */
     static boolean flushed(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer, double timeout)
             throws InterruptedException {
-        Thread flush = new Thread(producer::flush, "flush");
-        flush.setDaemon(true);
-        flush.start();
+        return within(producer::flush, "flush", timeout, new Throwable[1]);
+    }
+
+    /** call, on a thread of its own, waited for up to `timeout` s unless stopped (a SIGTERM cuts the wait short);
+     *  what it threw in raised[0]. false: it had not returned. */
+    static boolean within(Runnable call, String name, double timeout, Throwable[] raised) throws InterruptedException {
+        Thread thread = new Thread(() -> {
+            try {
+                call.run();
+            } catch (Throwable e) {
+                raised[0] = e;
+            }
+        }, name);
+        thread.setDaemon(true);
+        thread.start();
         long deadline = System.nanoTime() + (long) (timeout * 1e9);
-        while (flush.isAlive() && !STOP.get() && System.nanoTime() < deadline) {  // a SIGTERM cuts it short
-            flush.join(50);
+        while (thread.isAlive() && !STOP.get() && System.nanoTime() < deadline) {
+            thread.join(50);
         }
-        return !flush.isAlive();
+        return !thread.isAlive();  // its end (isAlive false) makes raised[0] visible here
     }
 
     /** Say `say` (ready, handed) and wait for the run's `expect` (go, flush), serving its other commands meanwhile
@@ -929,6 +1063,11 @@ public class ChaosProducer {
         LINES.add("z -");
         emit();
         return true;
+    }
+
+    /** The paused instance resumes (finish false: the child is stopping, it only tells what it has). */
+    static boolean resumeAny(boolean transactional, double flushTimeout, boolean finish) throws Exception {
+        return transactional ? resumeTransactional(flushTimeout, finish) : resume(flushTimeout);
     }
 
     /** A new instance (session) with its own sink, said by the line `word K count`, hands again, in index order,
