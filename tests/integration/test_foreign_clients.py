@@ -177,3 +177,34 @@ def test_a_paused_producer_resumes_as_a_zombie_whose_writes_land_beside_the_rese
     assert (twice == 2).sum() > 0  # acknowledged to the paused instance (told as it resumed) and to its successor
     log = (run_dir / "logs" / "producer-kp.log").read_text()
     assert "producer paused: session 1 after" in log and "session 0 resumed and closed" in log
+
+
+def test_a_paused_transactional_kafka_python_child_finishes_its_transaction_as_a_fenced_zombie(tmp_path, kafka_python):
+    # producer-pause mid-transaction on kafka-python's transactional producer: the successor's initialisation fences
+    # the paused instance and sends again what it had handed of its transaction; healed, the paused one hands the
+    # rest of that transaction and asks to commit, and the transaction is told fenced in its session. Tansu serves
+    # the records of the aborted transaction to read_committed (as tests/integration/test_transactions.py shows for
+    # planned aborts), so the run fails naming zombie_writes_visible: exactly the zombie's records written before
+    # it was fenced, each also read as a duplicate of its resend. (On Apache Kafka: tests/kafka/test_foreign_clients.)
+    doc = {"name": "kp-tx-pause", "seed": 5, "topic": {"partitions": 3},
+           "workload": {"messages": 12000, "rate": 4000, "transaction.size": 100},
+           "variants": [{"name": "kp", "client": {"kafka-python": KAFKA_PYTHON},
+                         "producer": {"acks": "all", "linger_ms": 5, "transactional_id": "kc-kp-tx-pause"}}],
+           "faults": [{"kind": "producer-pause", "at": 1.0, "duration": 1.0}]}
+    result, run_dir, summary = run_experiment(tmp_path, doc)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "FAIL  kp: zombie_writes_visible == 0 (fatal)" in result.stdout
+    v = summary["variants"]["kp"]
+    assert v["faults_not_applied"] == 0 and v["sent"] == 12000 == v["acked"] + v["rejected"] + v["unknown"], v
+    txns = pq.read_table(run_dir / "kp" / "transactions.parquet").to_pandas()
+    [zombie] = txns[txns.cause == "fenced"].itertuples()
+    assert (zombie.session, zombie.outcome, zombie.sends) == (0, "aborted", 100) and zombie.error, zombie
+    acks = pq.read_table(run_dir / "kp" / "acks.parquet").to_pandas()
+    mine = acks[acks.txn == zombie.txn]
+    assert len(mine) == 100 and set(mine.session) == {0}
+    written = mine[mine.outcome == "acked"]  # before the successor fenced it
+    assert 0 < len(written) < 100 and v["zombie_writes_visible"] == len(written) == v["duplicates"], v
+    for key in ("lost", "lost_committed", "torn_transactions", "aborted_reads", "unexpected", "inconsistent_offsets"):
+        assert v[key] == 0, (key, v)
+    log = (run_dir / "logs" / "producer-kp.log").read_text()
+    assert "producer paused: session 1" in log and "session 0 resumed and closed" in log

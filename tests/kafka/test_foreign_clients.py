@@ -5,6 +5,7 @@ connection resets; the transactions of the Java client, kafka-python and aiokafk
 child (on the embedded Tansu: only the client needs KAFKA_HOME).
 aiokafka is installed into the cache on first use; where it cannot be, its variant is left out."""
 
+import json
 import signal
 
 import pytest
@@ -268,4 +269,55 @@ def test_a_paused_producer_resumes_as_a_zombie_whose_writes_land_beside_the_rese
     acked = acks[acks.outcome == "acked"]
     twice = acked.groupby(["partition", "value"]).session.nunique()
     assert (twice == 2).sum() > 0  # acknowledged to the paused instance (told as it resumed) and to its successor
+    assert {f["kind"] for f in faults if f["outcome"] == "healed"} == {"producer-pause"}
+
+
+@pytest.mark.parametrize("library", ["kafka-clients", "aiokafka"])
+def test_a_paused_transactional_child_is_fenced_and_nothing_its_zombie_wrote_is_visible(tmp_path, library):
+    # producer-pause mid-transaction on the Java child's and aiokafka's transactional producers (one KRaft node, as
+    # zombie-fencing): the successor's initialisation fences the paused instance, and sends again what it had
+    # handed of its transaction; healed, the paused one resumes as a zombie, hands the rest of its transaction and
+    # asks to commit. The commit is refused: its transaction is told fenced in its own session, nothing it wrote
+    # is visible under read_committed, and every value the successor committed is read once. (kafka-python's
+    # zombie bumps its own epoch instead, which aborts its successor's transaction: README, findings.)
+    import pandas as pd
+
+    from tests.kafka.test_transactions import committed_read_once_and_aborted_invisible
+    from tests.kafka.test_transactions import run as run_experiment
+    if library == "kafka-clients":
+        client, producer = {library: java_version()}, {"acks": "all", "linger.ms": 5, "transactional.id": "kc-tx-pause"}
+    else:
+        client, producer = {library: "0.14.0"}, {"acks": "all", "linger_ms": 5, "transactional_id": "kc-tx-pause"}
+        try:
+            ensure(library, client[library])
+        except ClientEnvError as e:
+            pytest.skip(f"{library} cannot be installed here: {e}")
+    doc = {"name": "tx-pause", "seed": 5, "cluster": ONE_NODE, "topic": {"partitions": 3},
+           "workload": {"messages": 20000, "rate": 4000, "transaction.size": 100},
+           "variants": [{"name": "tx", "client": client, "producer": producer}],
+           "faults": [{"kind": "producer-pause", "at": 2.0, "duration": 2.0}],
+           "expectations": {"tx": {"duplicates": 0}}}
+    r, run_dir, summary = run_experiment(tmp_path, doc)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    v = summary["variants"]["tx"]
+    assert accounting(v) and "client_fatal" not in v and v["faults_not_applied"] == 0, v
+    for key in ("zombie_writes_visible", "aborted_reads", "lost_committed", "torn_transactions", "duplicates", "lost",
+                "unseen", "inconsistent_offsets"):
+        assert v[key] == 0, (key, v)
+    txns = pd.read_parquet(run_dir / "tx" / "transactions.parquet")
+    [zombie] = txns[txns.cause == "fenced"].itertuples()
+    assert (zombie.session, zombie.outcome, zombie.sends) == (0, "aborted", 100) and zombie.error, zombie
+    acks = pd.read_parquet(run_dir / "tx" / "acks.parquet")
+    assert set(acks.session) == {0, 1}
+    mine = acks[acks.txn == zombie.txn]
+    assert len(mine) == 100 and set(mine.session) == {0}
+    # what it had handed before the pause, sent again by the successor in one of its transactions; the rest, which
+    # the zombie handed after it was fenced, acknowledged to no one
+    again = acks[acks.session == 1].merge(mine[["partition", "value"]], on=["partition", "value"])
+    assert 0 < len(again) < 100 and (again.txn != zombie.txn).all()
+    rest = mine.merge(again[["partition", "value"]], how="left", indicator=True).query("_merge == 'left_only'")
+    assert len(rest) == 100 - len(again) and "acked" not in set(rest.outcome), rest.outcome.value_counts()
+    once, aborted_read, aborted_kept, n_committed = committed_read_once_and_aborted_invisible(run_dir, "tx")
+    assert once and aborted_read == 0 and n_committed > 0
+    faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
     assert {f["kind"] for f in faults if f["outcome"] == "healed"} == {"producer-pause"}
