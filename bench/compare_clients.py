@@ -9,9 +9,8 @@ translated into that implementation's names, and the table of what each did is p
 Toxiproxy (TOXIPROXY_SERVER), whatever its own cluster section says (broker-failover and leader-isolation ship
 for Docker Compose); without it, the experiment's own cluster. A setting an implementation does not have (e.g.
 librdkafka's socket.timeout.ms; aiokafka has no retries or delivery timeout) is left out of its variants, and
-the table says which. An implementation whose child cannot do what the experiment asks (producer faults) is
-left out of that experiment (a transactional variant of another implementation under producer-pause), said in
-the table. Each experiment is one `kafka-chaos run` (its variants one
+the table says which (every child takes the producer faults, of plain, idempotent and transactional producers
+alike). Each experiment is one `kafka-chaos run` (its variants one
 after the other), so the table is a measurement of one seed: its exit code and verdict are given as they came.
 This is a script, not a test: it asserts nothing.
 """
@@ -77,17 +76,12 @@ def derive(doc: dict, cluster: dict | None) -> tuple[dict, dict]:
     if "matrix" in doc:
         raise SystemExit(f"{doc['name']}: a matrix experiment; give its variants as a list")
     shared = doc.pop("producer", {}) or {}
-    faults = {f["kind"] for f in doc.get("faults", [])}
     left_out = {}
     variants, expectations = [], {}
     for impl, client in IMPLEMENTATIONS.items():
         for v in doc["variants"]:
             settings, dropped = translate({**shared, **(v.get("producer") or {})}, impl)
             name = f"{impl}-{v['name']}"
-            if client is not None and "producer-pause" in faults \
-                    and "transactional.id" in {**shared, **(v.get("producer") or {})}:
-                left_out[name] = "not run: its child pauses a plain or idempotent producer only"
-                continue
             variant = {**v, "name": name, "producer": settings}
             if client is not None:
                 variant["client"] = client
