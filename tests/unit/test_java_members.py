@@ -29,6 +29,7 @@ from tests.fakeclock import FakeClock
     ("e 1.5 revoke []", Event(1.5, "revoke", [], "")),
     ("e 2 commit-failed [3] CommitFailedException: the group rebalanced",
      Event(2.0, "commit-failed", [3], "CommitFailedException: the group rebalanced")),
+    ("e 3 abort [0,1] TimeoutException: x", Event(3.0, "abort", [0, 1], "TimeoutException: x")),  # transactional
     ("h 200 100", Hold(200, 100)),
     ("p after 1 17 5 3 201 1700000000000.125", Processed("after", (1, 17, 5, 3, 201, 1700000000000.125))),
     ("p before 0 0 - 1 0 5.0", Processed("before", (0, 0, None, 1, 0, 5.0))),
