@@ -3,6 +3,7 @@ sink (workload/memberlines.py) parsed, applied to a real temporary sink and rela
 members for a kafka-clients variant, their settings and the strategies refused; and the supervisor running members
 that speak the lines (a stand-in program) under a kill caught mid-batch and a stop."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -16,10 +17,10 @@ import select
 import pytest
 import yaml
 
-from harness import preflight
+from harness import clients, preflight
 from harness.clients import KAFKA_CLIENTS
 from harness.exits import Exit
-from harness.spec import ConsumerSpec, SpecError, load_spec
+from harness.spec import STRATEGIES, ConsumerSpec, SpecError, load_spec
 from harness.workload import consumers, foreignenv, sink as sinks
 from harness.workload.javamember import member_settings
 from harness.workload.memberlines import (Batch, Begin, Event, Hold, Processed, ProtocolError, Query, Relay, apply,
@@ -314,21 +315,32 @@ def test_a_kafka_clients_variants_group_runs_java_members_and_every_other_varian
     assert alone.member_implementation(alone.variants[0]) is None  # no consumer group at all
 
 
-@pytest.mark.parametrize("strategy", ["idempotent-sink"])
-def test_a_strategy_java_members_do_not_run_is_bad_input_naming_the_field_and_the_variant(tmp_path, strategy):
-    with pytest.raises(SpecError, match=rf"variants\.1\.consumer\.strategy: variant java runs kafka-clients 4\.1\.0, "
-                                        rf"whose own consumer group members do not run {strategy} \(yet\); use "
-                                        "commit-after, commit-before, auto-commit or transactional") as e:
+def test_java_members_run_every_strategy_idempotent_sink_too(tmp_path):
+    assert set(KAFKA_CLIENTS.member_strategies) == set(STRATEGIES)
+    spec = load(tmp_path, {"consumer": {"strategy": "idempotent-sink"},
+                           "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"}}]})
+    [java] = spec.variants
+    assert spec.member_implementation(java) is KAFKA_CLIENTS and spec.consumer_spec(java).strategy == "idempotent-sink"
+
+
+def test_a_strategy_an_implementations_members_do_not_run_is_bad_input_naming_the_field_and_the_variant(
+        tmp_path, monkeypatch):
+    # No strategy is refused to the Java members now; one an implementation's members lacked would be, so:
+    lacking = dataclasses.replace(KAFKA_CLIENTS, member_strategies=("commit-after", "commit-before", "transactional"))
+    monkeypatch.setitem(clients.FOREIGN, "kafka-clients", lacking)
+    with pytest.raises(SpecError, match=r"variants\.1\.consumer\.strategy: variant java runs kafka-clients 4\.1\.0, "
+                                        r"whose own consumer group members do not run idempotent-sink \(yet\); use "
+                                        "commit-after, commit-before or transactional") as e:
         load(tmp_path, {"consumer": {"strategy": "commit-after"},
-                        "variants": [{"name": "librdkafka", "consumer": {"strategy": strategy}},
+                        "variants": [{"name": "librdkafka", "consumer": {"strategy": "idempotent-sink"}},
                                      {"name": "java", "client": {"kafka-clients": "4.1.0"},
-                                      "consumer": {"strategy": strategy}}]})
+                                      "consumer": {"strategy": "idempotent-sink"}}]})
     assert e.value.exit == Exit.USAGE  # bad input: exit 2, before anything starts
     with pytest.raises(SpecError, match=r"consumer\.strategy: variant java runs kafka-clients"):
-        load(tmp_path, {"consumer": {"strategy": strategy},
+        load(tmp_path, {"consumer": {"strategy": "auto-commit"},
                         "variants": [{"name": "java", "client": {"kafka-clients": "4.1.0"}}]})
     # the harness's own members run it for every other implementation's variant
-    load(tmp_path, {"consumer": {"strategy": strategy},
+    load(tmp_path, {"consumer": {"strategy": "auto-commit"},
                     "variants": [{"name": "py", "client": {"kafka-python": "3.0.12"}}]})
 
 
