@@ -26,7 +26,8 @@ member's stdin (a pipe), and the member waits for it before it says anything mor
                                     batch's first record: left out) and their stored offsets, `f` alone for none.
                                     The relay writes the `fenced` event (as member.py does after Sink.apply).
 
-A batch the member did not finish saying (it died) is never applied, as a transaction it never committed. The
+The member says an atomic batch in one write (over PIPE_BUF it may come in pieces: the relay gathers the lines); a
+batch the member did not finish saying (it died) is never applied, as a transaction it never committed. The
 relay reads what the pipe holds whenever it is readable and applies every whole line; settle() does the same at
 once, so once the member is frozen (SIGSTOP) or dead the sink holds everything it said. An answer is written whole
 into the member's stdin (the member reads each before its next request, so the pipe holds at most one: a frozen
