@@ -18,7 +18,8 @@
 // idempotent-sink reads back, the harness answers on stdin, one line per request, which the member waits for.
 // A batch is one poll (max.poll.records = the batch); processing a record takes processing_ms (slept).
 // SIGTERM stops it after the batch in hand (the strategy's commit, then close: leaving the group): exit 0. Exit 2:
-// the broker lacks the group protocol (UnsupportedVersionException); 4: any other error from the client.
+// the broker lacks the group protocol (UnsupportedVersionException); 4: any other error from the client, or no
+// answer from the harness (idempotent-sink: NoAnswer).
 // The client's own log (log4j, WARN) goes to stderr, which the harness keeps as the member's log.
 
 import java.io.BufferedReader;
