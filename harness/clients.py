@@ -89,8 +89,8 @@ KAFKA_CLIENTS = Implementation(
      "ClusterAuthorizationException": "the producer may not use idempotence on this cluster",
      "SerializationException": "the client could not serialise the record; nothing was transmitted"},
     transactions=True,
-    # workload/java/ChaosMember.java: idempotent-sink reads the sink back, which the member's line protocol cannot
-    member_strategies=("commit-after", "commit-before", "auto-commit", "transactional"),
+    # workload/java/ChaosMember.java (idempotent-sink reads the sink back through its relay's answers)
+    member_strategies=("commit-after", "commit-before", "auto-commit", "transactional", "idempotent-sink"),
     member_owned={"key.deserializer": "the members read bytes: the value as an ASCII decimal",
                   "value.deserializer": "the members read bytes: the value as an ASCII decimal",
                   "max.poll.records": "use the consumer section's batch field (records per poll)"})

@@ -33,7 +33,8 @@ def spawn(cmd: list[str], log_path: Path, env: dict | None = None, talk: bool = 
           tell: bool = False) -> subprocess.Popen:
     """Start cmd (through the launcher: same pid, tied to the harness) with stdout+stderr appended to log_path;
     talk: stdin and stdout are pipes to the harness instead (text, line-buffered), stderr goes to log_path;
-    tell: stdout alone is a pipe to the harness (bytes, read as they come), stderr goes to log_path."""
+    tell: stdout is a pipe to the harness (bytes, read as they come) and stdin one from it (bytes, unbuffered: the
+    answers a Java member asks for, workload/memberlines.py), stderr goes to log_path."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     path = (env or os.environ).get("PATH")
     if shutil.which(cmd[0], path=path) is None:  # as Popen would say, rather than a launcher exiting 1
@@ -46,7 +47,7 @@ def spawn(cmd: list[str], log_path: Path, env: dict | None = None, talk: bool = 
                 return subprocess.Popen(launch, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.PIPE,
                                         env=env, start_new_session=True, text=True, bufsize=1)
             if tell:
-                return subprocess.Popen(launch, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                return subprocess.Popen(launch, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.PIPE,
                                         env=env, start_new_session=True, bufsize=0)
             return subprocess.Popen(launch, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env=env, start_new_session=True)

@@ -23,7 +23,8 @@ this supervisor's thread applies them and answers, so applied_at is when the sig
 A member that exits on its own is an infrastructure failure (the run stops, exit 3, naming its log):
 exit code 2 says the broker does not support the group protocol asked for (KIP-848 on Tansu). A Java member is the
 JVM itself (the signals reach its client); the supervisor reads the sink only once its relay has applied what the
-member said (a member frozen for a kill is settled first; a stopped or killed one's relay is drained).
+member said (a member frozen for a kill is settled first; a stopped or killed one's relay is drained). Its relay
+also answers, on the member's stdin, what an idempotent-sink member asks of the sink.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class ConsumerGroup:
         if not self.java:
             return Slot(name, procs.spawn(MEMBER, self.member_log(name), env=env))
         proc = procs.spawn(list(self.java), self.member_log(name), env=env, tell=True)
-        return Slot(name, proc, relay=Relay(proc.stdout, sinks.Sink(self.sink_path, name)).start())
+        return Slot(name, proc, relay=Relay(proc.stdout, sinks.Sink(self.sink_path, name), proc.stdin).start())
 
     def _spawn_slot(self, index: int) -> None:
         incarnation = len(self.slots[index]) if index < len(self.slots) else 0

@@ -3,7 +3,8 @@ settings, in Java property names, the harness's own (spec.CONSUMER_OWNED, client
 the experiment's `consumer.config` over them, as workload/member.consumer_config does for librdkafka's members.
 
 The member is started by workload/consumers.py with its task as JSON in $KAFKA_CHAOS_MEMBER (member.py's, plus
-`settings`: these), and writes the sink through its stdout (workload/memberlines.py).
+`settings`: these), and writes the sink through its stdout (workload/memberlines.py); an idempotent-sink member
+reads what it asks of the sink on its stdin.
 """
 
 from __future__ import annotations

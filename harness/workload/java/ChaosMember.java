@@ -11,16 +11,23 @@
 // commit drops the batch), auto-commit (the client commits what poll() returned, in the background of poll()) and
 // transactional (consume-transform-produce: the batch's output records and its offsets in one transaction of a
 // KafkaProducer with the slot's transactional.id; an abortable failure aborts it and goes back to the committed
-// offsets). Not idempotent-sink: it reads the sink back (the offsets it stored), which a line protocol cannot.
+// offsets) and idempotent-sink (no Kafka commit: the batch's output, rows and next offsets in one transaction of the
+// sink; on assignment it seeks to the offsets the sink stored, and where the sink fenced a batch, to the stored one).
 // It cannot open the sink (no SQLite driver): each sink action is one line on stdout, written whole and before the
-// commit that follows it, which the harness applies to the sink (workload/memberlines.py has the protocol).
+// commit that follows it, which the harness applies to the sink (workload/memberlines.py has the protocol); what
+// idempotent-sink reads back, the harness answers on stdin, one line per request, which the member waits for.
 // A batch is one poll (max.poll.records = the batch); processing a record takes processing_ms (slept).
 // SIGTERM stops it after the batch in hand (the strategy's commit, then close: leaving the group): exit 0. Exit 2:
-// the broker lacks the group protocol (UnsupportedVersionException); 4: any other error from the client.
+// the broker lacks the group protocol (UnsupportedVersionException); 4: any other error from the client, or no
+// answer from the harness (idempotent-sink: NoAnswer).
 // The client's own log (log4j, WARN) goes to stderr, which the harness keeps as the member's log.
 
+import java.io.BufferedReader;
 import java.io.FileDescriptor;
+import java.io.FileInputStream;
 import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -30,6 +37,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -50,12 +60,17 @@ public class ChaosMember {
     static final FileOutputStream OUT = new FileOutputStream(FileDescriptor.out);
     static volatile boolean stopping = false;
     static volatile KafkaConsumer<byte[], byte[]> consumer;
+    // idempotent-sink: the harness's answers (stdin), read by a thread of their own; END when stdin ended
+    static final BlockingQueue<String> ANSWERS = new LinkedBlockingQueue<>();
+    static final String END = new String("end of stdin");
+    static final long ANSWER_TIMEOUT_MS = 120_000;
 
     final String name, topic, strategy, output, transactionalId;
     final double processingMs;
     KafkaProducer<byte[], byte[]> producer;  // transactional only
-    int session = 0;  // a new one at every assignment change
+    int session = 0;  // a new one at every assignment change and every seek the member makes itself
     long n = 0;  // the member's processing counter
+    RuntimeException broken;  // a failure inside the rebalance listener (no answer), raised after its poll()
 
     ChaosMember(Map<String, Object> task) {
         name = (String) task.get("member");
@@ -156,6 +171,9 @@ public class ChaosMember {
         event("start", null, "pid " + ProcessHandle.current().pid());
         System.err.println("member " + name + ": kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion()
                 + ", group.protocol " + props.getProperty("group.protocol"));
+        if (strategy.equals("idempotent-sink")) {
+            listen();
+        }
         try {
             consumer = new KafkaConsumer<>(props);
             if (strategy.equals("transactional")) {  // as member.py's: init aborts what a predecessor left open
@@ -177,6 +195,9 @@ public class ChaosMember {
                     System.err.println("member " + name + ": poll: " + words(e));
                     continue;
                 }
+                if (broken != null) {
+                    throw broken;
+                }
                 if (records.isEmpty()) {
                     continue;
                 }
@@ -191,6 +212,8 @@ public class ChaosMember {
                     }
                 } else if (strategy.equals("transactional")) {
                     transact(batch);
+                } else if (strategy.equals("idempotent-sink")) {
+                    idempotent(batch);
                 } else {  // auto-commit
                     process(batch, "auto");
                 }
@@ -347,12 +370,145 @@ public class ChaosMember {
         }
     }
 
+    /** The thread that reads the harness's answers (stdin) as they come, so that a wait for one can end. */
+    static void listen() {
+        Thread reader = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(
+                    new InputStreamReader(new FileInputStream(FileDescriptor.in), StandardCharsets.US_ASCII))) {
+                for (String line = in.readLine(); line != null; line = in.readLine()) {
+                    ANSWERS.add(line);
+                }
+            } catch (IOException e) {
+                // as the end of stdin
+            }
+            ANSWERS.add(END);
+        }, "answers");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    /** A request (its lines), then the harness's answer, `WORD P=OFFSET ...`: {partition: offset}. No answer within
+     *  ANSWER_TIMEOUT_MS of waiting (the time the member was frozen, SIGSTOP, is not counted), the end of stdin, or
+     *  another answer is a NoAnswer, which ends the member. */
+    static Map<Integer, Long> ask(String request, String word) {
+        String asked = request.split("\n", 2)[0];
+        say(request);
+        String answer = null;
+        long waited = 0;
+        try {
+            while (answer == null && waited < ANSWER_TIMEOUT_MS) {
+                long t0 = System.nanoTime();
+                answer = ANSWERS.poll(1, TimeUnit.SECONDS);
+                waited += Math.min((System.nanoTime() - t0) / 1_000_000, 2_000);  // a freeze counts as one look
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NoAnswer("interrupted while waiting for the answer to `" + asked + "`");
+        }
+        if (answer == null) {
+            throw new NoAnswer("no answer from the harness in " + ANSWER_TIMEOUT_MS / 1000 + " s to `" + asked + "`");
+        }
+        if (answer == END) {
+            throw new NoAnswer("the harness closed the member's stdin before it answered `" + asked + "`");
+        }
+        String[] words = answer.split(" ");
+        Map<Integer, Long> offsets = new TreeMap<>();
+        try {
+            if (!words[0].equals(word)) {
+                throw new IllegalArgumentException(words[0]);
+            }
+            for (int i = 1; i < words.length; i++) {
+                String[] pair = words[i].split("=", 2);
+                offsets.put(Integer.parseInt(pair[0]), Long.parseLong(pair[1]));
+            }
+        } catch (RuntimeException e) {
+            throw new NoAnswer("the answer `" + answer + "` to `" + asked + "` is not `" + word + " P=OFFSET ...`");
+        }
+        return offsets;
+    }
+
+    static final class NoAnswer extends RuntimeException {
+        NoAnswer(String message) {
+            super(message);
+        }
+    }
+
+    /** idempotent-sink: the batch processed (a `p atomic` line per record, after its processing), said as one
+     *  atomic batch which the harness applies in one transaction of the sink (output upserted by value, rows, next
+     *  offsets), and the answer waited for. A partition it fenced (its stored next offset past the batch's first
+     *  record: another member processed it meanwhile) was left out: the member seeks there, if it still holds it
+     *  (if not, its next owner seeks to the sink's offset on its assignment). The harness writes the `fenced`
+     *  event. */
+    void idempotent(List<ConsumerRecord<byte[], byte[]>> batch) throws InterruptedException {
+        StringBuilder lines = new StringBuilder("b ").append(batch.size());
+        long pause = (long) (processingMs * 1e6);
+        for (ConsumerRecord<byte[], byte[]> m : batch) {
+            if (pause > 0) {
+                Thread.sleep(pause / 1_000_000, (int) (pause % 1_000_000));
+            }
+            lines.append("\np atomic ").append(m.partition()).append(' ').append(m.offset()).append(' ')
+                    .append(value(m.value())).append(' ').append(session).append(' ').append(n).append(' ').append(now());
+            n++;
+        }
+        Map<Integer, Long> fenced = ask(lines.toString(), "f");
+        if (fenced.isEmpty()) {
+            return;
+        }
+        session++;
+        java.util.Set<TopicPartition> held = consumer.assignment();
+        for (Map.Entry<Integer, Long> f : fenced.entrySet()) {
+            TopicPartition tp = new TopicPartition(topic, f.getKey());
+            if (held.contains(tp)) {
+                try {
+                    consumer.seek(tp, f.getValue());
+                } catch (IllegalStateException e) {
+                    // no longer assigned: the next assignment seeks from the sink
+                }
+            }
+        }
+    }
+
     /** The group's assignment changes, told as events (a new session at each). */
     final class Listener implements ConsumerRebalanceListener {
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
             session++;
-            event("assign", partitions, "");
+            String detail = "";
+            // idempotent-sink: seek to what the sink stored with the output. Under an incremental protocol
+            // (cooperative, KIP-848's consumer) these are the newly added partitions only: those kept go on where
+            // this member's own batches left them.
+            if (strategy.equals("idempotent-sink") && !partitions.isEmpty() && broken == null) {
+                try {
+                    detail = seekStored(partitions);
+                } catch (RuntimeException e) {
+                    broken = e;  // raised by the loop after this poll(), before any record is processed
+                }
+            }
+            event("assign", partitions, detail);
+        }
+
+        /** Each partition to its stored next offset, or to its beginning; the offsets as member.py's detail. */
+        String seekStored(Collection<TopicPartition> partitions) {
+            StringBuilder asked = new StringBuilder("q ");
+            partitions.stream().map(TopicPartition::partition).sorted()
+                    .forEach(p -> asked.append(asked.length() > 2 ? "," : "").append(p));
+            Map<Integer, Long> stored = ask(asked.toString(), "o");
+            List<TopicPartition> fresh = new ArrayList<>();
+            for (TopicPartition tp : partitions) {
+                Long at = stored.get(tp.partition());
+                if (at == null) {
+                    fresh.add(tp);
+                } else {
+                    consumer.seek(tp, at);
+                }
+            }
+            if (!fresh.isEmpty()) {
+                consumer.seekToBeginning(fresh);
+            }
+            StringBuilder json = new StringBuilder();
+            stored.forEach((p, at) -> json.append(json.length() == 0 ? "{" : ", ").append('"').append(p).append("\": ")
+                    .append(at));
+            return json.length() == 0 ? "" : json.append('}').toString();
         }
 
         @Override
