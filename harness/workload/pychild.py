@@ -845,6 +845,11 @@ class AioKafka:
                 try:
                     await instance.start()
                     await instance.partitions_for(task["topic"])
+                    if tx is not None:  # its producer id now, as the other clients' init: that fences a paused
+                        # instance of the same transactional.id before it can resume (aiokafka waits for it at the
+                        # first begin_transaction otherwise)
+                        await asyncio.wait_for(instance._txn_manager.wait_for_pid(),
+                                               max(0.1, deadline - time.monotonic()))
                     return instance
                 except Exception as e:
                     await _quietly(instance.stop(), CLOSE_TIMEOUT)
