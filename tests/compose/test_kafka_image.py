@@ -34,7 +34,9 @@ def test_kafka_settings_from_the_environment_and_storage_formatted_once(docker_c
            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
            "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093", "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
-           "KAFKA_LOG_RETENTION_MS": "123456789", "KAFKA_HEAP_OPTS": "-Xmx256m"}
+           # 512 MiB, as the local brokers' (cluster/local.py): with 256 the log cleaner's 128 MiB dedupe buffer
+           # sometimes found no room at start (OutOfMemoryError, exit 1: 1 start in 8 here; 512: 0 in 12)
+           "KAFKA_LOG_RETENTION_MS": "123456789", "KAFKA_HEAP_OPTS": "-Xmx512m"}
     container = DockerContainer(kafka_image()).waiting_for(started(1))
     container.ports[9092] = ("127.0.0.1", port)  # published on loopback only (with_bind_ports takes no address)
     for key, value in env.items():
