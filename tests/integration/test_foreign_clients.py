@@ -186,14 +186,14 @@ def test_a_paused_transactional_kafka_python_child_finishes_its_transaction_as_a
     # the records of the aborted transaction to read_committed (as tests/integration/test_transactions.py shows for
     # planned aborts), so the run fails naming zombie_writes_visible: exactly the zombie's records written before
     # it was fenced, each also read as a duplicate of its resend. (On Apache Kafka: tests/kafka/test_foreign_clients.)
+    # How many of its records the zombie had written when it was paused is timing (on a loaded machine every one
+    # may still be in flight): the assertions hold for any number, none included (then the run passes).
     doc = {"name": "kp-tx-pause", "seed": 5, "topic": {"partitions": 3},
            "workload": {"messages": 12000, "rate": 4000, "transaction.size": 100},
            "variants": [{"name": "kp", "client": {"kafka-python": KAFKA_PYTHON},
                          "producer": {"acks": "all", "linger_ms": 5, "transactional_id": "kc-kp-tx-pause"}}],
            "faults": [{"kind": "producer-pause", "at": 1.0, "duration": 1.0}]}
     result, run_dir, summary = run_experiment(tmp_path, doc)
-    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "FAIL  kp: zombie_writes_visible == 0 (fatal)" in result.stdout
     v = summary["variants"]["kp"]
     assert v["faults_not_applied"] == 0 and v["sent"] == 12000 == v["acked"] + v["rejected"] + v["unknown"], v
     txns = pq.read_table(run_dir / "kp" / "transactions.parquet").to_pandas()
@@ -203,7 +203,9 @@ def test_a_paused_transactional_kafka_python_child_finishes_its_transaction_as_a
     mine = acks[acks.txn == zombie.txn]
     assert len(mine) == 100 and set(mine.session) == {0}
     written = mine[mine.outcome == "acked"]  # before the successor fenced it
-    assert 0 < len(written) < 100 and v["zombie_writes_visible"] == len(written) == v["duplicates"], v
+    assert len(written) < 100 and v["zombie_writes_visible"] == len(written) == v["duplicates"], v
+    assert result.returncode == (1 if len(written) else 0), result.stdout[-3000:] + result.stderr[-3000:]
+    assert ("FAIL  kp: zombie_writes_visible == 0 (fatal)" in result.stdout) == (len(written) > 0), result.stdout
     for key in ("lost", "lost_committed", "torn_transactions", "aborted_reads", "unexpected", "inconsistent_offsets"):
         assert v[key] == 0, (key, v)
     log = (run_dir / "logs" / "producer-kp.log").read_text()
