@@ -252,7 +252,9 @@ class DeliveryLog:
             told = pa.nulls(n, pa.int64())
         else:
             told = np.concatenate(offsets)[order]
-            told = pa.array(told, mask=told == NO_OFFSET)  # null: _write keeps it as an untold offset
+            untold = told == NO_OFFSET  # null: _write keeps it as an untold offset
+            # Arrow's masked conversion takes 50 ns a row where a plain one is free: only when one is untold.
+            told = pa.array(told, mask=untold) if untold.any() else pa.array(told)
         txn = pa.nulls(n, pa.int64()) if txns[0] is None else pa.array(np.concatenate(txns)[order], pa.int64())
         self._write(part.astype(np.int32), pa.array(index // self.partitions),
                     pa.repeat(Outcome.ACKED, n), told, pa.nulls(n, pa.string()), np.concatenate(latency)[order], txn,

@@ -83,13 +83,20 @@ public class ChaosProducer {
         }
     }
 
-    /** One send's delivery callback: its outcome is told once. kafka-clients may call back twice: send() calls back
-     *  with an error raised after the record was appended (the transaction manager's, e.g. the producer fenced),
-     *  and the record's batch calls back again when it is aborted. A send() that throws may also have appended
-     *  its record: its callback, if the client calls it, says what became of it (the `r` line waits for the close).
-     *  The callback runs on the client's I/O thread, which is also the thread that sends: it records primitives
-     *  only (Acks). */
-    static final java.util.concurrent.atomic.AtomicLong REPEATED = new java.util.concurrent.atomic.AtomicLong();
+    /** One send's delivery callback: its outcome is told once, by its first report. kafka-clients may call back
+     *  twice: send() calls back with an error raised after the record was appended (the transaction manager's,
+     *  e.g. the producer fenced), and the record's batch calls back again when it is aborted. A send() that
+     *  throws may also have appended its record: its callback, if the client calls it, says what became of it
+     *  (the `r` line waits for the close). The callback runs on the client's I/O thread, which is also the thread
+     *  that sends: it records primitives only (Acks), and the main thread keeps the first report of each send
+     *  (Sink.first, in emit(): errors, then acks, then refusals), not a compare-and-set per send on the callback's
+     *  path (a volatile write to an object the main thread made; its cost was within the bench's noise,
+     *  bench/clients.py, 2026-11-29, but it bought nothing the main thread cannot do). The client's two calls for one send are both errors (send()'s and the
+     *  aborted batch's, in either order: experiments/known-bugs/java-double-callback.md), and the failed queue
+     *  keeps their order: the first is told. An ack after an error of the same send would not be (errors are
+     *  told first): a transactional batch is only sent once its partition is in the transaction, which a
+     *  send() that failed there never got. REPEATED: the second calls (main thread). */
+    static long REPEATED = 0;
     /** The run's lines after the task (go, restart, flush), read by a thread of their own: a restart is asked
      *  while the workload sends. END: the end of stdin (the run is stopping). */
     static final java.util.concurrent.LinkedBlockingQueue<String> COMMANDS =
@@ -147,18 +154,33 @@ public class ChaosProducer {
      *  instance's is held until it resumes, and told then in its own session (`z` lines: resume()). */
     static final class Sink {
         final Acks acks = new Acks();
-        final ConcurrentLinkedQueue<String> failed = new ConcurrentLinkedQueue<>();
+        final ConcurrentLinkedQueue<Failed> failed = new ConcurrentLinkedQueue<>();
         final Clock clock = new Clock();
+        /** Sends whose send() threw: each is told refused (`r`) unless a callback told it (main thread only). */
+        final java.util.List<Failed> refused = new java.util.ArrayList<>();
+        /** Sends told (main thread only, in emit()): a send is told once, by its first report. */
+        final java.util.BitSet told = new java.util.BitSet();
+
+        /** true the first time send `index` is told; a later report of it is the client calling back again. */
+        boolean first(long index) {
+            if (told.get((int) index)) {
+                REPEATED++;
+                return false;
+            }
+            told.set((int) index);
+            return true;
+        }
+    }
+
+    /** A send's failure as its line (`e`, or `r`) to be told. */
+    record Failed(long index, String line) {
     }
 
     static Sink sink = new Sink();  // the current instance's (each Report keeps its own instance's)
 
     static final class Report implements org.apache.kafka.clients.producer.Callback {
-        static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<Report> CLAIMED =
-                java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(Report.class, "claimed");
         final long index, handedAt;
         final Sink to;
-        volatile int claimed;
 
         Report(long index, long handedAt, Sink to) {
             this.index = index;
@@ -166,30 +188,37 @@ public class ChaosProducer {
             this.to = to;
         }
 
-        boolean claim() {
-            return CLAIMED.compareAndSet(this, 0, 1);
+        /** Told refused (`r`) at the next emit() of its sink unless a callback told it before. */
+        void refused(String as) {
+            to.refused.add(new Failed(index, "r " + index % partitions + " " + index / partitions + " " + as));
         }
 
         @Override
         public void onCompletion(org.apache.kafka.clients.producer.RecordMetadata md, Exception ex) {
-            if (!claim()) {
-                REPEATED.incrementAndGet();
-                return;
-            }
             if (ex == null) {
                 to.acks.add(index, md.hasOffset() ? md.offset() : Acks.NO_OFFSET, to.clock.acked(md) - handedAt);
             } else {
-                to.failed.add("e " + index % partitions + " " + index / partitions + " " + name(ex) + " " + ms(handedAt));
+                to.failed.add(new Failed(index, "e " + index % partitions + " " + index / partitions + " " + name(ex)
+                        + " " + ms(handedAt)));
                 failedSend = true;
             }
         }
     }
 
-    /** The protocol's lines as ASCII bytes (and a `B` frame's binary part), written to stdout in one call per flush. */
+    /** The protocol's lines as ASCII bytes (and a `B` frame's binary part), put together by the main thread and
+     *  handed, one piece per flush, to a thread of their own that writes them to stdout in order: the workload
+     *  never waits for the run to read. A run busy writing its delivery log (about 1 s of its CPU per 4,000,000
+     *  sends) held a child that wrote itself for as long, once its pipe was full: 0.69 of the bare loop's rate
+     *  at 5,000,000 sends, 0.84 without that pause (bench/clients.py, 2026-11-29). A piece that cannot be
+     *  written (the run went away) stops the workload, as the end of stdin does. */
     static final class Lines {
         private byte[] buf = new byte[1 << 16];
         private int pos;
         private final FileOutputStream stdout = new FileOutputStream(FileDescriptor.out);
+        private final java.util.concurrent.LinkedBlockingQueue<byte[]> pieces =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        private long handed, written;  // pieces so far (guarded by this)
+        private Thread writer;
 
         private void room(int n) {
             if (pos + n > buf.length) {
@@ -242,9 +271,53 @@ public class ChaosProducer {
             return this;
         }
 
-        void flush() throws java.io.IOException {
-            stdout.write(buf, 0, pos);
-            pos = 0;
+        /** What was put so far, handed to the writer (the main thread's; the others hand() whole lines). */
+        void flush() {
+            if (pos > 0) {
+                hand(java.util.Arrays.copyOf(buf, pos));
+                pos = 0;
+            }
+        }
+
+        synchronized void hand(byte[] piece) {
+            if (writer == null) {
+                writer = new Thread(this::write, "stdout");
+                writer.setDaemon(true);
+                writer.start();
+            }
+            pieces.add(piece);
+            handed++;
+        }
+
+        /** Returns once every piece handed so far is written (or could not be). */
+        synchronized void drain() throws InterruptedException {
+            while (written < handed) {
+                wait();
+            }
+        }
+
+        private void write() {
+            boolean broken = false;
+            while (true) {
+                byte[] piece;
+                try {
+                    piece = pieces.take();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (!broken) {
+                    try {
+                        stdout.write(piece);
+                    } catch (java.io.IOException e) {  // the run went away: what is left is dropped
+                        broken = true;
+                        STOP.set(true);
+                    }
+                }
+                synchronized (this) {
+                    written++;
+                    notifyAll();
+                }
+            }
         }
     }
 
@@ -265,16 +338,19 @@ public class ChaosProducer {
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> {
             STOP.set(true);
             if (!going) {
-                out.println("result " + result(0, "", "", started));
-                out.flush();
+                OUT.hand(("result " + result(0, "", "", started) + "\n").getBytes(StandardCharsets.UTF_8));
+                try {
+                    OUT.drain();
+                } catch (InterruptedException e) {
+                    // halting anyway
+                }
                 Runtime.getRuntime().halt(0);
             }
         });
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         @SuppressWarnings("unchecked")
         Map<String, Object> task = new ObjectMapper().readValue(in.readLine(), Map.class);
-        out.println("client kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion());
-        out.flush();
+        OUT.put("client kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion()).put('\n').flush();
         Thread commands = new Thread(() -> {
             try {
                 String line;
@@ -290,8 +366,11 @@ public class ChaosProducer {
         commands.start();
         String result = run(task);
         emit();
-        out.println("result " + result);
-        out.flush();
+        if (REPEATED > 0) {  // evidence in the client log; the outcome told is the first call's
+            System.err.println("the client called back a second time for " + REPEATED + " send(s)");
+        }
+        OUT.put("result " + result).put('\n').flush();
+        OUT.drain();
         System.exit(0);
     }
 
@@ -394,7 +473,7 @@ public class ChaosProducer {
     static final long EMIT_EVERY_NS = 20_000_000L;
     static long emitted = 0;  // System.nanoTime() of the last emit()
 
-    static void emit() throws java.io.IOException {
+    static void emit() {
         emit(sink);
     }
 
@@ -402,22 +481,38 @@ public class ChaosProducer {
      *  acknowledgements as one `B` frame (a chunk's line is queued before its sends, so it precedes their acks;
      *  the acks' order does not matter): the Acks triples as they are, little-endian, so neither side formats or
      *  parses a number per send. */
-    static void emit(Sink of) throws java.io.IOException {
+    static void emit(Sink of) {
         String line;
         while ((line = LINES.poll()) != null) {
             OUT.put(line).put('\n');
         }
-        while ((line = of.failed.poll()) != null) {
-            OUT.put(line).put('\n');
+        Failed failed;
+        while ((failed = of.failed.poll()) != null) {
+            if (of.first(failed.index())) {
+                OUT.put(failed.line()).put('\n');
+            }
         }
         long[] acks = of.acks.take(TAKEN);
+        int told = 0;  // the acks told now, moved to acks[0, told): all but those of sends told before
         for (int j = 0; j < TAKEN[0]; j += 3) {
-            ACKED.set((int) acks[j]);
+            if (of.first(acks[j])) {
+                ACKED.set((int) acks[j]);
+                if (told != j) {
+                    System.arraycopy(acks, j, acks, told, 3);
+                }
+                told += 3;
+            }
         }
-        if (TAKEN[0] > 0) {
-            OUT.put("B ").put(TAKEN[0] / 3).put('\n').putLongs(acks, TAKEN[0]);
+        if (told > 0) {
+            OUT.put("B ").put(told / 3).put('\n').putLongs(acks, told);
         }
-        if (TAKEN[0] > 0 && !firstAckLogged) {
+        for (Failed refused : of.refused) {  // after its callbacks' reports: told refused only if never called back
+            if (of.first(refused.index())) {
+                OUT.put(refused.line()).put('\n');
+            }
+        }
+        of.refused.clear();
+        if (told > 0 && !firstAckLogged) {
             firstAckLogged = true;
             System.err.println("first send acknowledged (" + acks[1] + " at partition " + acks[0] % partitions + ")");
         }
@@ -555,7 +650,7 @@ public class ChaosProducer {
                     : command -> plainCommand(command, handed, props, topic, parts, flushTimeout, st);
             clean = answer("handed", "flush", serve) && st.error.isEmpty()
                     && (zombie == null || resumeAny(transactional, flushTimeout, true))
-                    && flushed(producer, flushTimeout);
+                    && flushed(producer, flushTimeout, true);
         } finally {
             // Everything acknowledged: the client is left to the exit (its close, tens of ms, is no part of the
             // workload). Else close(ZERO) fails what is still out at once, each through its callback.
@@ -566,15 +661,12 @@ public class ChaosProducer {
                 resumeAny(tx != null, 0, false);
             }
         }
-        if (st.refused != null && st.refused.claim()) {  // never appended: nothing was transmitted
-            LINES.add("r " + st.refused.index % parts + " " + st.refused.index / parts + " " + st.refusedAs);
+        if (st.refused != null) {  // told refused at the last emit() unless the client called it back
+            st.refused.refused(st.refusedAs);
         }
         RuntimeException fatalAtEnd = st.error.isEmpty() ? fatalError(producer) : null;  // e.g. during the flush
         if (fatalAtEnd != null) {
             st.failed(fatalAtEnd, producer);
-        }
-        if (REPEATED.get() > 0) {  // evidence in the client log; the outcome told is the first call's
-            System.err.println("the client called back a second time for " + REPEATED.get() + " send(s)");
         }
         return result(st.handed, st.error, st.fatal, t0);
     }
@@ -896,12 +988,8 @@ public class ChaosProducer {
         }
         zombie.close(Duration.ZERO);  // what is still out fails through its callbacks, all done on return
         emit();
-        for (int k = 0; k < refused.size(); k++) {
-            Report report = refused.get(k);
-            if (report.claim()) {  // never appended: nothing was transmitted
-                zombieSink.failed.add("r " + report.index % partitions + " " + report.index / partitions + " "
-                        + refusedAs.get(k));
-            }
+        for (int k = 0; k < refused.size(); k++) {  // told refused inside the z block unless called back
+            refused.get(k).refused(refusedAs.get(k));
         }
         LINES.add("z " + zombieSession);
         if (t != null) {
@@ -972,14 +1060,21 @@ public class ChaosProducer {
     }
 
     /** Every send handed has its outcome within `timeout` s (flush() itself takes no timeout), unless stopped. */
-    static boolean flushed(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer, double timeout)
-            throws InterruptedException {
-        return within(producer::flush, "flush", timeout, new Throwable[1]);
+    /** tell: the current instance's lines are written as they come while it flushes (as while it sends), not in
+     *  one frame once it has flushed; only where the current session's lines may come (not inside a `z` block). */
+    static boolean flushed(org.apache.kafka.clients.producer.KafkaProducer<?, ?> producer, double timeout,
+                           boolean tell) throws Exception {
+        return within(producer::flush, "flush", timeout, new Throwable[1], tell);
+    }
+
+    static boolean within(Runnable call, String name, double timeout, Throwable[] raised) throws Exception {
+        return within(call, name, timeout, raised, false);
     }
 
     /** call, on a thread of its own, waited for up to `timeout` s unless stopped (a SIGTERM cuts the wait short);
-     *  what it threw in raised[0]. false: it had not returned. */
-    static boolean within(Runnable call, String name, double timeout, Throwable[] raised) throws InterruptedException {
+     *  what it threw in raised[0]. false: it had not returned. tell: emit() as due while waiting. */
+    static boolean within(Runnable call, String name, double timeout, Throwable[] raised, boolean tell)
+            throws Exception {
         Thread thread = new Thread(() -> {
             try {
                 call.run();
@@ -991,7 +1086,10 @@ public class ChaosProducer {
         thread.start();
         long deadline = System.nanoTime() + (long) (timeout * 1e9);
         while (thread.isAlive() && !STOP.get() && System.nanoTime() < deadline) {
-            thread.join(50);
+            thread.join(tell ? EMIT_EVERY_NS / 1_000_000 : 50);
+            if (tell && System.nanoTime() - emitted >= EMIT_EVERY_NS) {
+                emit();
+            }
         }
         return !thread.isAlive();  // its end (isAlive false) makes raised[0] visible here
     }
@@ -1051,7 +1149,7 @@ public class ChaosProducer {
      *  what it was told is said in its own session, between `z J` and `z -`; a `z -` alone when none is paused. */
     static boolean resume(double flushTimeout) throws Exception {
         if (zombie != null) {
-            flushed(zombie, flushTimeout);
+            flushed(zombie, flushTimeout, false);
             zombie.close(Duration.ZERO);  // what is still out fails through its callbacks, all done on return
             emit();
             LINES.add("z " + zombieSession);
