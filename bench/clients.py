@@ -14,7 +14,7 @@ Prints, as medians of --repeat alternating rounds:
   python implementations  kafka-python and aiokafka through the same child protocol, beside the harness's own
                           librdkafka producer (harness/workload/producer.produce): figures, not a goal
 
-    KAFKA_HOME=/path/to/kafka_2.13-4.1.0 python bench/clients.py [--messages 200000] [--repeat 3] [--java] [--pin]
+    KAFKA_HOME=/path/to/kafka_2.13-4.1.0 python bench/clients.py [--messages 200000] [--repeat 10] [--java] [--pin]
         [--control]
 
 --pin gives each Java loop a core of its own (the last; the broker, the proxy and the run share the others), as a
@@ -180,7 +180,7 @@ def librdkafka(bootstrap: str, topic: str, messages: int, work: Path) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=200_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=10, help="rounds counted (the interval of the median needs ten or so)")
     ap.add_argument("--warmup", type=int, default=1, help="rounds first run and shown, not counted (the broker is "
                     "slower in its first seconds, which favoured the later loop of a round by up to 1.4x)")
     ap.add_argument("--java", action="store_true", help="only the two Java loops (the goal's figures)")
