@@ -180,7 +180,8 @@ def librdkafka(bootstrap: str, topic: str, messages: int, work: Path) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=200_000)
-    ap.add_argument("--repeat", type=int, default=10, help="rounds counted (the interval of the median needs ten or so)")
+    ap.add_argument("--repeat", type=int, default=10,
+                    help="rounds counted (the median's interval needs ten or so)")
     ap.add_argument("--warmup", type=int, default=1, help="rounds first run and shown, not counted (the broker is "
                     "slower in its first seconds, which favoured the later loop of a round by up to 1.4x)")
     ap.add_argument("--java", action="store_true", help="only the two Java loops (the goal's figures)")

@@ -88,14 +88,14 @@ public class ChaosProducer {
      *  e.g. the producer fenced), and the record's batch calls back again when it is aborted. A send() that
      *  throws may also have appended its record: its callback, if the client calls it, says what became of it
      *  (the `r` line waits for the close). The callback runs on the client's I/O thread, which is also the thread
-     *  that sends: it records primitives only (Acks), and the main thread keeps the first report of each send
-     *  (Sink.first, in emit(): errors, then acks, then refusals), not a compare-and-set per send on the callback's
-     *  path (a volatile write to an object the main thread made; its cost was within the bench's noise,
-     *  bench/clients.py, 2026-11-29, but it bought nothing the main thread cannot do). The client's two calls for one send are both errors (send()'s and the
-     *  aborted batch's, in either order: experiments/known-bugs/java-double-callback.md), and the failed queue
-     *  keeps their order: the first is told. An ack after an error of the same send would not be (errors are
-     *  told first): a transactional batch is only sent once its partition is in the transaction, which a
-     *  send() that failed there never got. REPEATED: the second calls (main thread). */
+     *  that sends: it records primitives only (Acks). The main thread keeps the first report of each send
+     *  (Sink.first, in emit(): errors, then acks, then refusals), rather than a compare-and-set per send on the
+     *  callback's path (a volatile write to an object the main thread made: its cost was within the bench's
+     *  noise, but it bought nothing the main thread cannot do). The client's two calls for one send are both
+     *  errors (send()'s and the aborted batch's, in either order: experiments/known-bugs/java-double-callback.md),
+     *  and the failed queue keeps their order: the first is told. An ack after an error of the same send would
+     *  not be (errors are told first), but none comes: a transactional batch is only sent once its partition is
+     *  in the transaction, which a send() that failed there never got. REPEATED: the second calls (main thread). */
     static long REPEATED = 0;
     /** The run's lines after the task (go, restart, flush), read by a thread of their own: a restart is asked
      *  while the workload sends. END: the end of stdin (the run is stopping). */
