@@ -355,7 +355,6 @@ def _run_series(spec, schedule, experiment: Path, out: Path, first_seed: int, re
             f"--replay {series.failed_run.faults_path}", "bold")
     code = series.exit_code
     try:
-        from . import signals
         from .report import write_aggregate_report, write_index
 
         with signals.deferred():

@@ -17,6 +17,7 @@ import threading
 import time
 import traceback
 from datetime import datetime, timezone
+from pathlib import Path
 
 from . import procs, signals, summary as summary_mod, verdict
 from .analysis.metrics import accounting_holds

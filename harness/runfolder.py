@@ -558,7 +558,7 @@ class RunFolder:
 
         if not path.exists():
             raise RunFolderError(f"{path} is missing")
-        tables = []
+        tables, first = [], None  # first: the file the others' columns must match
         for f in self.parquet_files(path):
             try:
                 table = pq.read_table(f)
@@ -571,7 +571,7 @@ class RunFolder:
             if tables and table.schema != tables[0].schema:  # one dataset, one writer, one schema
                 raise RunFolderError(f"{f}: its columns differ from those of {Path(first).name} beside it "
                                      "(a file from elsewhere?)", damaged=True)
-            first = first if tables else f
+            first = first or f
             tables.append(table)
         if not tables:
             raise RunFolderError(f"{path}: holds no Parquet file", damaged=True)
