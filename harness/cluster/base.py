@@ -292,7 +292,10 @@ class ProxiedCluster:
             result = action(self.brokers[broker])
         except BaseException:
             with self._state_lock:  # the action failed: record what the broker is now
-                alive = self.brokers[broker].alive()
+                try:
+                    alive = self.brokers[broker].alive()
+                except InfraError:  # nor can it be asked (an engine that does not answer): down, as far as known
+                    alive = False
                 self.states[broker] = (PAUSED if expected == PAUSED else RUNNING) if alive else DOWN
                 self._state_lock.notify_all()
             raise

@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 
 from docker.errors import APIError, DockerException
+from requests.exceptions import RequestException
 
 from .. import yamlfile
+from ..exits import InfraError
 from ..spec import ComposeClusterSpec
 from .base import ProxiedCluster
 from .metadata import reachable_address
@@ -99,7 +101,14 @@ class ContainerBroker:
             self.container.unpause()
 
     def alive(self) -> bool:
-        self.container.reload()
+        """Running or paused. InfraError when the engine does not answer: the watchdog asks every half second,
+        and an engine hung for minutes (once in CI, on the unpause that healed a paused broker) must stop the
+        run with that reason, not end the watchdog's thread with a traceback."""
+        try:
+            self.container.reload()
+        except (DockerException, RequestException) as e:
+            raise InfraError(f"the Docker engine did not answer about container {self.container.name}: "
+                             f"{type(e).__name__}: {e}") from None
         return self.container.status in ("running", "paused")
 
 
@@ -220,7 +229,10 @@ class ComposeCluster(ProxiedCluster):
         except (RuntimeError, OSError):
             pass
         if self.started_here:
-            self._compose("down", "--volumes", "--remove-orphans")
+            try:
+                self._compose("down", "--volumes", "--remove-orphans")
+            except RuntimeError as e:  # the engine (or the CLI) failed us: infrastructure, said as such
+                raise InfraError(f"the Compose cluster could not be taken down: {e}") from None
         else:  # leave a cluster we found running as we found it: healed, every broker up
             if self.toxi is not None and self.toxi.answers():
                 self.toxi.reset()

@@ -161,3 +161,28 @@ def test_a_pause_runc_could_not_freeze_is_tried_again(monkeypatch):
     with pytest.raises(APIError, match="not running"):
         compose.ContainerBroker(2, other).pause()
     assert other.calls == 1
+
+
+def test_an_engine_that_does_not_answer_is_infrastructure_not_a_traceback():
+    """The watchdog asks each broker container whether it is alive; an engine hung past the SDK's timeout (once in
+    CI: 4 minutes, on the unpause that healed a paused broker) is an InfraError naming the container and the cause,
+    which the watchdog turns into the run's reason; a container that answers says running or paused."""
+    from requests.exceptions import ReadTimeout
+
+    from harness.cluster import compose
+    from harness.exits import InfraError
+
+    class Container:
+        name, status = "kafka-2", "paused"
+
+        def __init__(self, error=None):
+            self.error = error
+
+        def reload(self):
+            if self.error:
+                raise self.error
+
+    assert compose.ContainerBroker(1, Container()).alive()
+    hung = Container(ReadTimeout("UnixHTTPConnectionPool(host='localhost', port=None): Read timed out."))
+    with pytest.raises(InfraError, match="did not answer about container kafka-2: ReadTimeout: .*Read timed out"):
+        compose.ContainerBroker(1, hung).alive()
