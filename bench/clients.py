@@ -76,16 +76,21 @@ def kind(name: str) -> str:
     return next((k for k, start in THREADS if name.startswith(start)), "other")
 
 
+def stat_ticks(stat: str) -> tuple[str, int]:
+    """A /proc stat file's (name, CPU clock ticks so far: user and system)."""
+    fields = stat[stat.rindex(")") + 2:].split()
+    return stat[stat.index("(") + 1: stat.rindex(")")], int(fields[11]) + int(fields[12])
+
+
 def thread_ticks(pid: int) -> dict[str, int]:
     """CPU clock ticks of each thread of process pid so far, by "tid name" (as BareProducer prints them)."""
     ticks = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            stat = (task / "stat").read_text()
+            name, spent = stat_ticks((task / "stat").read_text())
         except OSError:  # the thread ended meanwhile
             continue
-        name, fields = stat[stat.index("(") + 1: stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        ticks[f"{task.name} {name}"] = int(fields[11]) + int(fields[12])
+        ticks[f"{task.name} {name}"] = spent
     return ticks
 
 
@@ -101,8 +106,7 @@ def per_kind(loop: str, spent: dict[str, int], messages: int) -> None:
 
 def process_cpu(pid: int) -> float:
     """CPU seconds of process pid so far (user and system, every thread)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_ticks(Path(f"/proc/{pid}/stat").read_text())[1] / os.sysconf("SC_CLK_TCK")
 
 
 def foreign(name: str, bootstrap: str, topic: str, messages: int, work: Path) -> float:
