@@ -73,7 +73,27 @@ def docker_client():
     missing = images(client)
     if missing:
         pytest.skip(f"Compose images not available: {missing}")
+    clear_stale(client)
     return client
+
+
+def clear_stale(client, project: str = "kafka-chaos") -> None:
+    """Removes what an earlier session that never got to its `down` (killed, or its engine stopped under it) left of
+    the project: stopped containers, then the project's networks and volumes; the tests then start from an empty
+    engine, as each asserts. A running container of the project is someone's cluster: the tests stop, naming it."""
+    label = f"com.docker.compose.project={project}"
+    containers = client.containers.list(all=True, filters={"label": label})
+    running = [c.name for c in containers if c.status in ("running", "paused", "restarting")]
+    if running:
+        pytest.exit(f"the Compose project {project!r} is up ({', '.join(running)}): take it down first "
+                    f"(docker-compose -p {project} down -v); the Compose tests bind its ports", returncode=3)
+    for c in containers:
+        print(f"removing {c.name} ({c.status}), left by an earlier session")
+        c.remove(v=True, force=True)
+    for n in client.networks.list(filters={"label": label}):
+        n.remove()
+    for v in client.volumes.list(filters={"label": label}):
+        v.remove(force=True)
 
 
 def leftovers(client, project: str = "kafka-chaos") -> dict[str, list[str]]:
