@@ -3,7 +3,7 @@
 `up -d` / `down` run through the Compose CLI (the Docker SDK has no Compose): `docker compose` (v2) where
 it works, else `docker-compose` (v1, what Debian ships). v1 has no `up --wait`, so the wait for every
 container's healthcheck is ours, through the Docker SDK, for both. Broker faults act on the containers
-through the Docker SDK: kill + start, pause/unpause, stop + start. Broker i is service `services[i]`
+through the Docker SDK: kill + start, SIGSTOP/SIGCONT, stop + start. Broker i is service `services[i]`
 (default kafka-<i+1>) behind proxy `proxies[i]` (default broker-<i>), as compose/docker-compose.yml lays
 them out. A healthy cluster that was already up before the run is left up (only its faults are healed);
 containers a crashed run left behind (stopped, unhealthy) are taken down and the cluster started afresh.
@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from docker.errors import APIError, DockerException
+from docker.errors import DockerException
 from requests.exceptions import RequestException
 
 from .. import yamlfile
@@ -64,7 +64,7 @@ def health(container) -> str:
     return (state.get("Health") or {}).get("Status") or container.status
 
 
-FREEZE_TRIES, FREEZE_PAUSE = 10, 0.2  # docker pause tries, and the seconds between them
+STOP_CHECKS, STOP_CHECK_EVERY = 40, 0.05  # how long a pause waits to see the broker's JVM stopped: 2 s at most
 
 
 class ContainerBroker:
@@ -84,24 +84,44 @@ class ContainerBroker:
         self.container.kill()
 
     def pause(self) -> None:
-        """docker pause, tried again when runc could not freeze the container in time ("unable to freeze": a
-        process mid-fork, as in a broker just started; runc thaws it again). The nemesis journals the delay."""
-        for attempt in range(FREEZE_TRIES):
-            try:
-                self.container.pause()
+        """SIGSTOP to the container's first process, the broker's JVM (the image's entrypoint execs it), as the
+        local backend pauses its brokers and Jepsen its nodes. Not `docker pause`: on this engine's cgroup v1
+        freezer runc at times could not freeze a broker just started ("unable to freeze"), and once, in CI, the
+        engine hung four minutes on the unpause, its API with it. Returns once the engine's host shows that
+        process stopped. InfraError when the first process is no JVM, or does not stop (continued again): the
+        fault would not be the one journaled."""
+        self.container.reload()
+        first = str(self.container.attrs["State"]["Pid"])
+        command, _ = self.process(first)
+        if command != "java":
+            raise InfraError(f"container {self.container.name}: its first process is {command!r}, not the broker's "
+                             "JVM, so a pause (SIGSTOP to it) would not pause the broker; its image must exec java")
+        self.container.kill(signal="SIGSTOP")
+        state = ""
+        for _ in range(STOP_CHECKS):
+            _, state = self.process(first)
+            if state.startswith("T"):
                 return
-            except APIError as e:
-                if "unable to freeze" not in str(e) or attempt == FREEZE_TRIES - 1:
-                    raise
-                time.sleep(FREEZE_PAUSE)
+            time.sleep(STOP_CHECK_EVERY)
+        self.container.kill(signal="SIGCONT")
+        raise InfraError(f"container {self.container.name}: its JVM did not stop on SIGSTOP (state {state!r} after "
+                         f"{STOP_CHECKS * STOP_CHECK_EVERY:g} s); continued again")
 
     def resume(self) -> None:
         self.container.reload()
-        if self.container.status == "paused":
-            self.container.unpause()
+        if self.container.status == "running":
+            self.container.kill(signal="SIGCONT")
+
+    def process(self, pid: str) -> tuple[str, str]:
+        """(command name, ps STAT: R, S, T for stopped, ...) of the container's process pid (as the engine's host
+        numbers it); ("", "") when the container has no such process."""
+        top = self.container.top(ps_args="-o pid,stat,comm")
+        at = {name: top["Titles"].index(name) for name in ("PID", "STAT", "COMMAND")}
+        return next(((p[at["COMMAND"]], p[at["STAT"]]) for p in top["Processes"] or [] if p[at["PID"]] == pid),
+                    ("", ""))
 
     def alive(self) -> bool:
-        """Running or paused. InfraError when the engine does not answer: the watchdog asks every half second,
+        """Running (a paused broker's container too). InfraError when the engine does not answer: the watchdog asks every half second,
         and an engine hung for minutes (once in CI, on the unpause that healed a paused broker) must stop the
         run with that reason, not end the watchdog's thread with a traceback."""
         try:
@@ -109,7 +129,7 @@ class ContainerBroker:
         except (DockerException, RequestException) as e:
             raise InfraError(f"the Docker engine did not answer about container {self.container.name}: "
                              f"{type(e).__name__}: {e}") from None
-        return self.container.status in ("running", "paused")
+        return self.container.status == "running"
 
 
 class ComposeCluster(ProxiedCluster):

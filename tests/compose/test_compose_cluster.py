@@ -4,6 +4,7 @@ container, kill/pause/restart of broker containers, isolate through the inter-br
 nothing of the project left in the engine."""
 
 import re
+from pathlib import Path
 
 import pytest
 import requests
@@ -16,6 +17,11 @@ from tests.integration.test_interrupts import wait_for
 from tests.specs import cluster_spec
 
 PROXIES = ["127.0.0.1:29091", "127.0.0.1:29092", "127.0.0.1:29093"]
+
+
+def state(proc: Path) -> str:
+    """A process's state letter (R, S, T: stopped, ...) from its /proc status."""
+    return next(line.split()[1] for line in (proc / "status").read_text().splitlines() if line.startswith("State:"))
 
 
 def brokers_seen(via: str) -> list[int]:
@@ -55,10 +61,11 @@ def test_broker_kill_pause_and_restart_act_on_the_containers(cluster):
     wait_for(lambda: brokers_seen(PROXIES[0]) == [1, 2, 3], timeout=120, what="broker 3 to come back")
     cluster.pause_broker(2)
     broker.container.reload()
-    assert broker.container.status == "paused"
+    first = Path(f"/proc/{broker.container.attrs['State']['Pid']}")  # the container's first process, on this host
+    assert (first / "comm").read_text().strip() == "java"  # the image execs the JVM: SIGSTOP stops the broker
+    assert state(first) == "T" and broker.container.status == "running"
     cluster.resume_broker(2)
-    broker.container.reload()
-    assert broker.container.status == "running"
+    assert state(first) in ("S", "R")
     cluster.stop_broker(2)  # graceful: the broker deregisters at once
     wait_for(lambda: brokers_seen(PROXIES[0]) == [1, 2], timeout=60, what="broker 3 to shut down")
     cluster.start_broker(2)

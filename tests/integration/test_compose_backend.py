@@ -6,6 +6,7 @@ What this cannot show (the apache/kafka image, real failover) is tests/compose/'
 
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness import ports
@@ -24,15 +25,16 @@ class FakeContainer:
     """The slice of docker.models.containers.Container the backend uses, over a local broker."""
 
     def __init__(self, name: str, broker: BrokerProcess):
-        self.name, self.broker, self.paused = name, broker, False
+        self.name, self.broker = name, broker
         self.attrs = {"Config": {"Image": "apache/kafka:4.1.0"}}
 
-    def reload(self):  # what the engine's healthcheck would say
-        self.attrs["State"] = {"Health": {"Status": "healthy" if self.status == "running" else "unhealthy"}}
+    def reload(self):  # what the engine's healthcheck would say, and the first process (the broker's, as a JVM)
+        self.attrs["State"] = {"Health": {"Status": "healthy" if self.status == "running" else "unhealthy"},
+                               "Pid": self.broker.proc.pid if self.broker.proc else 0}
 
     @property
     def status(self):
-        return "paused" if self.paused else "running" if self.broker.alive() else "exited"
+        return "running" if self.broker.alive() else "exited"
 
     def start(self):
         self.broker.start()
@@ -40,16 +42,12 @@ class FakeContainer:
     def stop(self, timeout=10):
         self.broker.stop()
 
-    def kill(self):
-        self.broker.kill()
+    def kill(self, signal=None):
+        {None: self.broker.kill, "SIGSTOP": self.broker.pause, "SIGCONT": self.broker.resume}[signal]()
 
-    def pause(self):
-        self.broker.pause()
-        self.paused = True
-
-    def unpause(self):
-        self.broker.resume()
-        self.paused = False
+    def top(self, ps_args=None):  # as the engine's `ps` shows the broker's process (comm: java in a real one)
+        state = "T" if psutil.Process(self.broker.proc.pid).status() == psutil.STATUS_STOPPED else "S"
+        return {"Titles": ["PID", "STAT", "COMMAND"], "Processes": [[str(self.broker.proc.pid), state, "java"]]}
 
 
 class FakeDocker:
@@ -122,9 +120,10 @@ def test_up_preflight_faults_and_down(tmp_path, stand_in):
         assert cluster.leader_of("t", 1) == 0
         cluster.toxiproxy().add_toxic("broker-0", "slow", "latency", attributes={"latency": 10})
         cluster.pause_broker(0)
-        assert docker.by_service["kafka-1"].status == "paused"
-        cluster.settle("t", 2)  # unpauses and removes every toxic
-        assert docker.by_service["kafka-1"].status == "running" and cluster.toxiproxy().toxics("broker-0") == []
+        stopped = psutil.Process(docker.by_service["kafka-1"].broker.proc.pid).status
+        assert stopped() == psutil.STATUS_STOPPED
+        cluster.settle("t", 2)  # continues it and removes every toxic
+        assert stopped() != psutil.STATUS_STOPPED and cluster.toxiproxy().toxics("broker-0") == []
         cluster.kill_broker(0)
         cluster.check_alive()  # down on purpose: fine
         cluster.start_broker(0)

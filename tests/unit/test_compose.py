@@ -132,48 +132,67 @@ def test_a_compose_file_that_is_not_one_is_bad_input(tmp_path, content, says):
     assert problem.startswith("cluster.compose_file: ") and says in problem
 
 
-def test_a_pause_runc_could_not_freeze_is_tried_again(monkeypatch):
-    """A broker container just restarted: runc gave up freezing it ("OCI runtime pause failed: unable to freeze")
-    in a CI run; the pause is tried again (the nemesis journals the lateness). Any other refusal is raised."""
-    from docker.errors import APIError
-
+def test_a_pause_is_sigstop_to_the_jvm_and_returns_once_the_engine_shows_it_stopped(monkeypatch):
+    """A pause signals the container's first process (no cgroup freezer) and returns once it is stopped; another
+    java in the container (a healthcheck's tool) does not count. A first process that is no JVM, or that does not
+    stop (continued again), is infrastructure, said as such."""
     from harness.cluster import compose
+    from harness.exits import InfraError
 
     class Container:
-        name, calls = "kafka-3", 0
+        name, status = "kafka-3", "running"
 
-        def __init__(self, failures, why="OCI runtime pause failed: unable to freeze: unknown"):
-            self.failures, self.why = failures, why
+        def __init__(self, stops_after: int | None, first: str = "java"):
+            self.stops_after, self.first, self.signals, self.asked = stops_after, first, [], 0
+            self.attrs = {"State": {"Pid": 9}}
 
-        def pause(self):
-            self.calls += 1
-            if self.calls <= self.failures:
-                raise APIError(f"500 Server Error: Cannot pause container: {self.why}")
+        def kill(self, signal=None):
+            self.signals.append(signal)
+
+        def reload(self):
+            pass
+
+        def top(self, ps_args=None):
+            assert ps_args == "-o pid,stat,comm"
+            stopped = "SIGSTOP" in self.signals and self.stops_after is not None and self.asked >= self.stops_after
+            self.asked += "SIGSTOP" in self.signals
+            return {"Titles": ["PID", "STAT", "COMMAND"],
+                    "Processes": [["9", "Tsl" if stopped else "Ssl", self.first], ["31", "Sl", "java"]]}
 
     waits = []
     monkeypatch.setattr(compose.time, "sleep", waits.append)
-    c = Container(failures=2)
-    compose.ContainerBroker(2, c).pause()
-    assert c.calls == 3 and waits == [compose.FREEZE_PAUSE] * 2
-    with pytest.raises(APIError, match="unable to freeze"):
-        compose.ContainerBroker(2, Container(failures=compose.FREEZE_TRIES)).pause()
-    other = Container(failures=1, why="container is not running")
-    with pytest.raises(APIError, match="not running"):
-        compose.ContainerBroker(2, other).pause()
-    assert other.calls == 1
+    c = Container(stops_after=2)
+    broker = compose.ContainerBroker(2, c)
+    broker.pause()
+    assert c.signals == ["SIGSTOP"] and c.asked == 3 and waits == [compose.STOP_CHECK_EVERY] * 2
+    broker.resume()
+    assert c.signals == ["SIGSTOP", "SIGCONT"]
+    never = Container(stops_after=None)
+    with pytest.raises(InfraError, match=r"kafka-3: its JVM did not stop on SIGSTOP \(state 'Ssl' after 2 s\)"):
+        compose.ContainerBroker(2, never).pause()
+    assert never.asked == compose.STOP_CHECKS and never.signals == ["SIGSTOP", "SIGCONT"]  # undone
+    shell = Container(stops_after=0, first="bash")
+    with pytest.raises(InfraError, match="its first process is 'bash', not the broker's JVM"):
+        compose.ContainerBroker(2, shell).pause()
+    assert shell.signals == []  # nothing sent
+    gone = Container(stops_after=0)
+    gone.status = "exited"
+    compose.ContainerBroker(2, gone).resume()  # killed while paused: nothing to continue
+    assert gone.signals == []
 
 
 def test_an_engine_that_does_not_answer_is_infrastructure_not_a_traceback():
     """The watchdog asks each broker container whether it is alive; an engine hung past the SDK's timeout (once in
     CI: 4 minutes, on the unpause that healed a paused broker) is an InfraError naming the container and the cause,
-    which the watchdog turns into the run's reason; a container that answers says running or paused."""
+    which the watchdog turns into the run's reason; a container that answers is alive while running (a paused
+    broker's too: a pause is a SIGSTOP)."""
     from requests.exceptions import ReadTimeout
 
     from harness.cluster import compose
     from harness.exits import InfraError
 
     class Container:
-        name, status = "kafka-2", "paused"
+        name, status = "kafka-2", "running"
 
         def __init__(self, error=None):
             self.error = error

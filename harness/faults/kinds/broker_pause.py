@@ -1,4 +1,5 @@
-"""`broker-pause`: the broker process is frozen (SIGSTOP, or docker pause) for the duration."""
+"""`broker-pause`: the broker process is frozen (SIGSTOP: to the local process, or to a container's first process,
+its JVM) for the duration."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from ..kind import FaultBase, FaultKind
 
 
 class BrokerPause(FaultBase):
-    """The broker process is frozen (SIGSTOP, or docker pause) for the duration."""
+    """The broker process is frozen (SIGSTOP: to the local process, or to a container's first process, its JVM)
+    for the duration."""
 
     kind: Literal["broker-pause"]
 
