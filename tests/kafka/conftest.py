@@ -21,3 +21,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="KAFKA_HOME not set: no Apache Kafka distribution to run"))
         elif not (Path(home) / "bin" / "kafka-server-start.sh").is_file():
             item.add_marker(pytest.mark.skip(reason=f"KAFKA_HOME={home} is not a Kafka distribution"))
+
+
+def server_log(run_dir: Path, broker: int) -> str:
+    """Broker `broker`'s server.log as the run kept it, with the files Kafka's log4j rolled it into on the hour
+    (server.log.YYYY-MM-DD-HH, beside it in the run folder): a run that crosses an hour has its start in those."""
+    return "".join(p.read_text() for p in sorted((run_dir / "logs" / f"kafka-{broker}").glob("server.log*")))

@@ -14,6 +14,7 @@ from harness.cluster.local import kafka_storage
 from harness.preflight import check
 from harness.spec import SpecError
 from tests.integration.test_quickstart import run_dirs
+from tests.kafka.conftest import server_log
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,6 +64,6 @@ def test_a_broker_secret_reaches_no_file_of_the_run_folder_and_not_the_terminal(
     found = [str(p) for p in out.rglob("*") if p.is_file() and (b"hunter2" in p.read_bytes() or
                                                                b"86400123" in p.read_bytes())]
     assert found == []
-    assert "Kafka Server started" in (run_dir / "logs" / "kafka-0" / "server.log").read_text()  # the rest is logged
+    assert "Kafka Server started" in server_log(run_dir, 0)  # the rest is logged
     props = (run_dir / "logs" / "kafka-0.properties").read_text()  # the very file the broker read
     assert "ssl.keystore.password=${kafkachaos:KAFKA_CHAOS_SECRET_" in props

@@ -17,6 +17,7 @@ from harness.cluster.toxiproxy import find_toxiproxy_server
 from harness.exits import exit_for_verdict
 from tests.integration.test_interrupts import wait_for
 from tests.integration.test_quickstart import SMALL, accounting, processes_of, run_dirs
+from tests.kafka.conftest import server_log
 from tests.recount import miscounted
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,7 +140,7 @@ def test_delayed_transaction_requests_reach_the_broker_after_the_client_gave_up_
         book = pq.read_table(vt / "transactions.parquet").to_pylist()
         assert {(t["outcome"], t["cause"], t["error"]) for t in book if t["txn"] in txns} == {
             ("aborted", "planned", "INVALID_TXN_STATE")}, [t for t in book if t["txn"] in txns]
-        brokers = "".join((run_dir / "logs" / f"kafka-{b}" / "server.log").read_text() for b in range(3))
+        brokers = "".join(server_log(run_dir, b) for b in range(3))
         assert "state is COMPLETE_COMMIT, but received transaction marker result to send: ABORT" in brokers
 
 
