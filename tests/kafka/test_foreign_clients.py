@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from harness.workload.clientenv import ClientEnvError
 from harness.workload.foreignenv import ensure
 from tests.integration.test_quickstart import accounting
+from tests.kafka.conftest import server_log
 from tests.kafka.test_experiments import run
 
 ONE_NODE = {"backend": "local", "broker": "kafka", "brokers": 1}
@@ -298,12 +299,21 @@ def test_a_paused_transactional_child_is_fenced_and_nothing_its_zombie_wrote_is_
            "faults": [{"kind": "producer-pause", "at": 2.0, "duration": 2.0}],
            "expectations": {"tx": {"duplicates": 0}}}
     r, run_dir, summary = run_experiment(tmp_path, doc)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     v = summary["variants"]["tx"]
-    assert accounting(v) and "client_fatal" not in v and v["faults_not_applied"] == 0, v
     for key in ("zombie_writes_visible", "aborted_reads", "lost_committed", "torn_transactions", "duplicates", "lost",
                 "unseen", "inconsistent_offsets"):
         assert v[key] == 0, (key, v)
+    if library == "kafka-clients" and v.get("client_fatal") == "InvalidTxnStateException":
+        # kafka-clients 4.1.0 under transaction version 2 can send a commit's EndTxn before the transaction's
+        # records (experiments/known-bugs/java-endtxn-race.md): the successor, catching up after the pause with
+        # transactions back to back, failed for good. Seen in CI and in 1 of 6 runs here on a loaded machine. The
+        # run must say so (verdict unknown, exit 3), the coordinator's refusal is in the broker's log, and nothing
+        # above went wrong; what follows needs the workload to have ended as planned.
+        assert r.returncode == 3 and v["producer_failed"] == 1 and accounting(v), r.stdout[-3000:]
+        assert "but received transaction marker result to send: COMMIT" in server_log(run_dir, 0)
+        return
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert accounting(v) and "client_fatal" not in v and v["faults_not_applied"] == 0, v
     txns = pd.read_parquet(run_dir / "tx" / "transactions.parquet")
     [zombie] = txns[txns.cause == "fenced"].itertuples()
     assert (zombie.session, zombie.outcome, zombie.sends) == (0, "aborted", 100) and zombie.error, zombie
