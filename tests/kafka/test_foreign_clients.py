@@ -221,12 +221,14 @@ def test_a_restarted_transactional_child_sends_its_aborted_transaction_again(tmp
            "faults": [{"kind": "producer-restart", "every": 1.0, "start": 0.5}],
            "expectations": {"tx": {"duplicates": 0, "missing": "> 0"}}}
     r, run_dir, summary = run_experiment(tmp_path, doc)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     v = summary["variants"]["tx"]
-    assert accounting(v) and "client_fatal" not in v and v["faults_not_applied"] == 0, v
     for key in ("aborted_reads", "lost_committed", "torn_transactions", "zombie_writes_visible", "duplicates",
                 "lost", "unseen", "inconsistent_offsets"):
         assert v[key] == 0, (key, v)
+    if name == "kafka-clients" and ended_by_the_endtxn_race(r, run_dir, v):
+        return  # each new instance catches up with transactions back to back, as the paused one's successor does
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert accounting(v) and "client_fatal" not in v and v["faults_not_applied"] == 0, v
     txns = pd.read_parquet(run_dir / "tx" / "transactions.parquet")
     restarted = txns[txns.cause == "restart"]
     assert len(restarted) and set(restarted.outcome) == {"aborted"} and txns.session.max() >= 2, txns
@@ -273,6 +275,19 @@ def test_a_paused_producer_resumes_as_a_zombie_whose_writes_land_beside_the_rese
     assert {f["kind"] for f in faults if f["outcome"] == "healed"} == {"producer-pause"}
 
 
+def ended_by_the_endtxn_race(r, run_dir, v) -> bool:
+    """Whether the Java child's transactional producer failed for good by kafka-clients' EndTxn race (4.1.0, with
+    transaction version 2: a commit's EndTxn sent before the transaction's records, refused INVALID_TXN_STATE;
+    experiments/known-bugs/java-endtxn-race.md). When it did, the run must say so (the client failed for good,
+    verdict unknown, exit 3) and the coordinator's refusal must be in the broker's log; what a test asserts of a
+    workload that ended as planned then does not apply, the invariants it asserts before still do."""
+    if v.get("client_fatal") != "InvalidTxnStateException":
+        return False
+    assert r.returncode == 3 and v["producer_failed"] == 1 and accounting(v), r.stdout[-3000:]
+    assert "but received transaction marker result to send: COMMIT" in server_log(run_dir, 0)
+    return True
+
+
 @pytest.mark.parametrize("library", ["kafka-clients", "aiokafka"])
 def test_a_paused_transactional_child_is_fenced_and_nothing_its_zombie_wrote_is_visible(tmp_path, library):
     # producer-pause mid-transaction on the Java child's and aiokafka's transactional producers (one KRaft node, as
@@ -303,15 +318,8 @@ def test_a_paused_transactional_child_is_fenced_and_nothing_its_zombie_wrote_is_
     for key in ("zombie_writes_visible", "aborted_reads", "lost_committed", "torn_transactions", "duplicates", "lost",
                 "unseen", "inconsistent_offsets"):
         assert v[key] == 0, (key, v)
-    if library == "kafka-clients" and v.get("client_fatal") == "InvalidTxnStateException":
-        # kafka-clients 4.1.0 under transaction version 2 can send a commit's EndTxn before the transaction's
-        # records (experiments/known-bugs/java-endtxn-race.md): the successor, catching up after the pause with
-        # transactions back to back, failed for good. Seen in CI and in 1 of 6 runs here on a loaded machine. The
-        # run must say so (verdict unknown, exit 3), the coordinator's refusal is in the broker's log, and nothing
-        # above went wrong; what follows needs the workload to have ended as planned.
-        assert r.returncode == 3 and v["producer_failed"] == 1 and accounting(v), r.stdout[-3000:]
-        assert "but received transaction marker result to send: COMMIT" in server_log(run_dir, 0)
-        return
+    if library == "kafka-clients" and ended_by_the_endtxn_race(r, run_dir, v):
+        return  # the successor, catching up after the pause with transactions back to back: seen in CI
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert accounting(v) and "client_fatal" not in v and v["faults_not_applied"] == 0, v
     txns = pd.read_parquet(run_dir / "tx" / "transactions.parquet")
