@@ -121,9 +121,9 @@ class ContainerBroker:
                     ("", ""))
 
     def alive(self) -> bool:
-        """Running (a paused broker's container too). InfraError when the engine does not answer: the watchdog asks every half second,
-        and an engine hung for minutes (once in CI, on the unpause that healed a paused broker) must stop the
-        run with that reason, not end the watchdog's thread with a traceback."""
+        """Running (a paused broker's container too). InfraError when the engine does not answer: the watchdog
+        asks every half second, and an engine hung for minutes (once in CI, on the unpause that healed a paused
+        broker) must stop the run with that reason, not end the watchdog's thread with a traceback."""
         try:
             self.container.reload()
         except (DockerException, RequestException) as e:

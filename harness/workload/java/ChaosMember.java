@@ -119,7 +119,8 @@ public class ChaosMember {
 
     public static void main(String[] args) throws Exception {
         System.setOut(System.err);  // the protocol owns stdout; log4j's console goes to stderr
-        System.setProperty("org.apache.logging.log4j.level", System.getenv().getOrDefault("KAFKA_CHAOS_JAVA_LOG", "WARN"));
+        System.setProperty("org.apache.logging.log4j.level",
+                System.getenv().getOrDefault("KAFKA_CHAOS_JAVA_LOG", "WARN"));
         if (args.length > 1 && args[0].equals("--check")) {
             System.exit(check(args[1]));
         }

@@ -326,7 +326,8 @@ public class ChaosProducer {
         out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         System.setOut(System.err);
         // The client's log level: WARN, or KAFKA_CHAOS_JAVA_LOG (DEBUG shows each transactional request and state).
-        System.setProperty("org.apache.logging.log4j.level", System.getenv().getOrDefault("KAFKA_CHAOS_JAVA_LOG", "WARN"));
+        System.setProperty("org.apache.logging.log4j.level",
+                System.getenv().getOrDefault("KAFKA_CHAOS_JAVA_LOG", "WARN"));
         if (args.length > 0 && args[0].equals("--version")) {
             out.println("client kafka-clients " + org.apache.kafka.common.utils.AppInfoParser.getVersion());
             out.flush();
