@@ -117,6 +117,15 @@ def _python_version(name: str, path: Path) -> str:
 
 
 # -- Java ---------------------------------------------------------------------------------------------------------
+# The children's classes (the client's, the protocol's, the JSON task's) fill about 23 MB of metaspace, just over
+# HotSpot's default first threshold (21 MB) where a bare produce loop stays just under it (20.8 MB, Java 17). Crossing
+# it mid-workload started a concurrent mark cycle whose remark shrank the heap from 468 to 80 MB: twice the young
+# collections for the rest of the run (13 against 7 per million sends, bench/clients.py's GC logs, 2026-11-29). An
+# application crosses it while it starts, long before its traffic; a threshold above what the children use does the
+# same for them. GC timing only: nothing the client does changes.
+JVM_OPTIONS = ("-XX:MetaspaceSize=64m",)
+
+
 def java_home_libs() -> Path | None:
     home = os.environ.get("KAFKA_HOME")
     return Path(home) / "libs" if home else None
@@ -135,8 +144,8 @@ def _java(version: str) -> ForeignEnv:
     if java is None:
         raise ClientEnvError("client.kafka-clients: no `java` on PATH (17 or later, with its compiler module)")
     path = f"{java_classes(java, libs)}:{libs}/*"
-    return ForeignEnv("kafka-clients", version, (java, "-cp", path, JAVA_SOURCE.stem),
-                      (java, "-cp", path, JAVA_MEMBER.stem))
+    return ForeignEnv("kafka-clients", version, (java, *JVM_OPTIONS, "-cp", path, JAVA_SOURCE.stem),
+                      (java, *JVM_OPTIONS, "-cp", path, JAVA_MEMBER.stem))
 
 
 def java_classes(java: str, libs: Path) -> Path:

@@ -622,13 +622,15 @@ def test_the_java_programs_are_compiled_once_per_sources_jars_and_jvm(tmp_path, 
     assert compiled.startswith("-m jdk.compiler/com.sun.tools.javac.Main -d ") and compiled.endswith(
         "ChaosProducer.java " + str(Path(pychild.__file__).parent / "java" / "ChaosMember.java"))
     assert f"-cp {libs / 'kafka-clients-4.1.0.jar'} " in compiled  # javac expands no wildcard: each jar named
-    folder, path = Path(env.command[2].split(":")[0]), env.command[2].split(":")[1]
-    assert env.command == (str(java), "-cp", f"{folder}:{libs}/*", "ChaosProducer") and path == f"{libs}/*"
+    classpath = env.command[env.command.index("-cp") + 1]
+    folder, path = Path(classpath.split(":")[0]), classpath.split(":")[1]
+    assert env.command == (str(java), "-XX:MetaspaceSize=64m", "-cp", f"{folder}:{libs}/*", "ChaosProducer")
+    assert path == f"{libs}/*"
     assert env.member[-1] == "ChaosMember" and (folder / "ChaosProducer.class").exists()
     assert folder.parent == tmp_path / "cache" / "kafka-chaos" / "clients"
     assert ensure("kafka-clients", "4.1.0") == env and len(calls.read_text().splitlines()) == 1  # compiled once
     (libs / "kafka-clients-4.1.0.jar").write_bytes(b"another build")  # the jars changed: compiled again
-    assert ensure("kafka-clients", "4.1.0").command[2] != env.command[2]
+    assert ensure("kafka-clients", "4.1.0").command[-2] != env.command[-2]  # another classes folder
     assert len(calls.read_text().splitlines()) == 2
     (libs / "broken.jar").write_bytes(b"")
     with pytest.raises(ClientEnvError, match=r"client\.kafka-clients: the Java programs do not compile against "
