@@ -230,6 +230,29 @@ class Transactions:
         self.ended("unknown", "error", error_name(raised))
         return False
 
+    @staticmethod
+    def zombie_steps(number: int, sends: int, held_fatal, session: int):
+        """How a paused instance resumed as a zombie ends its transaction, for both implementations: it asks to
+        commit it, and a commit that fails is aborted when the client can (held_fatal() is None: no fatal error
+        held), as end_steps does for the current instance and as the Java child does. A generator as end_steps
+        (drive() or drive_async()); a Stopped thrown in ends it. It returns the transaction's `t` line: fenced,
+        committed only if the commit returned (the broker let a fenced instance commit: the analysis says what it
+        cost), else aborted with the commit's error."""
+        outcome, error = "aborted", "-"
+        try:
+            raised = yield "commit"
+            if raised is None:
+                outcome = "committed"
+            else:
+                error = error_name(raised)
+                if held_fatal() is None:
+                    again = yield "abort"
+                    print(f"paused session {session}: abort_transaction() after the failed commit: "
+                          f"{'returned' if again is None else words(again)}", file=sys.stderr, flush=True)
+        except Stopped:  # a SIGTERM: the run is stopping
+            pass
+        return Transactions.line(number, outcome, "fenced", error, sends)
+
     def left_open(self, r: "Result", stop: threading.Event) -> None:
         """Stopped, or failed, inside a transaction it never asked to end."""
         if self.open >= 0:
@@ -666,7 +689,6 @@ class KafkaPython:
             commit it; every line of it (the rest's `late`, a refusal, its `t`: fenced) held for its session."""
             number, rest, sends = tx.zombie
             tx.zombie = None
-            outcome, error = "aborted", "-"
             if rest:
                 with switch:
                     paused.held.append((None, f"late {rest[0]} {rest[-1] + 1}"))
@@ -676,15 +698,10 @@ class KafkaPython:
                     with switch:
                         paused.held.append((None, f"r {i % parts} {i // parts} {error_name(e)}"))
                 sends += 1
-            try:
-                blocking(zombie.commit_transaction)
-                outcome = "committed"  # the broker let a fenced instance commit: the analysis says what it cost
-            except Stopped:  # a SIGTERM: the run is stopping (stop is set)
-                pass
-            except Exception as e:
-                error = error_name(e)
+            line = drive(tx.zombie_steps(number, sends, lambda: self.held_fatal(zombie), paused.session),
+                         lambda name: blocking(getattr(zombie, f"{name}_transaction")))
             with switch:
-                paused.held.append((None, tx.line(number, outcome, "fenced", error, sends)))
+                paused.held.append((None, line))
 
         def resume(_=None, flush: bool = True) -> bool:
             """The paused instance flushes (for up to flush_timeout; not when the child is stopping; a transactional
@@ -784,17 +801,21 @@ class KafkaPython:
         handed. `e`: what ended the workload if the client holds no fatal error."""
         if r.error:
             return True
-        manager = getattr(producer, "_transaction_manager", None)
-        try:
-            fatal = manager is not None and manager.has_fatal_error()
-            error = manager.last_error if fatal else None
-        except Exception:  # another version's insides
-            error = None
+        error = KafkaPython.held_fatal(producer)
         if error is not None:
             r.failed(error, fatal=True)
         elif e is not None:
             r.failed(e)
         return bool(r.error)
+
+    @staticmethod
+    def held_fatal(producer) -> BaseException | None:
+        """The fatal error the client holds (its transaction manager's), if it holds one."""
+        manager = getattr(producer, "_transaction_manager", None)
+        try:
+            return manager.last_error if manager is not None and manager.has_fatal_error() else None
+        except Exception:  # another version's insides
+            return None
 
 
 # -- aiokafka -----------------------------------------------------------------------------------------------------
@@ -994,22 +1015,18 @@ class AioKafka:
             commit it; every line of it (the rest's `late`, a refusal, its `t`: fenced) held for its session."""
             number, rest, sends = tx.zombie
             tx.zombie = None
-            outcome, error = "aborted", "-"
             if rest:
                 paused.held.append((None, f"late {rest[0]} {rest[-1] + 1}"))
             for i in rest:
                 if await send(i, zombie) is None:  # a SIGTERM: the run is stopping
                     break
                 sends += 1
-            try:
-                if not stop.is_set():
-                    await cut(zombie.commit_transaction)
-                    outcome = "committed"  # the broker let a fenced instance commit: the analysis says what it cost
-            except Stopped:
-                pass
-            except Exception as e:
-                error = error_name(e)
-            paused.held.append((None, tx.line(number, outcome, "fenced", error, sends)))
+            line = tx.line(number, "aborted", "fenced", "-", sends)
+            if not stop.is_set():
+                line = await drive_async(tx.zombie_steps(number, sends, lambda: self.held_fatal(zombie),
+                                                         paused.session),
+                                         lambda name: cut(getattr(zombie, f"{name}_transaction")))
+            paused.held.append((None, line))
 
         async def resume(_=None, flush: bool = True) -> bool:
             """The paused instance flushes (for up to flush_timeout; a SIGTERM cuts it short; a transactional one
@@ -1121,16 +1138,21 @@ class AioKafka:
         (ProducerFenced, OutOfOrderSequenceNumber, ...: every pending batch fails with it)."""
         if r.error:
             return True
-        try:
-            task = producer._sender.sender_task
-            error = task.exception() if task is not None and task.done() and not task.cancelled() else None
-        except Exception:  # another version's insides
-            error = None
+        error = AioKafka.held_fatal(producer)
         if error is not None:
             r.failed(error, fatal=True)
         elif e is not None:
             r.failed(e)
         return bool(r.error)
+
+    @staticmethod
+    def held_fatal(producer) -> BaseException | None:
+        """The error the client's sender task ended with, if it ended with one."""
+        try:
+            task = producer._sender.sender_task
+            return task.exception() if task is not None and task.done() and not task.cancelled() else None
+        except Exception:  # another version's insides
+            return None
 
 
 async def _quietly(coro, timeout: float) -> None:

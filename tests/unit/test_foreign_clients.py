@@ -1049,3 +1049,43 @@ def test_a_childs_frames_are_written_at_the_end_or_past_their_own_bound(tmp_path
     assert written == [0, 0, 0, 0, 8]  # 4 waiting at chunk 2; 8 >= 6 at chunk 3: written
     reports.close()
     assert log.counts == {"acked": 8, "rejected": 0, "unknown": 0}
+
+
+class AbortableError(Exception):
+    pass
+
+
+@pytest.mark.parametrize("commit, fatal, calls, said", [
+    (None, None, ["commit"], "committed - "),  # the broker let the zombie commit
+    (AbortableError("epoch"), None, ["commit", "abort"], "aborted AbortableError "),
+    (AbortableError("epoch"), AbortableError("fenced"), ["commit"], "aborted AbortableError "),  # held fatal: no abort
+])
+def test_a_zombies_failed_commit_is_aborted_unless_the_client_holds_a_fatal_error(capsys, commit, fatal, calls, said):
+    made = []
+
+    def call(name):
+        made.append(name)
+        if name == "commit" and commit is not None:
+            raise commit
+
+    line = pychild.drive(pychild.Transactions.zombie_steps(7, 40, lambda: fatal, 3), call)
+    assert made == calls
+    assert line.startswith(f"t 7 {said.split()[0]} fenced {said.split()[1]} 40 ")
+    log = capsys.readouterr().err
+    assert ("paused session 3: abort_transaction() after the failed commit: returned" in log) == ("abort" in calls)
+
+
+def test_a_zombies_abort_that_fails_is_said_and_a_sigterm_ends_its_steps_with_the_line(capsys):
+    def refused(name):
+        raise AbortableError(f"{name} refused")
+
+    line = pychild.drive(pychild.Transactions.zombie_steps(2, 5, lambda: None, 1), refused)
+    assert line.split()[1:6] == ["2", "aborted", "fenced", "AbortableError", "5"]  # the commit's error, not the abort's
+    assert "paused session 1: abort_transaction() after the failed commit: AbortableError: abort refused" in \
+        capsys.readouterr().err
+
+    def stopped(name):
+        raise pychild.Stopped()
+
+    assert pychild.drive(pychild.Transactions.zombie_steps(2, 5, lambda: None, 1), stopped).split()[1:6] == \
+        ["2", "aborted", "fenced", "-", "5"]
