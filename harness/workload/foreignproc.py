@@ -22,8 +22,8 @@ child only sends and tells what became of each send.
                                         it had handed of it, the rest of its fresh messages stays its own
                    resume               the paused instance completes what it holds, and its reports are told
                                         (lines z); a transactional one first hands the rest of its transaction
-                                        and asks to commit it, as a zombie (the Java child then aborts it when the
-                                        commit failed with an error it can abort, as an application does); nothing
+                                        and asks to commit it, as a zombie (and aborts it when the commit failed
+                                        with an error the client can abort, as an application does); nothing
                                         but `z -` when none is paused
                    flush                the faults are healed: flush and finish
     child -> run   client NAME VERSION  the implementation and version it runs (checked)
