@@ -1,0 +1,74 @@
+"""A series of runs of one of the known-bugs' single-file Java programs against one local Apache Kafka node started
+for the series (the harness's local backend), at the transaction version asked for, with lines of the broker's log
+counted at the end. Each run gets a topic of its own (3 partitions); the program's arguments are BOOTSTRAP TOPIC and
+then what follows `--`.
+
+    KAFKA_HOME=... python experiments/known-bugs/java_series.py PROGRAM.java --tv 2 --runs 4 --count TEXT -- ARGS...
+    e.g. java_series.py java-endtxn-race/EndTxnRace.java --tv 1 --runs 4 \\
+             --count "but received transaction marker result to send" -- 100 100 2 idle
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from harness.cluster import make_cluster  # noqa: E402
+from harness.cluster.topic import create_topic  # noqa: E402
+from harness.spec import LocalClusterSpec  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("program", type=Path, help="the .java file (its class named as the file)")
+    ap.add_argument("--tv", choices=("1", "2"), default="2", help="transaction.version (1: the node downgraded)")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--count", action="append", default=[], help="text counted in the broker's log (repeatable)")
+    ap.add_argument("--show", action="append", default=[],
+                    help="text whose first line in the broker's log is printed, with the line before and 16 after")
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    a.args = argv[cut + 1:]  # the program's arguments after BOOTSTRAP TOPIC
+    home = os.environ["KAFKA_HOME"]
+    features = [f"{home}/bin/kafka-features.sh", "--bootstrap-server"]
+    with tempfile.TemporaryDirectory() as tmp:
+        classes = Path(tmp) / "classes"
+        jars = ":".join(str(j) for j in sorted(Path(home, "libs").glob("*.jar")))
+        subprocess.run(["java", "-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", str(classes), "-nowarn", "-cp",
+                        jars, str(a.program)], check=True)
+        cluster = make_cluster(LocalClusterSpec(backend="local", broker="kafka", brokers=1), Path(tmp) / "cluster")
+        cluster.up()
+        try:
+            if a.tv != "2":
+                subprocess.run([*features, cluster.bootstrap, "downgrade", "--feature", f"transaction.version={a.tv}"],
+                               check=True)
+            described = subprocess.run([*features, cluster.bootstrap, "describe"], capture_output=True, text=True)
+            print(*(line for line in described.stdout.splitlines() if "transaction.version" in line), flush=True)
+            for r in range(a.runs):
+                topic = f"{a.program.stem.lower()}-tv{a.tv}-{r}"
+                create_topic(cluster.client, topic, 3, 1)
+                t = time.monotonic()
+                done = subprocess.run(["java", "-cp", f"{classes}:{home}/libs/*", a.program.stem, cluster.bootstrap,
+                                       topic, *a.args], capture_output=True, text=True, timeout=3600)
+                said = done.stdout.strip().replace("\n", "\n  ") or done.stderr.strip().splitlines()[-1]
+                print(f"run {r}: {time.monotonic() - t:.0f} s: {said}", flush=True)
+            logs = [log.read_text(errors="replace") for log in Path(tmp).rglob("server.log*")]
+            for text in a.count:
+                print(f"the broker's log, '{text}': {sum(log.count(text) for log in logs)}")
+            lines = [line for log in logs for line in log.splitlines()]
+            for text in a.show:
+                at = next((i for i, line in enumerate(lines) if text in line), None)
+                print(f"the broker's log, first '{text}':", *lines[max(at - 1, 0):at + 17] if at is not None else ["(none)"],
+                      sep="\n  ")
+        finally:
+            cluster.down()
+
+
+if __name__ == "__main__":
+    main()
