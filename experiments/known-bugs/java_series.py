@@ -35,7 +35,11 @@ def main() -> None:
     cut = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
     a.args = argv[cut + 1:]  # the program's arguments after BOOTSTRAP TOPIC
-    home = os.environ["KAFKA_HOME"]
+    home = os.environ.get("KAFKA_HOME", "")
+    if not Path(home, "libs").is_dir():
+        ap.error(f"KAFKA_HOME must name an Apache Kafka folder (with libs/); it is {home!r}")
+    if not a.program.is_file():
+        ap.error(f"program: no such file: {a.program}")
     features = [f"{home}/bin/kafka-features.sh", "--bootstrap-server"]
     with tempfile.TemporaryDirectory() as tmp:
         classes = Path(tmp) / "classes"
