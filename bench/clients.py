@@ -11,11 +11,16 @@ Prints, as medians of --repeat alternating rounds:
   CPU per million sends   of each JVM (every thread: JIT and GC too) and of the run, in the same windows: what the
                           harness costs beside the client, less noisy than the rates on a machine whose two cores
                           also run the broker
+  steady, by the broker    with --steady N: the same ratio from each loop's N-th send to its last, as the broker
+                          stamped them (the topics keep LogAppendTime): the rate once both JVMs' JIT has compiled
+                          the sending path (at 1,000,000-3,000,000 sends a round the compiler threads use about
+                          as much CPU as the sending, and when their compiles land moves a round by a fifth),
+                          read off the log itself, so neither loop's own reporting (the relay) is in it
   python implementations  kafka-python and aiokafka through the same child protocol, beside the harness's own
                           librdkafka producer (harness/workload/producer.produce): figures, not a goal
 
     KAFKA_HOME=/path/to/kafka_2.13-4.1.0 python bench/clients.py [--messages 200000] [--repeat 10] [--java] [--pin]
-        [--control]
+        [--control] [--steady N]
 
 --pin gives each Java loop a core of its own (the last; the broker, the proxy and the run share the others), as a
 client and its brokers run on different machines in production: the rates then measure the client's work per
@@ -37,6 +42,8 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from harness.cluster import make_cluster  # noqa: E402
 from harness.cluster.topic import create_topic  # noqa: E402
@@ -137,6 +144,31 @@ def foreign(name: str, bootstrap: str, topic: str, messages: int, work: Path) ->
     return messages / (done[0][0] - t)
 
 
+def appended_at(bootstrap: str, topic: str, offsets: dict[int, int]) -> dict[int, int]:
+    """The broker's append time (ms, LogAppendTime) of the record at each partition's offset."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False})
+    try:
+        at = {}
+        for partition, offset in offsets.items():
+            consumer.assign([TopicPartition(topic, partition, offset)])
+            msg = consumer.poll(30)
+            assert msg is not None and not msg.error() and msg.offset() == offset, (topic, partition, offset, msg)
+            assert msg.timestamp()[0] == 2, msg.timestamp()  # TIMESTAMP_LOG_APPEND_TIME: the topic's setting held
+            at[partition] = msg.timestamp()[1]
+        return at
+    finally:
+        consumer.close()
+
+
+def steady_rate(bootstrap: str, topic: str, messages: int, start: int) -> float:
+    """Sends per second from send `start` (the start // PARTITIONS-th of each partition: the loops send round robin)
+    to the last, by the broker's append times: a batch's records share its time (ms), a millisecond of a window
+    of seconds."""
+    first = appended_at(bootstrap, topic, {p: start // PARTITIONS for p in range(PARTITIONS)})
+    last = appended_at(bootstrap, topic, {p: (messages - 1 - p) // PARTITIONS for p in range(PARTITIONS)})
+    return (messages - start) / ((max(last.values()) - min(first.values())) / 1000)
+
+
 def median_interval(ratios: list[float], draws: int = 10_000) -> tuple[float, float]:
     """A 95 % bootstrap interval of the rounds' median ratio (seeded: the same rounds give the same interval): how
     far the median could move were the series run again, the rounds spreading as they do here."""
@@ -194,11 +226,16 @@ def main() -> int:
                     "neither loop pays for memory the machine never touched (2 s a GiB here, the rounds' noise)")
     ap.add_argument("--control", action="store_true", help="the bare loop against itself (no harness): how far the "
                     "ratio strays from 1 when nothing differs, on this machine, in as many rounds")
+    ap.add_argument("--steady", type=int, default=0, metavar="N",
+                    help="also the steady rate: from each loop's N-th send to its last, by the broker's append times")
     ap.add_argument("--pin", action="store_true", help="each Java loop on a core of its own (the last), everything "
                     "else on the others: the client's cost per send, apart from the broker's")
     args = ap.parse_args()
     if not os.environ.get("KAFKA_HOME"):
         print("KAFKA_HOME is not set: the Java client and the broker come from a Kafka distribution", file=sys.stderr)
+        return 2
+    if not 0 <= args.steady < args.messages - PARTITIONS:
+        print(f"--steady: a send's number below --messages ({args.messages:,}), not {args.steady:,}", file=sys.stderr)
         return 2
     loops = {"java bare": bare_java, "java harness": lambda *a: foreign("kafka-clients", *a),
              "librdkafka harness": librdkafka, "kafka-python harness": lambda *a: foreign("kafka-python", *a),
@@ -216,7 +253,9 @@ def main() -> int:
         os.sched_setaffinity(0, cores[:-1])  # this process, the broker and the proxy (started after this)
         PIN[:] = ["taskset", "-c", str(cores[-1])]
     rates: dict[str, list[float]] = {name: [] for name in loops}
+    steady: dict[str, list[float]] = {name: [] for name in loops}  # with --steady
     ratios: list[float] = []
+    steady_ratios: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         cluster = make_cluster(LocalClusterSpec(backend="local", broker="kafka", brokers=1), work / "cluster")
@@ -229,14 +268,21 @@ def main() -> int:
                 # The order alternates: the broker gets faster over its first rounds, which favours the later loop.
                 for name, loop in (reversed(loops.items()) if r % 2 else loops.items()):
                     topic = f"bench-{name.replace(' ', '-')}-{r}"
-                    create_topic(cluster.client, topic, PARTITIONS, 1)
+                    create_topic(cluster.client, topic, PARTITIONS, 1,
+                                 config={"message.timestamp.type": "LogAppendTime"} if args.steady else None)
                     rates[name].append(loop(cluster.bootstrap, topic, args.messages, work))
-                    print(f"{'warm-up' if r < 0 else 'round'} {r + 1} {name:22s} {rates[name][-1]:>10,.0f} msg/s",
-                          flush=True)
+                    if args.steady:
+                        steady[name].append(steady_rate(cluster.bootstrap, topic, args.messages, args.steady))
+                    print(f"{'warm-up' if r < 0 else 'round'} {r + 1} {name:22s} {rates[name][-1]:>10,.0f} msg/s"
+                          + (f", steady {steady[name][-1]:>10,.0f}" if args.steady else ""), flush=True)
                 ratios.append(rates[second][-1] / rates["java bare"][-1])
-                print(f"{'warm-up' if r < 0 else 'round'} {r + 1} {second} / bare    {ratios[-1]:.2f}x", flush=True)
+                if args.steady:
+                    steady_ratios.append(steady[second][-1] / steady["java bare"][-1])
+                print(f"{'warm-up' if r < 0 else 'round'} {r + 1} {second} / bare    {ratios[-1]:.2f}x"
+                      + (f", steady {steady_ratios[-1]:.2f}x" if args.steady else ""), flush=True)
                 if r < 0:  # not counted
-                    for figures in (*rates.values(), ratios, *OWN.values(), *CPU.values(),
+                    for figures in (*rates.values(), *steady.values(), ratios, steady_ratios, *OWN.values(),
+                                    *CPU.values(),
                                     *(series for kinds in THREAD_CPU.values() for series in kinds.values())):
                         del figures[-1:]
         finally:
@@ -254,6 +300,14 @@ def main() -> int:
           f"the median's 95 % bootstrap "
           f"interval {low:.2f} to {high:.2f}; the rounds' ratios: quartiles {quartiles[0]:.2f} and "
           f"{quartiles[2]:.2f}, from {min(ratios):.2f} to {max(ratios):.2f})")
+    if args.steady:
+        quartiles = statistics.quantiles(steady_ratios, n=4) if len(steady_ratios) > 1 else steady_ratios * 3
+        low, high = median_interval(steady_ratios)
+        print(f"{second} / bare, steady from send {args.steady:,} by the broker's clock    "
+              f"{statistics.median(steady_ratios):.2f}x   (the median's 95 % bootstrap interval {low:.2f} to {high:.2f};"
+              f" quartiles {quartiles[0]:.2f} and {quartiles[2]:.2f}, from {min(steady_ratios):.2f} to "
+              f"{max(steady_ratios):.2f}; steady rates: bare {statistics.median(steady['java bare']):,.0f}, "
+              f"{second} {statistics.median(steady[second]):,.0f} msg/s)")
     if args.control:
         return 0
     own = statistics.median(OWN["kafka-clients"])
