@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import random
 from dataclasses import dataclass
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -102,8 +102,14 @@ def _field(kind: str, name: str):
 
 
 def _whole(kind: str, name: str) -> bool:
+    """A whole-number setting: `int`, also when optional or constrained (`Annotated[int, ...] | None`), which a
+    plain `is int` missed: a setting so typed (the lost unflushed writes' drop_batches) was drawn fractional,
+    refused at every draw, and its kind never ran in an exploration (2026-11-29)."""
     annotation = _field(kind, name).annotation
-    return annotation is int
+    options = [a for a in get_args(annotation) if a is not type(None)] if get_origin(annotation) is Union else \
+        [annotation]
+    return len(options) == 1 and (options[0] is int or (get_origin(options[0]) is Annotated
+                                                         and get_args(options[0])[0] is int))
 
 
 def _is_list(kind: str, name: str) -> bool:

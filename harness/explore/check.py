@@ -19,7 +19,7 @@ from ..schedule import ScheduleError
 from ..schema import MAX_FAULTS_PER_SECOND
 from ..space import as_field, window
 from ..spec import ExperimentSpec, SpecError, load_spec
-from .generate import draw, schedule_of, try_spec
+from .generate import draw, draw_fault, schedule_of, try_spec
 
 TRIES = 200  # schedules drawn (with a fixed generator) before a space is called one that never plans
 
@@ -39,7 +39,8 @@ def _probe(spec: ExperimentSpec, kind: str, name: str, value) -> str:
 
 
 def check_space(spec: ExperimentSpec, path: Path) -> None:
-    """SpecError `FILE: explore...: why` when the space can never draw a schedule this experiment runs."""
+    """SpecError `FILE: explore...: why` when the space can never draw a schedule this experiment runs, or one of
+    its kinds can never be drawn."""
     explore = spec.explore
     for kind in explore.kinds:
         problem = KINDS[kind].problem(spec)
@@ -51,6 +52,12 @@ def check_space(spec: ExperimentSpec, path: Path) -> None:
                 problem = _probe(spec, kind, name, value)
                 if problem:
                     raise SpecError(f"{path}: {problem}")
+    rng = random.Random(0)
+    for kind in explore.kinds:  # each kind drawn as a try draws it (every setting, the kind's own ranges too): a
+        try:  # kind whose draws are all refused would silently never run, the tries redrawn without it
+            draw_fault(spec, rng, kind)
+        except ScheduleError as e:
+            raise SpecError(f"{path}: {e}") from None
     low, high = window(explore, spec)
     # check_rate: at most MAX_FAULTS_PER_SECOND start within any one second, and a window of L seconds holds
     # floor(L) + 1 such seconds that do not overlap.

@@ -76,3 +76,13 @@ def test_resume_keeps_the_exploration_s_seed_and_guidance(tmp_path):
     assert code == 2 and "keeps its seed" in out
     code, out = explore(tmp_path, "--resume", str(folder.path), "--random")
     assert code == 2 and "keeps how it draws" in out
+
+
+def test_the_end_of_an_exploration_says_the_faults_tried_by_kind_and_names_a_kind_never_drawn():
+    from harness.cli import kinds_tried
+
+    tries = [{"faults": [{"kind": "isolate"}, {"kind": "broker-kill"}]}, {"faults": [{"kind": "isolate"}]}]
+    assert kinds_tried(tries, ["broker-kill", "isolate", "lose-unflushed"]) == \
+        "faults tried by kind: broker-kill 1, isolate 2, lose-unflushed 0 (never drawn: lose-unflushed)"
+    assert kinds_tried(tries, ["isolate", "broker-kill"]) == "faults tried by kind: isolate 2, broker-kill 1"
+    assert kinds_tried([], ["isolate"]) == "faults tried by kind: isolate 0"  # no try ran: nothing to name

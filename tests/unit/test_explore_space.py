@@ -1,6 +1,7 @@
 """The explore: section (harness/space.py) and what a space can never give its experiment
 (harness/explore/check.py): every refusal names its field, defaults come from the kinds' own ranges."""
 
+import random
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.explore.check import check_space
+from harness.explore.generate import draw, draw_fault
 from harness.space import Fixed, OneOf, Span, default_target
 from harness.faults.registry import KINDS
 from harness.explore.check import check_explore
@@ -87,6 +89,31 @@ def test_defaults_come_from_the_kinds_own_ranges(tmp_path):
     assert kill["target"] == Fixed("random") == default_target("broker-pause")
     assert explore.settings("producer-restart")["target"] == Fixed("workload")
     assert explore.settings("isolate")["direction"] == OneOf(("both", "in", "out"))
+
+
+def test_an_optional_constrained_whole_number_setting_is_drawn_whole(tmp_path):
+    """lose-unflushed's drop_batches is `Annotated[int, Field(ge=1)] | None`: it was taken for a float setting,
+    every draw (12.345 batches) was refused, and the kind never ran in an exploration."""
+    spec = load_spec(write(tmp_path, with_space({"kinds": {"lose-unflushed": {}}}, cluster={
+        "backend": "local", "broker": "kafka", "brokers": 3})))
+    assert spec.explore.settings("lose-unflushed")["drop_batches"] == Span(1, 100, integer=True)
+    rng = random.Random(0)
+    drawn = [draw_fault(spec, rng, "lose-unflushed")["drop_batches"] for _ in range(50)]
+    assert all(type(n) is int and 1 <= n <= 100 for n in drawn) and len(set(drawn)) > 10
+
+
+def test_a_kind_whose_every_draw_is_refused_is_refused_naming_it(tmp_path, monkeypatch):
+    """The guard that would have caught it: check_space draws each kind as a try does, not only the ends of the
+    ranges the file names (both ends of 1-100 are whole; nearly every draw between them was not)."""
+    from harness import space
+    whole = space._whole
+    monkeypatch.setattr(space, "_whole", lambda kind, name: name != "drop_batches" and whole(kind, name))
+    path = write(tmp_path, with_space({"kinds": {"latency": {}, "lose-unflushed": {}}}, cluster={
+        "backend": "local", "broker": "kafka", "brokers": 3}))
+    with pytest.raises(SpecError) as e:
+        check_space(load_spec(path), path)
+    assert "explore.kinds.lose-unflushed: 50 draws of its settings were all refused; the last: drop_batches: " \
+        "Input should be a valid integer" in str(e.value)
 
 
 def test_setting_forms_fixed_range_choices(tmp_path):
@@ -176,3 +203,5 @@ def test_every_shipped_space_can_run_on_its_backend(path):
     assert spec.explore is not None and spec.faults == []
     assert unsupported_faults(spec.cluster, set(spec.explore.kinds)) == []
     check_space(spec, path)
+    rng = random.Random(0)  # and every kind it names is drawn (none silently never runs)
+    assert {f["kind"] for _ in range(300) for f in draw(spec, rng)} == set(spec.explore.kinds)
