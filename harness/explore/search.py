@@ -33,7 +33,7 @@ from ..shrink import shrink
 from ..status import COMPLETE, ERROR
 from .corpus import Corpus
 from .generate import experiment_doc, next_schedule
-from .signature import signature
+from .signature import not_as_planned, signature
 
 INFRA_IN_A_ROW = 3  # tries in a row that could not run: the exploration stops (exit 3)
 
@@ -160,6 +160,12 @@ class Exploration:
         new = self.corpus.consider(number, faults, outcome.events)
         row.update(verdict=(outcome.summary or {}).get("verdict"), signature=list(sig),
                    events=sorted(outcome.events), new_events=sorted(new))
+        if not_as_planned(outcome.summary or {}):  # journaled and shown as it is, but no finding: see there
+            row.update(finding=None, reason="a drawn fault could not be applied: not a finding")
+            self._journal(row)
+            if not self.keep_all and outcome.folder:
+                self.folder.prune(outcome.folder)
+            return
         finding = self.findings.get(sig)
         row["finding"] = finding["id"] if finding else None
         self._journal(row)

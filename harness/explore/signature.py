@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ..verdict import FAIL, UNKNOWN, status_of
+from ..verdict import ALLOWED, FAIL, PASS, UNKNOWN, status_of
 
 COMPLETE = "complete"
 
@@ -35,6 +35,21 @@ def signature(summary: dict) -> tuple[str, ...]:
         if variant.get("verdict") == UNKNOWN:
             marks.add(f"{name}: unknown")
     return tuple(sorted(marks))
+
+
+def not_as_planned(summary: dict) -> bool:
+    """True when all that went wrong is that some variants did not run their schedule: each mark is `VARIANT:
+    unknown` and that variant's only check not passed is faults_not_applied (a drawn fault that could not be
+    applied: an isolation of a partition's leader while another fault of the try holds that broker paused). Such
+    a try says nothing about the system under test; shrunk and rated as a finding (11 runs, 2026-11-29), it is
+    reported as one, and each like it would be."""
+    marks = signature(summary)
+    variants = summary.get("variants") or {}
+    return bool(marks) and all(
+        mark.endswith(": unknown") and [check["metric"] for check in
+                                        variants.get(mark[:-len(": unknown")], {}).get("expectations", [])
+                                        if status_of(check) not in (PASS, ALLOWED)] == ["faults_not_applied"]
+        for mark in marks)
 
 
 # What varies between two occurrences of one event, each replaced by a placeholder (in this order: a UUID holds

@@ -105,6 +105,29 @@ def test_no_bug_no_finding_and_passing_tries_are_pruned(tmp_path):
     assert all(t["verdict"] == "pass" and t["signature"] == [] for t in x.tries)
 
 
+class UnappliedRunner(FakeRunner):
+    """Every try holding a slow close is unknown only because a fault of it could not be applied."""
+
+    def __call__(self, faults, seed, variants, purpose) -> Outcome:
+        out = super().__call__(faults, seed, variants, purpose)
+        if "slow-close" in {f["kind"] for f in faults} and not BUG <= {f["kind"] for f in faults}:
+            out.summary["variants"]["on"].update(verdict="unknown", expectations=[
+                {"metric": "duplicates", "status": "pass"}, {"metric": "faults_not_applied", "status": "unknown"}])
+        return out
+
+
+def test_a_try_unknown_only_for_a_fault_it_could_not_apply_is_journaled_but_never_a_finding(tmp_path):
+    clock = FakeClock()
+    runner = UnappliedRunner(clock)
+    x = exploration(tmp_path, runner, clock, max_tries=30)
+    x.execute()
+    unapplied = [t for t in x.tries if t["signature"] == ["on: unknown"]]
+    assert unapplied and all(t["finding"] is None and "could not be applied" in t["reason"]
+                             for t in unapplied)
+    assert [f["signature"] for f in x.findings.values()] == [["on: duplicates"]]  # the planted bug still found
+    assert not any("unknown" in p for p, _, _ in runner.calls)  # nothing shrunk or rated for it
+
+
 def test_a_try_that_could_not_run_is_infrastructure_never_a_finding(tmp_path):
     clock = FakeClock()
     x = exploration(tmp_path, FakeRunner(clock, infra={2}), clock, max_tries=3)

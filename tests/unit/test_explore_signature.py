@@ -8,7 +8,7 @@ import random
 import pytest
 
 from harness.explore.corpus import Corpus
-from harness.explore.signature import broker_events, client_events, error_events, signature, template
+from harness.explore.signature import broker_events, client_events, error_events, signature, template, not_as_planned
 
 # librdkafka, as the run folder's client log holds it (logfile.py)
 CLIENT = [
@@ -149,6 +149,26 @@ def test_signature_says_what_went_wrong_without_numbers():
     old = summary(a={"expectations": [{"metric": "lost", "rule": "== 0", "actual": 2, "passed": False}]})
     assert signature(old) == ("a: lost",)  # written before checks had a status
     assert signature({"status": "error", "variants": {}}) == ("run: error",)
+
+
+def test_a_try_unknown_only_for_a_fault_it_could_not_apply_is_not_as_planned():
+    unapplied = {"metric": "faults_not_applied", "rule": "== 0 (else unknown: ...)", "actual": 1, "status": "unknown",
+                 "passed": False}
+    passed = {"metric": "lost", "rule": "== 0 (fatal)", "actual": 0, "status": "pass", "passed": True}
+    allowed = {"metric": "duplicates", "rule": "== 0", "actual": 3, "status": "allowed", "passed": True}
+    only = summary(a={"verdict": "unknown", "expectations": [passed, allowed, unapplied]}, b={})
+    assert signature(only) == ("a: unknown",) and not_as_planned(only)
+    # anything else wrong beside it, in that variant or another, or another cause of unknown: a finding as before
+    lost = {**passed, "actual": 5, "status": "fail", "passed": False}
+    assert not not_as_planned(summary(a={"verdict": "unknown", "expectations": [lost, unapplied]}))
+    assert not not_as_planned(summary(a={"verdict": "unknown", "expectations": [unapplied]},
+                                      b={"verdict": "fail", "expectations": [lost]}))
+    fatal = {"metric": "producer_failed", "rule": "== 0 (else unknown: ...)", "actual": 1, "status": "unknown",
+             "passed": False}
+    assert not not_as_planned(summary(a={"verdict": "unknown", "expectations": [unapplied, fatal]}))
+    assert not not_as_planned(summary(a={"verdict": "unknown", "client_fatal": "X", "expectations": [unapplied]}))
+    assert not not_as_planned(summary(a={}, b={}))  # nothing went wrong: nothing to excuse
+    assert not not_as_planned({"status": "error", "variants": {}})
 
 
 def test_error_events_name_the_errors_the_producer_got():
