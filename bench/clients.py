@@ -177,6 +177,14 @@ def median_interval(ratios: list[float], draws: int = 10_000) -> tuple[float, fl
     return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
 
 
+def spread(ratios: list[float]) -> str:
+    """The rounds' ratios around their median: its 95 % bootstrap interval, the quartiles, the extremes."""
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    low, high = median_interval(ratios)
+    return (f"the median's 95 % bootstrap interval {low:.2f} to {high:.2f}; the rounds' ratios: quartiles "
+            f"{quartiles[0]:.2f} and {quartiles[2]:.2f}, from {min(ratios):.2f} to {max(ratios):.2f}")
+
+
 def compile_bare(work: Path) -> Path:
     """BareProducer compiled once, as the harness compiles its child (foreignenv.java_classes): run from source, a
     JVM's JIT goes on compiling the compiler in its first seconds, the timed ones."""
@@ -294,20 +302,12 @@ def main() -> int:
           + (f"; the Java loops pinned to core {PIN[-1]}, the rest to the others" if PIN else ""))
     for name, rate in med.items():
         print(f"{name:22s} {rate:>10,.0f} msg/s")
-    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
-    low, high = median_interval(ratios)
     print(f"{second} / bare    {statistics.median(ratios):.2f}x   ({'' if args.control else 'goal >= 0.9; '}"
-          f"the median's 95 % bootstrap "
-          f"interval {low:.2f} to {high:.2f}; the rounds' ratios: quartiles {quartiles[0]:.2f} and "
-          f"{quartiles[2]:.2f}, from {min(ratios):.2f} to {max(ratios):.2f})")
+          f"{spread(ratios)})")
     if args.steady:
-        quartiles = statistics.quantiles(steady_ratios, n=4) if len(steady_ratios) > 1 else steady_ratios * 3
-        low, high = median_interval(steady_ratios)
         print(f"{second} / bare, steady from send {args.steady:,} by the broker's clock    "
-              f"{statistics.median(steady_ratios):.2f}x   (the median's 95 % bootstrap interval {low:.2f} to {high:.2f};"
-              f" quartiles {quartiles[0]:.2f} and {quartiles[2]:.2f}, from {min(steady_ratios):.2f} to "
-              f"{max(steady_ratios):.2f}; steady rates: bare {statistics.median(steady['java bare']):,.0f}, "
-              f"{second} {statistics.median(steady[second]):,.0f} msg/s)")
+              f"{statistics.median(steady_ratios):.2f}x   ({spread(steady_ratios)}; steady rates: bare "
+              f"{statistics.median(steady['java bare']):,.0f}, {second} {statistics.median(steady[second]):,.0f} msg/s)")
     if args.control:
         return 0
     own = statistics.median(OWN["kafka-clients"])
