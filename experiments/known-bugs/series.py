@@ -21,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from harness.cluster import make_cluster  # noqa: E402
 from harness.cluster.topic import create_topic  # noqa: E402
 from harness.spec import LocalClusterSpec  # noqa: E402
+from harness.workload.clientenv import clients_folder  # noqa: E402
+from harness.workload.foreignenv import ensure  # noqa: E402
 
 
 def main() -> None:
@@ -28,6 +30,7 @@ def main() -> None:
     ap.add_argument("program", type=Path, help="the .java file (its class named as the file)")
     ap.add_argument("--tv", choices=("1", "2"), default="2", help="transaction.version (1: the node downgraded)")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--kafka-python", metavar="VERSION", help="the kafka-python a .py program runs with")
     ap.add_argument("--count", action="append", default=[], help="text counted in the broker's log (repeatable)")
     ap.add_argument("--show", action="append", default=[],
                     help="text whose first line in the broker's log is printed, with the line before and 16 after")
@@ -40,12 +43,11 @@ def main() -> None:
         ap.error(f"KAFKA_HOME must name an Apache Kafka folder (with libs/); it is {home!r}")
     if not a.program.is_file():
         ap.error(f"program: no such file: {a.program}")
+    if (a.program.suffix == ".py") != bool(a.kafka_python):
+        ap.error("--kafka-python VERSION goes with a .py program, and only with one")
     features = [f"{home}/bin/kafka-features.sh", "--bootstrap-server"]
     with tempfile.TemporaryDirectory() as tmp:
-        classes = Path(tmp) / "classes"
-        jars = ":".join(str(j) for j in sorted(Path(home, "libs").glob("*.jar")))
-        subprocess.run(["java", "-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", str(classes), "-nowarn", "-cp",
-                        jars, str(a.program)], check=True)
+        command, env = program_command(a, home, Path(tmp))
         cluster = make_cluster(LocalClusterSpec(backend="local", broker="kafka", brokers=1), Path(tmp) / "cluster")
         cluster.up()
         try:
@@ -58,8 +60,9 @@ def main() -> None:
                 topic = f"{a.program.stem.lower()}-tv{a.tv}-{r}"
                 create_topic(cluster.client, topic, 3, 1)
                 t = time.monotonic()
-                done = subprocess.run(["java", "-cp", f"{classes}:{home}/libs/*", a.program.stem, cluster.bootstrap,
-                                       topic, *a.args], capture_output=True, text=True, timeout=3600)
+                pid = str(cluster.brokers[0].proc.pid)
+                done = subprocess.run([*command, cluster.bootstrap, topic, *(x.replace("{pid}", pid) for x in a.args)],
+                                      capture_output=True, text=True, timeout=3600, env=env)
                 said = done.stdout.strip().replace("\n", "\n  ") or done.stderr.strip().splitlines()[-1]
                 print(f"run {r}: {time.monotonic() - t:.0f} s: {said}", flush=True)
             logs = [log.read_text(errors="replace") for log in Path(tmp).rglob("server.log*")]
@@ -72,6 +75,19 @@ def main() -> None:
                       sep="\n  ")
         finally:
             cluster.down()
+
+
+def program_command(a, home: str, tmp: Path) -> tuple[list[str], dict]:
+    """The command line that runs the program (its arguments to follow), and its environment."""
+    if a.program.suffix == ".py":
+        ensure("kafka-python", a.kafka_python)
+        return [sys.executable, str(a.program)], {**os.environ,
+                                                  "PYTHONPATH": str(clients_folder() / f"kafka-python-{a.kafka_python}")}
+    classes = tmp / "classes"
+    jars = ":".join(str(j) for j in sorted(Path(home, "libs").glob("*.jar")))
+    subprocess.run(["java", "-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", str(classes), "-nowarn", "-cp",
+                    jars, str(a.program)], check=True)
+    return ["java", "-cp", f"{classes}:{home}/libs/*", a.program.stem], dict(os.environ)
 
 
 if __name__ == "__main__":
