@@ -31,6 +31,8 @@ def main() -> None:
     ap.add_argument("--tv", choices=("1", "2"), default="2", help="transaction.version (1: the node downgraded)")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--kafka-python", metavar="VERSION", help="the kafka-python a .py program runs with")
+    ap.add_argument("--kill-on", metavar="TEXT", help="kill the broker when the program prints a line holding TEXT")
+    ap.add_argument("--down", type=float, default=3.0, help="seconds from that kill to the broker's start (3)")
     ap.add_argument("--count", action="append", default=[], help="text counted in the broker's log (repeatable)")
     ap.add_argument("--show", action="append", default=[],
                     help="text whose first line in the broker's log is printed, with the line before and 16 after")
@@ -61,10 +63,9 @@ def main() -> None:
                 create_topic(cluster.client, topic, 3, 1)
                 t = time.monotonic()
                 pid = str(cluster.brokers[0].proc.pid)
-                done = subprocess.run([*command, cluster.bootstrap, topic, *(x.replace("{pid}", pid) for x in a.args)],
-                                      capture_output=True, text=True, timeout=3600, env=env)
-                said = done.stdout.strip().replace("\n", "\n  ") or done.stderr.strip().splitlines()[-1]
-                print(f"run {r}: {time.monotonic() - t:.0f} s: {said}", flush=True)
+                said = run_program([*command, cluster.bootstrap, topic, *(x.replace("{pid}", pid) for x in a.args)],
+                                   env, cluster, a.kill_on, a.down)
+                print(f"run {r}: {time.monotonic() - t:.0f} s: " + "\n  ".join(said), flush=True)
             logs = [log.read_text(errors="replace") for log in Path(tmp).rglob("server.log*")]
             for text in a.count:
                 print(f"the broker's log, '{text}': {sum(log.count(text) for log in logs)}")
@@ -75,6 +76,29 @@ def main() -> None:
                       sep="\n  ")
         finally:
             cluster.down()
+
+
+def run_program(command: list[str], env: dict, cluster, kill_on: str | None, down: float) -> list[str]:
+    """The program's output lines (its stderr's last line if it printed nothing), the broker killed and started
+    again on the way when kill_on says so."""
+    with tempfile.TemporaryFile("w+") as err:
+        program = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                   env=env)
+        said = []
+        for line in program.stdout:
+            said.append(line.rstrip("\n"))
+            if kill_on and kill_on in line:
+                killed = time.monotonic()
+                cluster.kill_broker(0)
+                program.stdin.write("killed\n")
+                program.stdin.flush()
+                time.sleep(max(0.0, killed + down - time.monotonic()))
+                cluster.start_broker(0)
+                said.append(f"(series: broker killed, started again {down:g} s later, "
+                            f"running {time.monotonic() - killed:.1f} s after the kill)")
+        program.wait(timeout=3600)
+        err.seek(0)
+        return said if any(said) else err.read().strip().splitlines()[-1:]
 
 
 def program_command(a, home: str, tmp: Path) -> tuple[list[str], dict]:
