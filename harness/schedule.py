@@ -17,7 +17,9 @@ that starts while an earlier one holds its broker could meet it when
 - both name the same broker, or either targets all brokers, or the earlier one is a
   leader-of/follower-of fault and the later names a broker (it may be the same one); or
 - the later one targets leader-of/follower-of and the earlier one is a pause: a frozen
-  leader stays leader in the metadata until its session times out.
+  leader stays leader in the metadata until its session times out. This holds for a later
+  fault of any kind (an isolation, a latency), not only one that holds a broker: the nemesis
+  waits for a running broker in the role, so the fault would start late, or never.
 A leader-of/follower-of target never picks a broker that is down or starting (the nemesis
 waits until a running broker holds the role), so it may follow a kill freely. If a broker
 takes longer than the allowance to start, the nemesis applies the next fault on it once it
@@ -218,10 +220,15 @@ def could_meet(earlier: PlannedFault, later: PlannedFault) -> bool:
 
 
 def overlaps(schedule: list[PlannedFault], allowance: float) -> list[tuple[PlannedFault, PlannedFault]]:
-    """Pairs (earlier, later) of broker faults the cluster could not take as planned."""
+    """Pairs (earlier, later) of faults the cluster could not take as planned: two broker faults that could
+    meet, or a broker fault and a later fault of another kind that picks its broker by role while the first
+    still holds one a role may name (only a pause: see could_meet)."""
     broker_faults = held(schedule, "broker")
-    return [(a, b) for i, a in enumerate(broker_faults) for b in broker_faults[i + 1:]
-            if b.at < held_until(a, allowance) and could_meet(a, b)]
+    by_role = [f for f in schedule if KINDS[f.kind].holds != "broker" and isinstance(f.target, ROLE_TARGETS)]
+    pairs = [(a, b) for i, a in enumerate(broker_faults) for b in broker_faults[i + 1:]
+             if b.at < held_until(a, allowance) and could_meet(a, b)]
+    return pairs + [(a, b) for a in broker_faults for b in by_role if a.at <= b.at < held_until(a, allowance)
+                    and could_meet(a, b)]
 
 
 def _members(spec: ExperimentSpec) -> int | None:
@@ -262,6 +269,11 @@ def check_overlaps(schedule: list[PlannedFault], allowance: float, origin: str, 
         a, b = clashes[0]
         more = f" (and {len(clashes) - 1} more such pair(s))" if len(clashes) > 1 else ""
         after = f" and up to {allowance:g} s to start again" if KINDS[a.kind].stops_broker else ""
+        if KINDS[b.kind].holds != "broker":
+            raise ScheduleError(
+                f"faults ({origin}): {b} picks its broker by role while {a} holds a broker that may be in that role "
+                f"(a paused leader stays leader until its session times out), so it could wait for a running one "
+                f"until the workload ends{more}: move one of them (at, start, every) or name the broker")
         raise ScheduleError(
             f"faults ({origin}): {b} may hit the broker that {a} still holds (its duration{after}){more}; "
             "a broker is running, paused, down or starting, one at a time: move one of them (at, start, every) "

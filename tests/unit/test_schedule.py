@@ -123,6 +123,32 @@ def test_the_overlap_rule(first, second, refused):
         plan(s, 1)
 
 
+@pytest.mark.parametrize("first, second, refused", [
+    # a network fault that picks its broker by role while a pause holds one: a paused leader still leads
+    ({"kind": "broker-pause", "at": 1, "duration": 3, "target": {"leader-of": 0}},
+     {"kind": "isolate", "at": 2, "duration": 4, "target": {"leader-of": 0}}, True),
+    ({"kind": "broker-pause", "at": 1, "duration": 3, "target": {"broker": 2}},
+     {"kind": "latency", "at": 1, "duration": 4, "target": {"follower-of": 1}}, True),
+    # ... not once the pause has healed, nor after a kill (a role never picks a broker that is down)
+    ({"kind": "broker-pause", "at": 1, "duration": 3, "target": {"leader-of": 0}},
+     {"kind": "isolate", "at": 4.5, "duration": 4, "target": {"leader-of": 0}}, False),
+    ({"kind": "broker-kill", "at": 1, "downtime": 3, "target": {"leader-of": 0}},
+     {"kind": "isolate", "at": 2, "duration": 4, "target": {"leader-of": 0}}, False),
+    # ... nor one that names its broker, nor one that began before the pause
+    ({"kind": "broker-pause", "at": 1, "duration": 3, "target": {"leader-of": 0}},
+     {"kind": "isolate", "at": 2, "duration": 4, "target": {"broker": 1}}, False),
+    ({"kind": "isolate", "at": 1, "duration": 4, "target": {"leader-of": 0}},
+     {"kind": "broker-pause", "at": 2, "duration": 3, "target": {"broker": 1}}, False),
+])
+def test_a_fault_by_role_waits_on_a_paused_broker(first, second, refused):
+    s = kafka_spec([first, second])
+    if refused:
+        with pytest.raises(ScheduleError, match="picks its broker by role while fault 0 .broker-pause"):
+            plan(s, 1)
+    else:
+        plan(s, 1)
+
+
 def test_the_start_allowance_follows_the_broker_kind():
     faults = [{"kind": "broker-kill", "at": 1, "downtime": 1, "target": {"broker": 0}},
               {"kind": "broker-pause", "at": 5, "target": {"broker": 0}}]
