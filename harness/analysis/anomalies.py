@@ -51,6 +51,10 @@ fenced, whatever its commit returned). A record is attributed to a send first by
   lost committed a value of a committed transaction not read
   torn           a transaction whose values are partly read (per partition here; across partitions
                  by the driver, from each partition's per-transaction counts: transaction_parts)
+  failed committed  a send the client reported failed (rejected or unknown, through its delivery report,
+                 with its error) in a transaction whose commit returned: a commit must refuse a transaction
+                 with a failed send, whatever the log then holds (a send refused in produce(), told at once,
+                 is not one)
 Unknown transactions are neither lost nor aborted: the read decides (all read: committed, none: aborted).
 A value of a committed transaction that is not read is lost_committed, not also lost.
 
@@ -112,6 +116,7 @@ TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
     "zombie_writes_visible": [("partition", _I32), ("value", _I64), ("offset", _I64), ("txn", _I64),
                               ("session", _I32)],
     "lost_committed": [("partition", _I32), ("value", _I64), ("txn", _I64), ("offset", _I64)],
+    "failed_committed": [("partition", _I32), ("value", _I64), ("txn", _I64), ("error", _STR)],
     # Built by the driver from every partition's transaction_parts (a transaction spans partitions).
     "torn_transactions": [("txn", _I64), ("session", _I32), ("outcome", _STR), ("cause", _STR), ("sent", _I64),
                           ("visible", _I64)],
@@ -223,10 +228,14 @@ class Outcomes:
         self._acked: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # acked sends: (value, offset, session)
         # Sends the broker acknowledged in transactions that did not commit: (offset, value, rank, txn).
         self._written: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.failed_committed: list[tuple[int, int, str]] = []  # (value, txn, error): failed committed sends
 
     def feed(self, values: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
              errors: list | None = None, acked_at_ms: np.ndarray | None = None,
-             sessions: np.ndarray | None = None, txns: np.ndarray | None = None) -> None:
+             sessions: np.ndarray | None = None, txns: np.ndarray | None = None,
+             reported: np.ndarray | None = None) -> None:
+        """reported: the rows whose outcome came through the client's delivery report (a latency and an error
+        for a failure; not a send refused in produce(), nor one never reported): where failed committed looks."""
         if len(values) == 0:
             return
         if values.min() < 0:
@@ -244,7 +253,7 @@ class Outcomes:
         self._sessions(values, sessions)
         code, told = codes.copy(), offsets.copy()
         if txns is not None and (txns >= 0).any():
-            self._transactions(values, codes, offsets, txns, code, told)
+            self._transactions(values, codes, offsets, txns, code, told, errors, reported)
         priority = PRIORITY[code]
         order = np.argsort(priority, kind="stable")  # so the best send of a value is written last
         v, pr = values[order], priority[order]
@@ -291,12 +300,16 @@ class Outcomes:
         raise DeliveryLogError(f"partition {self.partition}: value {value} recorded more than once "
                                f"in session {session}")
 
-    def _transactions(self, values, codes, offsets, txns, code, told) -> None:
-        """Transactional sends: outcome by their transaction (code, told changed in place)."""
+    def _transactions(self, values, codes, offsets, txns, code, told, errors=None, reported=None) -> None:
+        """Transactional sends: outcome by their transaction (code, told changed in place); failed committed
+        sends noted."""
         self.transactional = True
         in_txn = txns >= 0
         rank = np.zeros(len(values), dtype=np.int8)
         rank[in_txn] = self.book.ranks(txns[in_txn])
+        if reported is not None and errors is not None:
+            failed = np.flatnonzero(in_txn & (rank == COMMITTED) & (codes != ACKED) & reported)
+            self.failed_committed += [(int(values[i]), int(txns[i]), errors[i]) for i in failed.tolist()]
         sent = in_txn & (codes != REJECTED)  # refused sends were never transmitted: they stay rejected
         committed, other = sent & (rank == COMMITTED), sent & (rank != COMMITTED)
         code[committed] = ACKED
@@ -596,23 +609,27 @@ class PartitionCheck:
         them after a complete read), the only ones judged here."""
         p, o = self.partition, self.outcomes
         if not o.transactional:
-            return ({"aborted_reads": 0, "lost_committed": 0, "torn_transactions": 0, "zombie_writes_visible": 0},
+            return ({"aborted_reads": 0, "lost_committed": 0, "failed_committed": 0, "torn_transactions": 0,
+                     "zombie_writes_visible": 0},
                     {name: {} for name in ("aborted_reads", "zombie_writes_visible", "lost_committed",
-                                           "transaction_parts")})
+                                           "failed_committed", "transaction_parts")})
         rank, txn = self.rank, self.txn
         lost = lost_committed_cases(rank, present, known)
         keys, sent, visible = transaction_parts(np.where(known | present, rank, 0), txn, present)
         torn = int(torn_cases(sent, visible).sum())
         zombie = self.zombie_writes
         z_txn = np.array([r[2] for r in zombie], dtype=np.int64)
-        metrics = {"aborted_reads": len(self.aborted_reads), "lost_committed": len(lost), "torn_transactions": torn,
-                   "zombie_writes_visible": len(zombie)}
+        failed = sorted(o.failed_committed)
+        metrics = {"aborted_reads": len(self.aborted_reads), "lost_committed": len(lost),
+                   "failed_committed": len(failed), "torn_transactions": torn, "zombie_writes_visible": len(zombie)}
         tables = {
             "aborted_reads": _columns("aborted_reads", p, self.aborted_reads),
             "zombie_writes_visible": {**_columns("zombie_writes_visible", p, [r + (None,) for r in zombie]),
                                       "session": o.book.sessions(z_txn).tolist() if len(zombie) else []},
             "lost_committed": {"partition": [p] * len(lost), "value": lost.tolist(), "txn": txn[lost].tolist(),
                                "offset": [None if x == NO_OFFSET else x for x in o.offset[lost].tolist()]},
+            "failed_committed": {"partition": [p] * len(failed), "value": [f[0] for f in failed],
+                                 "txn": [f[1] for f in failed], "error": [f[2] for f in failed]},
             "transaction_parts": {"partition": [p] * len(keys), "txn": keys.tolist(), "sent": sent.tolist(),
                                   "visible": visible.tolist()},
         }
@@ -922,8 +939,12 @@ def feed_acks(outcomes: Outcomes, batch: pa.RecordBatch | pa.Table) -> None:
         outcomes.timing.feed(sent, latency, codes == ACKED)
     sessions = _ints(batch.column("session"), 0).astype(np.int32) if "session" in names else None
     txns = _ints(batch.column("txn"), -1) if "txn" in names else None
+    reported = None  # a latency and an error: the client's delivery report said it failed (a refusal has no latency)
+    if "latency_ms" in names and "error" in names:
+        reported = pc.and_(pc.is_valid(batch.column("latency_ms")), pc.is_valid(batch.column("error")))
+        reported = reported.to_numpy(zero_copy_only=False)
     outcomes.feed(_ints(batch.column("value"), -1), codes, _ints(batch.column("offset"), NO_OFFSET),
-                  batch.column("error").to_pylist() if "error" in names else None, acked_at, sessions, txns)
+                  batch.column("error").to_pylist() if "error" in names else None, acked_at, sessions, txns, reported)
 
 
 def feed_log(check: PartitionCheck, batch: pa.RecordBatch | pa.Table) -> None:

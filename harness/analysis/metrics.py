@@ -70,6 +70,9 @@ METRICS: tuple[Metric, ...] = (
            fatal=True, anomaly=True, transactional=True),
     Metric("lost_committed", "lost committed", "values of committed transactions never read under read_committed",
            fatal=True, anomaly=True, transactional=True),
+    Metric("failed_committed", "failed committed",
+           "sends the client reported failed (rejected or unknown, with its error) in a transaction whose commit "
+           "returned: the commit should have refused", fatal=True, anomaly=True, transactional=True),
     # Per partition: transactions partly read within it; per variant the driver counts across partitions.
     Metric("torn_transactions", "torn transactions",
            "transactions partly visible under read_committed (some of their values read, some not)",

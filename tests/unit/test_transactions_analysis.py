@@ -241,3 +241,53 @@ def test_committed_values_a_read_did_not_reach_are_unseen_not_lost_committed_or_
     f = check_partition(0, [acks(sends)], [read], transactions=book, read=(0, 5))
     m = f.metrics
     assert (m["unseen"], m["lost_committed"], m["torn_transactions"], m["lost"]) == (0, 2, 1, 0)
+
+
+# -- a send reported failed in a committed transaction ----------------------------------------------------
+
+def reported(rows, partition=0):
+    """rows: (value, outcome, offset or None, txn, error, latency_ms or None), session 0: a latency and an error
+    say the client's delivery report told the failure; a refusal in produce() has no latency."""
+    return pa.table({"partition": pa.array([partition] * len(rows), pa.int32()),
+                     "value": pa.array([r[0] for r in rows], pa.int64()), "outcome": [r[1] for r in rows],
+                     "offset": pa.array([r[2] for r in rows], pa.int64()),
+                     "error": pa.array([r[4] for r in rows], pa.string()),
+                     "latency_ms": pa.array([r[5] for r in rows], pa.float64()),
+                     "session": pa.array([0] * len(rows), pa.int32()),
+                     "txn": pa.array([r[3] for r in rows], pa.int64())})
+
+
+FAILED_BOOK = transactions([(0, 0, "committed", None), (1, 0, "aborted", "error"), (2, 0, "committed", None)])
+FAILED_SENDS = [
+    (0, "acked", 0, 0, None, 5.0),
+    (1, "unknown", None, 0, "KafkaTimeoutError", 120000.0),  # told failed, committed all the same: counted
+    (2, "unknown", None, 1, "KafkaTimeoutError", 120000.0),  # its transaction aborted: not counted
+    (3, "rejected", None, 2, "MSG_SIZE_TOO_LARGE", None),  # refused in produce(), told at once: not counted
+    (4, "unknown", None, 2, None, None),  # never reported (the client torn down): not counted
+    (5, "rejected", None, 2, "MessageSizeTooLargeError", 3.0),  # rejected through its report: counted
+]
+
+
+def test_a_send_reported_failed_in_a_committed_transaction_is_failed_committed_whatever_the_log_holds():
+    # Value 1 is in the log (the broker wrote it after the client gave up on it), 4 too; 2, 3 and 5 are not.
+    f = check_partition(0, [reported(FAILED_SENDS)], [log([(0, 0), (1, 1), (3, 4)])], transactions=FAILED_BOOK)
+    assert f.metrics["failed_committed"] == 2
+    assert rows(f, "failed_committed") == [{"value": 1, "txn": 0, "error": "KafkaTimeoutError"},
+                                           {"value": 5, "txn": 2, "error": "MessageSizeTooLargeError"}]
+    # Nothing else: the committed values the log holds are read, the refused and rejected ones were never sent.
+    assert [m.key for m in metrics.METRICS if m.fatal and f.metrics.get(m.key)] == ["failed_committed"]
+
+
+def test_failed_committed_needs_a_committed_transaction_and_the_clients_report():
+    # The same sends with the transactions aborted: nothing; and without latencies (a log of an older release,
+    # or every failure a refusal): nothing, there is no telling a report from a refusal.
+    aborted = transactions([(0, 0, "aborted", "error"), (1, 0, "aborted", "error"), (2, 0, "aborted", "planned")])
+    f = check_partition(0, [reported(FAILED_SENDS)], [log([])], transactions=aborted)
+    assert f.metrics["failed_committed"] == 0
+    unreported = [r[:5] + (None,) for r in FAILED_SENDS]
+    f = check_partition(0, [reported(unreported)], [log([(0, 0), (1, 1), (3, 4)])], transactions=FAILED_BOOK)
+    assert f.metrics["failed_committed"] == 0
+    # Outside transactions a failed send is just that (unknown or rejected), never failed committed.
+    plain = [(v, o, off, None, e, lat) for v, o, off, _, e, lat in FAILED_SENDS]
+    f = check_partition(0, [reported(plain)], [log([(0, 0), (1, 1), (3, 4)])])
+    assert f.metrics["failed_committed"] == 0
