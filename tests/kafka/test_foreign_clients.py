@@ -345,3 +345,30 @@ def test_a_paused_transactional_child_is_fenced_and_nothing_its_zombie_wrote_is_
     assert once and aborted_read == 0 and n_committed > 0
     faults = [json.loads(line) for line in (run_dir / "faults.jsonl").read_text().splitlines()]
     assert {f["kind"] for f in faults if f["outcome"] == "healed"} == {"producer-pause"}
+
+
+def test_kafka_pythons_commit_after_failed_sends_is_failed_committed_and_javas_refusal_passes(tmp_path):
+    # experiments/known-bugs/kafka-python-commit-after-expiry.yaml as shipped (one KRaft node, Produce requests
+    # dropped from 2 s for 8 s, past both producers' 5 s delivery timeout): the Java client refuses the commit of a
+    # transaction whose sends failed (aborted, sent again: every value read once); kafka-python 3.0.12 commits it,
+    # which the analysis names failed_committed (fatal), with the client's own error for each such send.
+    try:
+        ensure("kafka-python", "3.0.12")
+    except ClientEnvError as e:
+        pytest.skip(f"kafka-python cannot be installed here: {e}")
+    import yaml
+
+    from tests.kafka.test_experiments import ROOT
+    from tests.kafka.test_transactions import run as run_experiment
+    doc = yaml.safe_load((ROOT / "experiments" / "known-bugs" / "kafka-python-commit-after-expiry.yaml").read_text())
+    r, run_dir, summary = run_experiment(tmp_path, doc)
+    java, kp = summary["variants"]["java"], summary["variants"]["kafka-python"]
+    assert r.returncode == 1 and "FAIL  kafka-python: failed_committed == 0 (fatal)" in r.stdout, r.stdout[-3000:]
+    assert "pass  java" in r.stdout, r.stdout[-3000:]
+    assert (java["failed_committed"], java["lost_committed"], java["duplicates"], java["lost"]) == (0, 0, 0, 0), java
+    assert kp["failed_committed"] > 0 and kp["faults_not_applied"] == 0 == java["faults_not_applied"], kp
+    failed = pq.read_table(run_dir / "kafka-python" / "anomalies" / "failed_committed.parquet").to_pylist()
+    book = {t["txn"]: t["outcome"] for t in pq.read_table(run_dir / "kafka-python" / "transactions.parquet").to_pylist()}
+    assert len(failed) == kp["failed_committed"] and {book[f["txn"]] for f in failed} == {"committed"}
+    # The expiry's timeout, at times beside the errors of batches sent again after it (OutOfOrderSequenceNumberError)
+    assert "KafkaTimeoutError" in {f["error"] for f in failed}, failed[:3]
