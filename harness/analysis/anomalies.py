@@ -215,8 +215,10 @@ class Outcomes:
         self.sends = sends  # rows of the whole delivery log: no value reaches it (None: not known)
         self.code = np.zeros(0, dtype=np.int8)
         self.offset = np.full(0, NO_OFFSET, dtype=np.int64)
-        self.first_session = np.full(0, -1, dtype=np.int32)  # the first session seen to send each value
-        self.more_sessions: dict[int, set[int]] = {}  # value -> further sessions that sent it (resends)
+        # The first send of each value (its key: session << 32 | transaction + 1, 0 outside transactions), and the
+        # further ones (resends): a value may be sent once per session, and in a session once per transaction.
+        self.first_session = np.full(0, -1, dtype=np.int64)
+        self.more_sessions: dict[int, set[int]] = {}  # value -> keys of its further sends
         self.txn_key = np.full(0, -1, dtype=np.int64)  # value -> rank << 40 | txn of its best transactional send
         # value -> rank << 40 | txn of its best send in a transaction that did not commit, never acknowledged
         self.untold_key = np.full(0, -1, dtype=np.int64)
@@ -250,7 +252,10 @@ class Outcomes:
         self.code = _grow(self.code, top, 0)
         self.offset = _grow(self.offset, top, NO_OFFSET)
         self.first_session = _grow(self.first_session, top, -1)
-        self._sessions(values, sessions)
+        keys = sessions.astype(np.int64) << 32
+        if txns is not None:  # an application sends an aborted transaction's values again, in a new transaction
+            keys |= np.where(txns >= 0, txns + 1, 0)
+        self._sessions(values, keys)
         code, told = codes.copy(), offsets.copy()
         if txns is not None and (txns >= 0).any():
             self._transactions(values, codes, offsets, txns, code, told, errors, reported)
@@ -270,7 +275,8 @@ class Outcomes:
             _count_seconds(self.ack_seconds, acked_at_ms[codes == ACKED] // 1000)
 
     def _sessions(self, values: np.ndarray, sessions: np.ndarray) -> None:
-        """A value may be sent once per session; twice in one session contradicts the log."""
+        """A value may be sent once per session (`sessions`: the sends' keys, see first_session) and, in a session,
+        once per transaction; twice in one session's transaction, or outside transactions, contradicts the log."""
         if sessions[0] == sessions.min() == sessions.max():  # one session (the common case): values only
             v = np.sort(values)
             same = np.flatnonzero(np.diff(v) == 0)
@@ -296,9 +302,10 @@ class Outcomes:
                 self._twice(value, session)
             seen.add(session)
 
-    def _twice(self, value: int, session: int) -> None:
-        raise DeliveryLogError(f"partition {self.partition}: value {value} recorded more than once "
-                               f"in session {session}")
+    def _twice(self, value: int, key: int) -> None:
+        session, txn = key >> 32, (key & 0xFFFFFFFF) - 1
+        where = f"transaction {txn} of session {session}" if txn >= 0 else f"session {session}"
+        raise DeliveryLogError(f"partition {self.partition}: value {value} recorded more than once in {where}")
 
     def _transactions(self, values, codes, offsets, txns, code, told, errors=None, reported=None) -> None:
         """Transactional sends: outcome by their transaction (code, told changed in place); failed committed

@@ -291,3 +291,25 @@ def test_failed_committed_needs_a_committed_transaction_and_the_clients_report()
     plain = [(v, o, off, None, e, lat) for v, o, off, _, e, lat in FAILED_SENDS]
     f = check_partition(0, [reported(plain)], [log([(0, 0), (1, 1), (3, 4)])])
     assert f.metrics["failed_committed"] == 0
+
+
+def test_an_aborted_transactions_values_sent_again_in_the_same_session_are_one_value_each():
+    # What librdkafka's transactional workload does after an abortable error (a commit timed out): it aborts and
+    # sends the transaction's values again in its next transaction, with the same instance (session 0). Seen on
+    # Kafka 4.1.0 (2026-11-29): value 667 sent in txn 20 (aborted), 21 (aborted), 22 (committed), all in session 0;
+    # the analysis refused that log as contradictory until a value could be sent once per transaction.
+    book = transactions([(20, 0, "aborted", "error"), (21, 0, "aborted", "error"), (22, 0, "committed", None)])
+    sends = [(0, "unknown", None, 0, 20, "_PURGE_QUEUE"), (1, "unknown", None, 0, 20, "_PURGE_QUEUE"),
+             (0, "unknown", None, 0, 21, "_PURGE_QUEUE"), (1, "unknown", None, 0, 21, "_PURGE_QUEUE"),
+             (0, "acked", 0, 0, 22), (1, "acked", 1, 0, 22)]
+    f = check_partition(0, [acks(sends)], [log([(0, 0), (1, 1)])], transactions=book)
+    m = f.metrics
+    assert (m["sent"], m["acked"], m["unknown"], m["duplicates"], m["lost_committed"]) == (2, 2, 0, 0, 0), m
+    assert all(m[x.key] == 0 for x in metrics.METRICS if x.fatal and not x.consumer), m
+    # A copy the aborted transaction wrote and read_committed shows is still an aborted read.
+    f = check_partition(0, [acks([(0, "acked", 0, 0, 20), (0, "acked", 1, 0, 22)])], [log([(0, 0), (1, 0)])],
+                        transactions=book)
+    assert (f.metrics["aborted_reads"], f.metrics["duplicates"]) == (1, 1)
+    # Twice in one transaction of a session still contradicts the log, and says where.
+    with pytest.raises(DeliveryLogError, match="value 0 recorded more than once in transaction 22 of session 0"):
+        check_partition(0, [acks([(0, "acked", 0, 0, 22), (0, "acked", 1, 0, 22)])], [], transactions=book)
