@@ -6,7 +6,8 @@ acks batches are the delivery log (partition, value, outcome, offset[, error, se
 txn]), log batches the partition as read back (partition, offset, value[, timestamp]) in offset order;
 a value that is not the workload's (another format, another producer) arrives as null. A value may be
 sent several times, once per session (the application sends again after a producer restart what was
-not acknowledged); the same value twice in one session contradicts the log. A value's outcome is its
+not acknowledged) and, in a session, once per transaction (it sends an aborted transaction's values again in
+its next one); the same value twice otherwise contradicts the log. A value's outcome is its
 best send's: acked if any send was, else unknown if any was, else rejected. The transactions log
 (transactions.parquet, transactional variants only) says how each transaction ended.
 engine/partitions.py runs this once per topic partition; bench/analysis.py runs it in one process.
