@@ -218,8 +218,8 @@ class Outcomes:
         self.offset = np.full(0, NO_OFFSET, dtype=np.int64)
         # The first send of each value (its key: session << 32 | transaction + 1, 0 outside transactions), and the
         # further ones (resends): a value may be sent once per session, and in a session once per transaction.
-        self.first_session = np.full(0, -1, dtype=np.int64)
-        self.more_sessions: dict[int, set[int]] = {}  # value -> keys of its further sends
+        self.first_send = np.full(0, -1, dtype=np.int64)
+        self.more_sends: dict[int, set[int]] = {}  # value -> keys of its further sends
         self.txn_key = np.full(0, -1, dtype=np.int64)  # value -> rank << 40 | txn of its best transactional send
         # value -> rank << 40 | txn of its best send in a transaction that did not commit, never acknowledged
         self.untold_key = np.full(0, -1, dtype=np.int64)
@@ -252,7 +252,7 @@ class Outcomes:
                                    "recorded (values are 0, 1, 2, ... per partition)")
         self.code = _grow(self.code, top, 0)
         self.offset = _grow(self.offset, top, NO_OFFSET)
-        self.first_session = _grow(self.first_session, top, -1)
+        self.first_send = _grow(self.first_send, top, -1)
         keys = sessions.astype(np.int64) << 32
         if txns is not None:  # an application sends an aborted transaction's values again, in a new transaction
             keys |= np.where(txns >= 0, txns + 1, 0)
@@ -276,8 +276,8 @@ class Outcomes:
             _count_seconds(self.ack_seconds, acked_at_ms[codes == ACKED] // 1000)
 
     def _sessions(self, values: np.ndarray, sessions: np.ndarray) -> None:
-        """A value may be sent once per session (`sessions`: the sends' keys, see first_session) and, in a session,
-        once per transaction; twice in one session's transaction, or outside transactions, contradicts the log."""
+        """A value may be sent once per session and, in a session, once per transaction (`sessions`: each send's
+        key, as first_send holds them); twice under one key contradicts the log."""
         if sessions[0] == sessions.min() == sessions.max():  # one session (the common case): values only
             v = np.sort(values)
             same = np.flatnonzero(np.diff(v) == 0)
@@ -289,16 +289,16 @@ class Outcomes:
             same = np.flatnonzero((np.diff(v) == 0) & (np.diff(s) == 0))
             if len(same):
                 self._twice(int(v[same[0]]), int(s[same[0]]))
-        first = self.first_session[values]
+        first = self.first_send[values]
         clash = np.flatnonzero(first == sessions)
         if len(clash):
             self._twice(int(values[clash[0]]), int(sessions[clash[0]]))
         new = first == -1
-        self.first_session[values[new]] = sessions[new]  # with a value twice in the batch, one session wins
-        again = np.flatnonzero(self.first_session[values] != sessions)
+        self.first_send[values[new]] = sessions[new]  # with a value twice in the batch, one session wins
+        again = np.flatnonzero(self.first_send[values] != sessions)
         for i in again.tolist():  # resends: rare
             value, session = int(values[i]), int(sessions[i])
-            seen = self.more_sessions.setdefault(value, set())
+            seen = self.more_sends.setdefault(value, set())
             if session in seen:
                 self._twice(value, session)
             seen.add(session)
