@@ -1,11 +1,15 @@
-"""A series of runs of one of the known-bugs' single-file Java programs against one local Apache Kafka node started
-for the series (the harness's local backend), at the transaction version asked for, with lines of the broker's log
-counted at the end. Each run gets a topic of its own (3 partitions); the program's arguments are BOOTSTRAP TOPIC and
-then what follows `--`.
+"""A series of runs of one of the known-bugs' single-file programs (a Java one, or a kafka-python one at the
+version asked for) against one local Apache Kafka node started for the series (the harness's local backend), at the
+transaction version asked for, with lines of the broker's log counted at the end. Each run gets a topic of its own
+(3 partitions); the program's arguments are BOOTSTRAP TOPIC and then what follows `--`, where `{pid}` stands for the
+broker's process id. With --kill-on TEXT the broker is killed when the program prints a line holding TEXT, the
+program is told so on its stdin ("killed"), and the broker starts again --down seconds after the kill.
 
-    KAFKA_HOME=... python experiments/known-bugs/java_series.py PROGRAM.java --tv 2 --runs 4 --count TEXT -- ARGS...
-    e.g. java_series.py java-endtxn-race/EndTxnRace.java --tv 1 --runs 4 \\
+    KAFKA_HOME=... python experiments/known-bugs/series.py PROGRAM.java --tv 2 --runs 4 --count TEXT -- ARGS...
+    e.g. series.py java-endtxn-race/EndTxnRace.java --tv 1 --runs 4 \\
              --count "but received transaction marker result to send" -- 100 100 2 idle
+         series.py kafka-python-lost-add-partitions/kill_coordinator.py --kafka-python 3.0.12 --runs 5 \\
+             --kill-on KILL --down 3
 """
 
 import argparse
