@@ -458,6 +458,19 @@ class Result:
         """The workload ends with what `e` says; `fatal`: the client failed for good with it."""
         self.error, self.fatal = f"fatal error: {said(e)}" if fatal else said(e), error_name(e)
 
+    def ends(self, held_fatal, e: BaseException | None = None) -> bool:
+        """Whether the workload cannot go on: it ended already, or the client failed for good (held_fatal(): the
+        fatal error its transaction manager or sender holds, or None; its sender aborts every batch from then on,
+        as librdkafka's fatal error does), or `e` ends it. The result says which."""
+        if self.error:
+            return True
+        error = held_fatal()
+        if error is not None:
+            self.failed(error, fatal=True)
+        elif e is not None:
+            self.failed(e)
+        return bool(self.error)
+
     def line(self, stop: threading.Event) -> str:
         return "result " + json.dumps({"handed": self.handed, "interrupted": stop.is_set(), "error": self.error,
                                        "fatal": self.fatal, "duration": time.monotonic() - self.t0})
@@ -796,17 +809,8 @@ class KafkaPython:
 
     @staticmethod
     def failed(producer, r: Result, e: BaseException | None = None) -> bool:
-        """The client failed for good (its idempotence or transaction state holds a fatal error: the sender
-        aborts every batch from then on, as librdkafka's fatal error does): its result says so, and no more is
-        handed. `e`: what ended the workload if the client holds no fatal error."""
-        if r.error:
-            return True
-        error = KafkaPython.held_fatal(producer)
-        if error is not None:
-            r.failed(error, fatal=True)
-        elif e is not None:
-            r.failed(e)
-        return bool(r.error)
+        """Result.ends with the fatal error kafka-python's idempotence or transaction state holds."""
+        return r.ends(lambda: KafkaPython.held_fatal(producer), e)
 
     @staticmethod
     def held_fatal(producer) -> BaseException | None:
@@ -1134,16 +1138,9 @@ class AioKafka:
 
     @staticmethod
     def failed(producer, r: Result, e: BaseException | None = None) -> bool:
-        """As KafkaPython.failed: aiokafka's client fails for good when its sender task ends with an error
+        """Result.ends: aiokafka's client fails for good when its sender task ends with an error
         (ProducerFenced, OutOfOrderSequenceNumber, ...: every pending batch fails with it)."""
-        if r.error:
-            return True
-        error = AioKafka.held_fatal(producer)
-        if error is not None:
-            r.failed(error, fatal=True)
-        elif e is not None:
-            r.failed(e)
-        return bool(r.error)
+        return r.ends(lambda: AioKafka.held_fatal(producer), e)
 
     @staticmethod
     def held_fatal(producer) -> BaseException | None:

@@ -207,6 +207,25 @@ def test_the_child_names_an_error_by_its_class_and_keeps_words_on_one_line():
     assert pychild.said(KafkaTimeoutError()) == pychild.words(KafkaTimeoutError()) == "KafkaTimeoutError"
 
 
+
+def test_a_python_childs_workload_ends_on_the_clients_held_fatal_error_first_then_on_what_ended_it():
+    class ProducerFencedError(Exception):
+        pass
+
+    class KafkaTimeoutError(Exception):
+        pass
+
+    never = lambda: pytest.fail("held_fatal() asked after the workload had ended")  # noqa: E731
+    r = pychild.Result()
+    assert not r.ends(lambda: None) and r.error == r.fatal == ""  # nothing held, nothing ended it: it goes on
+    assert r.ends(lambda: ProducerFencedError("fenced"), KafkaTimeoutError("expired"))
+    assert (r.error, r.fatal) == ("fatal error: fenced", "ProducerFencedError")  # the held error, not e
+    assert r.ends(never, KafkaTimeoutError("later")) and r.fatal == "ProducerFencedError"  # the first stands
+    r = pychild.Result()
+    assert r.ends(lambda: None, KafkaTimeoutError("expired"))
+    assert (r.error, r.fatal) == ("expired", "KafkaTimeoutError")  # not said fatal: the client holds nothing
+
+
 # -- the run's side, with a stand-in child ------------------------------------------------------------------------
 CHILD = textwrap.dedent('''
     import json, signal, sys, time
