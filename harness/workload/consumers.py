@@ -42,6 +42,7 @@ from pathlib import Path
 from .. import procs
 from ..clock import REAL, Clock
 from ..faults.channel import KILL_MEMBER, PAUSE_MEMBER, STORM_MEMBERS, FaultTable
+from ..offsets import admin_client
 from ..spec import ConsumerSpec
 from . import sink as sinks
 from .javamember import member_settings
@@ -301,9 +302,8 @@ class ConsumerGroup:
         if self.spec.strategy == "idempotent-sink":
             return dict(self.sink.db.execute("SELECT partition, next_offset FROM offsets").fetchall())
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-        from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient(self.client)
+        admin = admin_client(self.client)  # not AdminClient: its log would reach the terminal (offsets.py)
         request = ConsumerGroupTopicPartitions(self.group_id, [TopicPartition(self.topic, p)
                                                                for p in range(self.partitions)])
         found = admin.list_consumer_group_offsets([request])[self.group_id].result(30)

@@ -252,3 +252,18 @@ def test_watermarks_listed_without_valid_offsets_are_asked_again_and_named_at_th
     Admin.answers, Admin.asked = [(-1001, -1001)], 0
     with pytest.raises(RuntimeError, match=r"t\[0\]: the brokers listed no valid offsets \(log start -1001, end -1001\)"):
         offsets.watermarks({"bootstrap.servers": "127.0.0.1:1"}, "t", 1, timeout=0)
+
+
+def test_the_harness_makes_its_admin_clients_where_their_log_stays_off_the_terminal():
+    # A librdkafka client without a logger prints to the terminal, and an admin client says "Purging 1 unserved
+    # events from background queue" as it closes: the consumer group's committed positions (consumers.py) said it
+    # once a variant, in the middle of an exploration's try lines, until it took offsets.admin_client too.
+    import re
+    from pathlib import Path
+
+    harness = Path(offsets.__file__).parent
+    makers = sorted(str(p.relative_to(harness)) for p in harness.rglob("*.py")
+                    if re.search(r"\bAdminClient\(", p.read_text()))
+    assert makers == ["cluster/base.py", "offsets.py"]  # base.py's takes the cluster's admin.log as its logger
+    assert re.search(r'AdminClient\(\{\*\*self\.client, "logger": self\._admin_log\}\)',
+                     (harness / "cluster" / "base.py").read_text())
