@@ -323,6 +323,10 @@ class RunFolder:
         """A consumer group member's output (librdkafka's log lines, a failure's traceback)."""
         return self.path / LOGS / f"consumer-{variant}-{member}.log"
 
+    def member_logs(self) -> list[Path]:
+        """Every member_log of the run, of every variant."""
+        return sorted((self.path / LOGS).glob("consumer-*.log"))
+
     @property
     def report(self) -> Path:
         return self.path / REPORT

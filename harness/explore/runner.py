@@ -118,8 +118,9 @@ class ClusterRunner:
             if path.exists():
                 column = pq.read_table(path, columns=["error"]).column("error").to_pylist()
                 errors.update(e for e in column if e)
+        for log in [*(run_folder.client_log(v.name) for v in spec.variants), *run_folder.member_logs()]:
             try:
-                seen |= client_events(run_folder.client_log(v.name).read_text(errors="replace").splitlines())
+                seen |= client_events(log.read_text(errors="replace").splitlines())
             except OSError:
                 pass
         seen |= error_events(summary, errors)

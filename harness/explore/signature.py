@@ -110,6 +110,16 @@ def template(text: str) -> str:
 _RAW = re.compile(r"^%(?P<level>\d)\|[\d.]+\|(?P<fac>[^|]+)\|[^|]*\|\s*(?P<msg>.*)$")
 _FILED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) )?"
                     r"(?P<fac>[A-Z][A-Z0-9_]*) \[[^\]]*\] (?P<msg>.*)$")
+# The other implementations' children write their client's log to the same file (stderr): the Java client's
+# through log4j's default console pattern, `HH:MM:SS.mmm [THREAD] LEVEL LOGGER - message` (the logger's class
+# named by its last part), and kafka-python's and aiokafka's through pychild's logging format, `DATE TIME,MS
+# LEVELNAME LOGGER: message`. Both log at WARN by default; their INFO and DEBUG (asked for when debugging) are not
+# events, as a broker's are not.
+_JAVA = re.compile(r"^\d\d:\d\d:\d\d\.\d+ \[[^\]]*\] (?P<level>TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s+"
+                   r"(?:[\w$]+\.)*(?P<fac>[\w$]+) - (?P<msg>.*)$")
+_PYTHON = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+                     r"(?P<fac>[\w.]+): (?P<msg>.*)$")
+_FOREIGN_LEVELS = ("WARN", "WARNING", "ERROR", "FATAL", "CRITICAL")
 # Syslog levels kept: 0-5 (emergency .. notice), what librdkafka itself calls worth saying (a broker
 # disconnected, a request timed out, a fatal error). 6 (info) is state chatter and 7 (debug) only what a
 # `debug` setting asks for: counted as events, a try that sets `debug` would look new in every line.
@@ -121,12 +131,16 @@ _KEPT_NAMES = {"INFO", "WARNING", "ERROR", "CRITICAL"}
 
 def client_events(lines: Iterable[str]) -> set[str]:
     """`client FAC: TEMPLATE` for each librdkafka log line at level notice or above (MAX_CLIENT_LEVEL); a line
-    of the run folder's client log without a level is kept (librdkafka logs below info only when asked)."""
+    of the run folder's client log without a level is kept (librdkafka logs below info only when asked). A line
+    of the Java client or of a Python client (FAC: its logger) counts at WARN and above."""
     out = set()
     for line in lines:
         m = _RAW.match(line)
         if m:
             if int(m["level"]) > MAX_CLIENT_LEVEL:
+                continue
+        elif m := _JAVA.match(line) or _PYTHON.match(line):
+            if m["level"] not in _FOREIGN_LEVELS:
                 continue
         else:
             m = _FILED.match(line)

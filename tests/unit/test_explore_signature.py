@@ -122,6 +122,28 @@ def test_client_lines_in_librdkafka_form_keep_levels_up_to_notice():
     assert client_events(["2026-11-27 07:59:49,431 DEBUG MSGSET [rdkafka#producer-1] [thrd:main]: sent 1"]) == set()
 
 
+
+def test_client_lines_of_the_java_and_python_clients_count_from_warn_up():
+    java = ["01:01:41.848 [kafka-producer-network-thread | producer-1] WARN  org.apache.kafka.clients.producer."
+            "internals.Sender - [Producer clientId=producer-1] Got error produce response with correlation id 13 on "
+            "topic-partition kc-idempotent-fa841b-0, retrying (2147483646 attempts left). Error: NETWORK_EXCEPTION",
+            "01:01:42.001 [main] ERROR org.apache.kafka.clients.consumer.internals.ConsumerCoordinator - [Consumer "
+            "clientId=consumer-kc-g-1, groupId=kc-g] Offset commit failed on partition kc-t-2 at offset 7",
+            "01:01:42.002 [main] INFO  org.apache.kafka.clients.Metadata - [Producer clientId=producer-1] Cluster ID: x"]
+    python = ["2026-11-30 01:01:41,848 WARNING kafka.producer.sender: Got error produce response on topic-partition "
+              "TopicPartition(topic='kc-x-1', partition=0), retrying (2 attempts left). Error: NotLeaderForPartitionError",
+              "2026-11-30 01:01:41,849 INFO kafka.conn: <BrokerConnection node_id=1>: connected"]
+    assert client_events(java + python) == {
+        "client Sender: [Producer clientId=producer-<n>] Got error produce response with correlation id <n> on "
+        "topic-partition <name>, retrying (<n> attempts left). Error: NETWORK_EXCEPTION",
+        "client ConsumerCoordinator: [Consumer clientId=consumer-<name>, groupId=<name>] Offset commit failed on "
+        "partition <name> at offset <n>",
+        "client kafka.producer.sender: Got error produce response on topic-partition TopicPartition(topic=<name>, "
+        "partition=<n>), retrying (<n> attempts left). Error: NotLeaderForPartitionError"}
+    # a line of the child's own (not its client's log) is no event
+    assert client_events(["first send acknowledged (0 at partition 1)"]) == set()
+
+
 def summary(**variants) -> dict:
     base = {"status": "complete", "variants": {}}
     for name, fields in variants.items():
@@ -201,3 +223,19 @@ def test_the_corpus_keeps_a_try_that_saw_something_new():
     assert [e.try_id for e in replayed.entries] == [1, 3] and replayed.seen == corpus.seen
     with pytest.raises(IndexError):
         Corpus().pick(rng)
+
+
+def test_a_tries_events_take_in_its_consumer_group_members_logs(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.explore.runner import ClusterRunner
+    from harness.runfolder import RunFolder
+
+    folder = RunFolder.create(tmp_path, "exp")
+    folder.client_log("v").parent.mkdir(parents=True, exist_ok=True)
+    folder.client_log("v").write_text("01:01:41.848 [main] WARN  a.b.Sender - retrying\n")
+    folder.member_log("v", "m1").write_text("01:01:42.001 [main] ERROR a.b.ConsumerCoordinator - commit failed\n")
+    folder.member_log("w", "m2").write_text("%4|1700000000.1|COMMITFAIL|rdkafka#consumer-3| [thrd:main]: failed\n")
+    spec = SimpleNamespace(variants=[SimpleNamespace(name="v"), SimpleNamespace(name="w")])
+    assert ClusterRunner._events(None, spec, folder, {}, []) == {
+        "client Sender: retrying", "client ConsumerCoordinator: commit failed", "client COMMITFAIL: failed"}
