@@ -61,6 +61,9 @@ _ADDRESS = re.compile(r"\b(?:\d{1,3}(?:\.\d{1,3}){3}|localhost|\[[0-9a-fA-F:]+\]
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|(?<=@)[0-9a-fA-F]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b")
 _NAME = re.compile(r"""(['"])kc-[^'"]*\1|\bkc-[\w.-]*[\w]""")  # the harness's topics, groups, transactional ids
 _NUMBER = re.compile(r"(?<![A-Za-z<])-?\d+(?:\.\d+)?")
+# The Java client's own name in its lines, `[Producer clientId=m2.1, ...]`: each member (slot and session) or
+# producer instance has its own, and the same event said by two members is one event.
+_CLIENT_ID = re.compile(r"(?<=clientId=)[^,\]\s]+")
 _THREAD = re.compile(r"^\[thrd:[^\]]*\]:\s*")  # librdkafka's thread name, which holds its broker's address
 # librdkafka's count of the same error said again ("(after 101ms in state UP, 3 identical error(s) suppressed)"):
 # the same event.
@@ -92,10 +95,12 @@ def _collapse(text: str) -> str:
 
 
 def template(text: str) -> str:
-    """A log message with what varies between occurrences of the same event replaced: UUIDs and Kafka ids
-    (<id>), addresses (<addr>), hex numbers and object hashes (<hex>), the harness's names (<name>), data
-    dumps, then every other number (<n>: counts, offsets, broker and node ids, durations' values)."""
+    """A log message with what varies between occurrences of the same event replaced: the Java client's client
+    ids (<client>), UUIDs and Kafka ids (<id>), addresses (<addr>), hex numbers and object hashes (<hex>), the
+    harness's names (<name>), data dumps, then every other number (<n>: counts, offsets, broker and node ids,
+    durations' values)."""
     text = _THREAD.sub("", text.strip())
+    text = _CLIENT_ID.sub("<client>", text)
     text = _UUID.sub("<id>", text)
     text = _KAFKA_ID.sub("<id>", text)
     text = _ADDRESS.sub("<addr>", text)

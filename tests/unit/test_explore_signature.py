@@ -82,7 +82,7 @@ def test_broker_events_keep_the_logger_and_count_a_stack_trace_once():
         "broker WARN: [ReplicaFetcher replicaId=<n>, leaderId=<n>, fetcherId=<n>] Error in response for fetch "
         "request (…) (kafka.server.ReplicaFetcherThread)",
         "broker ERROR: [ControllerApis nodeId=<n>] Unexpected error handling request RequestHeader(apiKey="
-        "BROKER_HEARTBEAT, apiVersion=<n>, clientId=<n>, correlationId=<n>, headerVersion=<n>) -- "
+        "BROKER_HEARTBEAT, apiVersion=<n>, clientId=<client>, correlationId=<n>, headerVersion=<n>) -- "
         "BrokerHeartbeatRequestData(…) with context RequestContext(…) (kafka.server.ControllerApis)",
     }
 
@@ -134,14 +134,18 @@ def test_client_lines_of_the_java_and_python_clients_count_from_warn_up():
               "TopicPartition(topic='kc-x-1', partition=0), retrying (2 attempts left). Error: NotLeaderForPartitionError",
               "2026-11-30 01:01:41,849 INFO kafka.conn: <BrokerConnection node_id=1>: connected"]
     assert client_events(java + python) == {
-        "client Sender: [Producer clientId=producer-<n>] Got error produce response with correlation id <n> on "
+        "client Sender: [Producer clientId=<client>] Got error produce response with correlation id <n> on "
         "topic-partition <name>, retrying (<n> attempts left). Error: NETWORK_EXCEPTION",
-        "client ConsumerCoordinator: [Consumer clientId=consumer-<name>, groupId=<name>] Offset commit failed on "
+        "client ConsumerCoordinator: [Consumer clientId=<client>, groupId=<name>] Offset commit failed on "
         "partition <name> at offset <n>",
         "client kafka.producer.sender: Got error produce response on topic-partition TopicPartition(topic=<name>, "
         "partition=<n>), retrying (<n> attempts left). Error: NotLeaderForPartitionError"}
     # a line of the child's own (not its client's log) is no event
     assert client_events(["first send acknowledged (0 at partition 1)"]) == set()
+    # two members (or producer instances) saying the same thing: one event
+    said = "01:01:41.848 [t] WARN  a.Sender - [Producer clientId={}, transactionalId=kc-t-1] Disconnected"
+    assert client_events([said.format("m1.0"), said.format("m2.3")]) == {
+        "client Sender: [Producer clientId=<client>, transactionalId=<name>] Disconnected"}
 
 
 def summary(**variants) -> dict:
