@@ -253,3 +253,30 @@ def test_java_idempotent_sink_members_fence_a_paused_members_batch_once_the_grou
     assert sink(run_dir, "SELECT count(*), count(DISTINCT partition || ':' || offset) FROM processed") == [
         (24000, 24000)]
     assert sink(run_dir, "SELECT count(*) FROM records") == [(24000,)]
+
+
+def test_a_java_members_transaction_ends_the_member_only_on_the_errors_kafkaproducer_calls_fatal():
+    # KafkaProducer's documentation: fenced, out of order and not authorized end the producer; any other
+    # KafkaException aborts the transaction. InvalidProducerEpochException (a retried produce carrying the epoch an
+    # earlier transaction's end bumped) is one the client holds as abortable: it ended the member until an
+    # exploration of kafka-java-consumers.yaml met it after lost requests (the try lost as an error, exit 4).
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from harness.workload.foreignenv import java_classes
+
+    libs = Path(os.environ["KAFKA_HOME"]) / "libs"
+    errors = "org.apache.kafka.common.errors."
+    classes = {"ProducerFencedException": "ends", "OutOfOrderSequenceException": "ends",
+               "TransactionalIdAuthorizationException": "ends", "TimeoutException": "ends",
+               "UnsupportedVersionException": "ends", "InvalidProducerEpochException": "aborts",
+               "InvalidTxnStateException": "aborts", "NotEnoughReplicasException": "aborts",
+               "CoordinatorNotAvailableException": "aborts"}
+    java = shutil.which("java")
+    done = subprocess.run([java, "-cp", f"{java_classes(java, libs)}:{libs}/*", "ChaosMember", "--ends",
+                           *(errors + name for name in classes)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = dict(line.rsplit(" ", 1) for line in done.stderr.splitlines() if line.startswith(errors))
+    assert said == {errors + name: does for name, does in classes.items()}

@@ -117,12 +117,34 @@ public class ChaosMember {
         return e.getClass().getSimpleName() + ": " + e.getMessage();
     }
 
+    /** A transaction's error that ends the member rather than aborting the transaction: those KafkaProducer's
+     *  documentation calls fatal (fenced, out of order, not authorized; unsupported), and a timeout (the client
+     *  forbids an abort after a commit that timed out; member.py raises a retriable commit error too). Any other
+     *  KafkaException aborts, as that documentation tells an application to: InvalidProducerEpochException too, a
+     *  produce that a retry sent with the epoch an earlier transaction's end had bumped, which the client holds as
+     *  abortable (until 2026-11-30 it ended the member: an exploration of kafka-java-consumers.yaml met it after
+     *  lost requests, a member exiting 4 and the try lost as an error). */
+    static boolean endsMember(Throwable e) {
+        return e instanceof org.apache.kafka.common.errors.ProducerFencedException
+                || e instanceof org.apache.kafka.common.errors.OutOfOrderSequenceException
+                || e instanceof org.apache.kafka.common.errors.AuthorizationException
+                || e instanceof org.apache.kafka.common.errors.TimeoutException
+                || e instanceof UnsupportedVersionException;
+    }
+
     public static void main(String[] args) throws Exception {
         System.setOut(System.err);  // the protocol owns stdout; log4j's console goes to stderr
         System.setProperty("org.apache.logging.log4j.level",
                 System.getenv().getOrDefault("KAFKA_CHAOS_JAVA_LOG", "WARN"));
         if (args.length > 1 && args[0].equals("--check")) {
             System.exit(check(args[1]));
+        }
+        if (args.length > 0 && args[0].equals("--ends")) {  // what a transaction's error of each class named does
+            for (int i = 1; i < args.length; i++) {
+                Throwable e = (Throwable) Class.forName(args[i]).getConstructor(String.class).newInstance("-");
+                System.err.println(args[i] + (endsMember(e) ? " ends" : " aborts"));
+            }
+            return;
         }
         // SIGTERM: the loop stops after the batch in hand; wakeup() ends a poll() that waits.
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> {
@@ -284,8 +306,7 @@ public class ChaosMember {
      *  read after the run), its output records (key MEMBER:SESSION:N:AT, value PARTITION:OFFSET:VALUE, to the same
      *  partition of the output topic, as member.py writes them) and its next offsets in one transaction. An error
      *  the client can recover from aborts it (an `abort` event) and goes back to the group's committed offsets;
-     *  a fatal one (fenced, out of order, not authorized, unsupported), or a timeout (the client forbids an abort
-     *  after a commit that timed out; member.py raises a retriable commit error too), ends the member. */
+     *  one that endsMember() ends the member. */
     void transact(List<ConsumerRecord<byte[], byte[]>> batch) throws InterruptedException {
         List<ProducerRecord<byte[], byte[]>> out = new ArrayList<>(batch.size());
         long pause = (long) (processingMs * 1e6);
@@ -307,14 +328,10 @@ public class ChaosMember {
             }
             producer.sendOffsetsToTransaction(next, consumer.groupMetadata());
             producer.commitTransaction();
-        } catch (org.apache.kafka.common.errors.ProducerFencedException
-                 | org.apache.kafka.common.errors.OutOfOrderSequenceException
-                 | org.apache.kafka.common.errors.AuthorizationException
-                 | org.apache.kafka.common.errors.InvalidProducerEpochException
-                 | org.apache.kafka.common.errors.TimeoutException
-                 | UnsupportedVersionException e) {
-            throw e;
         } catch (org.apache.kafka.common.KafkaException e) {
+            if (endsMember(e)) {
+                throw e;
+            }
             event("abort", next.keySet(), words(e));
             producer.abortTransaction();
             rewind(next.keySet());
