@@ -26,8 +26,8 @@ killed one is gone" is a schedule worth writing. But a killed leader, too, stays
 the metadata until the controller fences it (its session, broker.session.timeout.ms, 9 s by
 default, or its restart), so such a fault may start late, or never when the workload ends
 first (exploring `kafka-java.yaml`, seed 2, 2026-11-29: a leader's unflushed writes lost and
-the leader killed at 0.4 s, an isolation of the leader due at 1.1 s and never applied; 1 try
-of 15); faults.jsonl says so and the run is unknown, never a pass. If a broker takes longer
+the leader killed at 0.4-0.6 s, an isolation of the leader due at 1.1 or 2.9 s and never
+applied; 2 tries of 63); faults.jsonl says so and the run is unknown, never a pass. If a broker takes longer
 than the allowance to start, the nemesis applies the next fault on it once it runs, and
 faults.jsonl marks that fault late.
 """
