@@ -390,9 +390,17 @@ class Run:
         if group.error:
             raise InfraError(f"{name}: {group.error}")
         if group.hung:
-            self.produced[name]["consumer"]["hung_on_close"] = group.hung
-            warning = (f"{name}: consumer(s) {', '.join(group.hung)} processed their last batch, then their client's "
-                       "close() did not return within 30 s and they were killed (a client hang, not the run's: what "
+            closing = [m for m, what in group.hung.items() if what == "close()"]
+            calls = {m: what for m, what in group.hung.items() if what != "close()"}
+            if closing:
+                self.produced[name]["consumer"]["hung_on_close"] = closing
+            if calls:
+                self.produced[name]["consumer"]["hung_in_call"] = calls
+            said = [f"consumer {m}'s client hung: {what}" for m, what in calls.items()]
+            if closing:
+                said.insert(0, f"consumer(s) {', '.join(closing)} processed their last batch, then their client's "
+                               "close() did not return within 30 s")
+            warning = (f"{name}: {'; '.join(said)}; killed (a hang of the client under test, not the run's: what "
                        "they processed is analysed)")
             self.warnings.append(warning)
             self.listener.warning(warning)

@@ -17,6 +17,7 @@ Definitions (the README's Words; metrics.py has one line for each):
                 its own), its next record of a partition is beyond the successor in the log of the one
                 before (Jepsen's poll-skip); a nonmonotonic poll is at or before it
   rebalances    assignments the members were given (each on_assign callback, every member counted)
+  client hangs  members said to hang in a client call (`hung` events; each member counted once)
   dedup window  for each repeat of a reprocessed record (its 2nd, 3rd, ... processing), the distance to
                 the record's first processing: in ms (processed_at), and in records (positions in the
                 group's processing order, by processed_at, then member and its counter) -- the size of a
@@ -154,6 +155,11 @@ def rebalances(events: pd.DataFrame) -> int:
     return int((events["event"] == "assign").sum()) if len(events) else 0
 
 
+def client_hangs(events: pd.DataFrame) -> int:
+    """Members said to hang (a `hung` event: a member's watchdog, or the supervisor for a close() after the stop)."""
+    return int(events.loc[events["event"] == "hung", "member"].nunique()) if len(events) else 0
+
+
 def analyze(processed: pd.DataFrame, log: pd.DataFrame, positions: dict[int, int | None],
             events: pd.DataFrame) -> Consumption:
     """Every consumer definition over one variant."""
@@ -169,6 +175,7 @@ def analyze(processed: pd.DataFrame, log: pd.DataFrame, positions: dict[int, int
     per = {p: {k: int((t["partition"] == p).sum()) for k, t in counted.items()} for p in partitions}
     metrics = {k: int(len(t)) for k, t in counted.items()}
     metrics["rebalances"] = rebalances(events)
+    metrics["client_hangs"] = client_hangs(events)
     figures = {"dedup_window_ms": window_figure(windows["ms"].to_numpy(), whole=False),
                "dedup_window_records": window_figure(windows["records"].to_numpy(), whole=True)}
     return Consumption(metrics, per, tables, figures)

@@ -87,6 +87,9 @@ METRICS: tuple[Metric, ...] = (
            "them (lost to the application)", fatal=True, anomaly=True, trend=True, consumer=True),
     Metric("unconsumed", "unconsumed", "records in the log never processed at or beyond the group's final position "
            "(it stopped before them)", anomaly=True, consumer=True),
+    Metric("client_hangs", "client hangs", "consumer group members whose client call did not return, past its "
+           "timeout or, after their stop, in close() (the summary's hung_in_call and hung_on_close name the call); "
+           "killed at the stop", fatal=True, anomaly=True, consumer=True),
     Metric("poll_skips", "poll skips", "a member's next record of a partition, within one assignment, beyond the "
            "successor of the one before (records jumped over)", anomaly=True, consumer=True),
     Metric("nonmonotonic_polls", "nonmonotonic polls", "a member's next record of a partition, within one "

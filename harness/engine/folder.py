@@ -73,7 +73,8 @@ def _consumption(sink: dict, logs: list[str], metrics: dict, tables: dict) -> di
     for key in consumption.PER_PARTITION:
         column = pa.array([found.partitions.get(p, {}).get(key, 0) for p in ids], pa.int64())
         parts = parts.set_column(parts.schema.get_field_index(key), key, column)
-    rebalances = parts.schema.get_field_index("rebalances")  # a group-wide count: no per-partition value
-    tables["partitions"] = parts.set_column(rebalances, "rebalances", pa.nulls(len(ids), pa.int64()))
+    for key in ("rebalances", "client_hangs"):  # group-wide counts: no per-partition value
+        parts = parts.set_column(parts.schema.get_field_index(key), key, pa.nulls(len(ids), pa.int64()))
+    tables["partitions"] = parts
     tables.update({name: consumption.to_arrow(name, frame) for name, frame in found.tables.items()})
     return found.figures

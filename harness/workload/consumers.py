@@ -99,7 +99,9 @@ class ConsumerGroup:
         self._thread: threading.Thread | None = None
         self.sink: sinks.Sink | None = None
         self.error = ""
-        self.hung: list[str] = []  # members whose client's close() hung after their stop (killed, said out loud)
+        # Members killed because their client hung (said out loud, not the run's error): member -> in what, as it
+        # said (_hung_in): close() after its stop, or a call it named.
+        self.hung: dict[str, str] = {}
         self.drained = True
 
     # -- members -------------------------------------------------------------------------------
@@ -351,18 +353,24 @@ class ConsumerGroup:
                 code = slot.proc.returncode
                 if code == JVM_TERMINATED and slot.relay is not None:
                     code = -signal.SIGTERM
-                if code == -signal.SIGKILL and self._stopped(slot.name):
-                    # Its last batch processed and committed, the client's close() never returned: the client
-                    # under test hung (librdkafka 2.1.0 did, leaving a group whose coordinator moved), not the run.
-                    self.hung.append(slot.name)
+                hung = self._hung_in(slot.name) if code == -signal.SIGKILL else ""
+                if hung:
+                    # The client under test hung, not the run: librdkafka 2.1.0's close() did, leaving a group
+                    # whose coordinator moved; 2.16.0's send_offsets_to_transaction() did (member.py).
+                    self.hung[slot.name] = hung
+                    if hung == "close()":  # a call's hang the member said itself
+                        self.sink.event("hung", member=slot.name, detail=f"close() has not returned after its stop "
+                                                                          f"({timeout:g} s)")
                 elif code not in (0, -signal.SIGTERM) and not self.error:
                     self.error = (f"consumer {slot.name} exited with code {code} when asked to "
                                   f"stop (log: {self.member_log(slot.name)})")
 
-    def _stopped(self, member: str) -> bool:
-        """Whether the member logged its stop (it left its loop: only its client's close was left)."""
-        return self.sink.db.execute("SELECT 1 FROM events WHERE member = ? AND event = 'stop'",
-                                    (member,)).fetchone() is not None
+    def _hung_in(self, member: str) -> str:
+        """What the member said its client hung in: a call its watchdog named (a `hung` event), or close() (it
+        logged its stop: it had left its loop, only its client's close was left); '' if neither."""
+        last = self.sink.db.execute("SELECT event, detail FROM events WHERE member = ? AND event IN ('hung', 'stop') "
+                                    "ORDER BY rowid DESC LIMIT 1", (member,)).fetchone()
+        return "" if last is None else "close()" if last[0] == "stop" else last[1]
 
     def close(self) -> None:
         """After stop(): the harness's connection to the sink is closed (finish() closes it too); safe twice."""

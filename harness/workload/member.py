@@ -12,21 +12,30 @@ kill -9). It subscribes to the topic in the group and processes every record int
     auto-commit      librdkafka stores each offset when it hands the record over and commits every
                      auto.commit.interval.ms in the background (either way can go wrong)
     transactional    consume-transform-produce: the batch's output records and its offsets in one Kafka
-                     transaction (the output topic, read back with read_committed, is the sink's record)
+                     transaction (the output topic, read back with read_committed, is the sink's record); a
+                     call that fails retriably is made again, one that asks for it aborts (Member._txn)
     idempotent-sink  no Kafka commit: output upserted by value, and the next offsets stored, in one SQLite
                      transaction; on assignment the member seeks to the offsets the sink stored
 
 A batch is one poll of up to `batch` records; processing a record takes `processing_ms` (slept).
 SIGTERM stops it gracefully after the batch in hand (the strategy's commit, then close: leaving the
 group). Exit codes: 0 stopped, 2 the broker does not support the group protocol, 4 a fatal client error.
+A loop turn that takes longer than STALL (every client call in it has a timeout well under it) writes every
+thread's Python stack to the member's log, so a member found hung says where it was. A client call given a
+timeout that has not returned GRACE seconds past it is the client hanging, not the member: a watchdog thread
+says so in the sink (a `hung` event naming the call; the supervisor then reports the member's kill as the
+client's hang, not as the run's error). librdkafka 2.16.0's send_offsets_to_transaction did, forever, after its
+group coordinator was dropped by a re-bootstrap (librdkafka #5456, #5511).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import signal
 import sys
+import threading
 import time
 
 import confluent_kafka
@@ -36,7 +45,10 @@ from .sink import Sink, now_ms
 
 UNSUPPORTED = 2
 FATAL = 4
-TIMEOUT = 30.0  # seconds for a transaction call
+TIMEOUT = 30.0  # seconds for a client call given a timeout (init_transactions, committed, the stop's flush)
+STALL = 75.0  # seconds a loop turn may take before the member's stacks go to its log
+TXN_TIMEOUT_MS = 20000  # the member producer's transaction.timeout.ms: the bound of a call given -1
+GRACE = 30.0  # seconds past its timeout a client call may take before it is said to hang
 # Errors that say the broker lacks the group protocol asked for (KIP-848's ConsumerGroupHeartbeat).
 _UNSUPPORTED = {KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION}
 
@@ -50,6 +62,18 @@ def consumer_config(client: dict, group: str, member: str, strategy: str, protoc
     if protocol == "classic":  # KIP-848 moves the session to the broker (group.consumer.session.timeout.ms)
         conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500})
     return {**conf, **config}
+
+
+def overdue(call: tuple[str, float, float] | None, now: float) -> str:
+    """What to say of `call` (its name, when it began and its timeout, monotonic seconds) at `now`: '' while it
+    may still return."""
+    if call is None or now - call[1] <= call[2] + GRACE:
+        return ""
+    return f"{call[0]} has not returned after {now - call[1]:.0f} s (its timeout {call[2]:g} s)"
+
+
+class Abandoned(Exception):
+    """A stop came while a transaction call kept failing with retriable errors: the member stops without it."""
 
 
 class Member:
@@ -72,8 +96,34 @@ class Member:
         self.producer = None
         if self.strategy == "transactional":
             self.producer = Producer({**cfg["client"], "transactional.id": cfg["transactional_id"],
-                                      "transaction.timeout.ms": 20000, "client.id": self.name})
-            self.producer.init_transactions(TIMEOUT)
+                                      "transaction.timeout.ms": TXN_TIMEOUT_MS, "client.id": self.name})
+        self.calling: tuple[str, float, float] | None = None  # the client call in progress (overdue())
+        self.done = threading.Event()
+        threading.Thread(target=self._watch, name="watchdog", daemon=True).start()
+        if self.producer is not None:
+            self._call("init_transactions", TIMEOUT, self.producer.init_transactions, TIMEOUT)
+
+    def _call(self, name: str, timeout: float, call, *args):
+        """call(*args), a client call given `timeout` seconds, watched (_watch)."""
+        self.calling = (name, time.monotonic(), timeout)
+        try:
+            return call(*args)
+        finally:
+            self.calling = None
+
+    def _watch(self) -> None:
+        """Says once per call, in the sink (its own connection) and with every thread's stack in the log, that a
+        client call is overdue(). confluent-kafka lets go of the GIL while librdkafka blocks, so this runs."""
+        sink, told = None, None
+        while not self.done.wait(1.0):
+            call = self.calling
+            said = overdue(call, time.monotonic())
+            if said and call is not told:
+                told = call
+                sink = sink or Sink(self.cfg["sink"], self.name)
+                sink.event("hung", detail=said)
+                print(f"member {self.name}: the client hangs: {said}", file=sys.stderr, flush=True)
+                faulthandler.dump_traceback(sys.stderr)
 
     # -- librdkafka's callbacks (inside poll/consume) ---------------------------------------------
     def _error(self, err: KafkaError) -> None:
@@ -116,6 +166,7 @@ class Member:
         handle = getattr(self, f"_batch_{self.strategy.replace('-', '_')}")
         try:
             while not self.stopping:
+                faulthandler.dump_traceback_later(STALL)  # cancels the last turn's
                 batch = self.consumer.consume(self.cfg["batch"], 0.2)
                 if self.error is not None:
                     return self._failed(self.error)
@@ -130,9 +181,15 @@ class Member:
                     handle(records)
         except KafkaException as e:
             return self._failed(e.args[0])
+        except Abandoned as e:
+            self.sink.event("abandon", detail=f"{e}: the open transaction left to the coordinator")
+        else:
+            if self.producer is not None:
+                self.producer.flush(TIMEOUT)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+            self.done.set()
         self.sink.event("stop")
-        if self.producer is not None:
-            self.producer.flush(TIMEOUT)
         self.consumer.close()  # leaves the group (auto-commit commits what it stored)
         return 0
 
@@ -207,23 +264,40 @@ class Member:
                 p.produce(self.cfg["output"], partition=partition,
                           key=f"{self.name}:{session}:{n}:{at:.3f}".encode(),
                           value=f"{partition}:{offset}:{'' if value is None else value}".encode())
-            p.send_offsets_to_transaction(self._next_offsets(records), self.consumer.consumer_group_metadata(),
-                                          TIMEOUT)
-            p.commit_transaction(TIMEOUT)
+            self._txn(p.send_offsets_to_transaction, self._next_offsets(records),
+                      self.consumer.consumer_group_metadata())
+            self._txn(p.commit_transaction)
         except KafkaException as e:
             err = e.args[0]
             if not err.txn_requires_abort():
                 raise
             self.sink.event("abort", sorted({m.partition() for m in records}), f"{err.name()}: {err.str()}")
-            p.abort_transaction(TIMEOUT)
+            self._txn(p.abort_transaction)
             self._rewind(records)
+
+    def _txn(self, call, *args) -> None:
+        """A transaction call, with -1 (the transaction's remaining time, as librdkafka's documentation
+        recommends: other timeouts risk desynchronizing its state), made again while its error is retriable
+        (a timeout is: the call goes on in the background and may be made again). A stop ends the retrying
+        (Abandoned): the open transaction is left to the coordinator, which aborts it when it times out or
+        when the next member with the same transactional id starts."""
+        while True:
+            try:
+                return self._call(call.__name__, TXN_TIMEOUT_MS / 1000, call, *args, -1)
+            except KafkaException as e:
+                err = e.args[0]
+                if not err.retriable() or err.txn_requires_abort() or err.fatal():
+                    raise
+                self.sink.event("retry", detail=f"{call.__name__}: {err.name()}: {err.str()}")
+                if self.stopping:
+                    raise Abandoned(call.__name__) from e
 
     def _rewind(self, records) -> None:
         """After an abort: back to the group's committed offsets, as a restarted application would be."""
         self.session += 1
         parts = [TopicPartition(self.topic, p) for p in sorted({m.partition() for m in records})]
         try:
-            for tp in self.consumer.committed(parts, TIMEOUT):
+            for tp in self._call("committed", TIMEOUT, self.consumer.committed, parts, TIMEOUT):
                 tp.offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
                 self.consumer.seek(tp)
         except KafkaException:

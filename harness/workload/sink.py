@@ -11,7 +11,8 @@ holding the write lock only delays the others). Tables:
     records    idempotent-sink's output, upserted by (partition, value)
     offsets    idempotent-sink's positions: the next offset to process per partition, stored with the output
     events     what members and the supervisor saw or did: start, assign, revoke, lost, commit-failed,
-               fenced, abort, stop, killed, paused, resumed, joined, left
+               fenced, abort, retry (a transaction call made again after a retriable error), abandon (a stop
+               came while it kept failing), stop, killed, paused, resumed, joined, left
     positions  written by the harness when the group has stopped: each partition's final position and end
     in_hand    the batch each member of a commit strategy is processing (its first n and its size): what a
                member kill asks to land mid-batch; not part of the analysis

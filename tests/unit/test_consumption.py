@@ -39,14 +39,16 @@ PLANTED = sink([
 ])
 LOG = log_of({0: 10, 1: 5})
 POSITIONS = {0: 10, 1: 3}
-EVENTS = pd.DataFrame({"event": ["assign", "assign", "revoke", "assign", "start"],
-                       "member": ["a.0", "b.0", "a.0", "c.0", "c.0"]})
+# c.0's watchdog said twice that a call of its client hangs: one member hung.
+EVENTS = pd.DataFrame({"event": ["assign", "assign", "revoke", "assign", "start", "hung", "hung"],
+                       "member": ["a.0", "b.0", "a.0", "c.0", "c.0", "c.0", "c.0"]})
 
 
 def test_planted_story_counts():
     found = c.analyze(PLANTED, LOG, POSITIONS, EVENTS)
     assert found.metrics == {"reprocessed": 3, "skipped": 1, "unconsumed": 2, "poll_skips": 1,
-                             "nonmonotonic_polls": 1, "processed": 15, "rebalances": 3}
+                             "nonmonotonic_polls": 1, "processed": 15, "rebalances": 3,
+                             "client_hangs": 1}
     assert found.partitions == {
         0: {"reprocessed": 2, "skipped": 1, "unconsumed": 0, "poll_skips": 1, "nonmonotonic_polls": 0, "processed": 11},
         1: {"reprocessed": 1, "skipped": 0, "unconsumed": 2, "poll_skips": 0, "nonmonotonic_polls": 1, "processed": 4},
@@ -146,7 +148,8 @@ def test_no_repeats_no_window():
     assert c.window([], 50) is None
     assert found.figures == {"dedup_window_ms": None, "dedup_window_records": None}
     assert found.metrics == {"reprocessed": 0, "skipped": 0, "unconsumed": 0, "poll_skips": 0,
-                             "nonmonotonic_polls": 0, "processed": 5, "rebalances": 0}
+                             "nonmonotonic_polls": 0, "processed": 5, "rebalances": 0,
+                             "client_hangs": 0}
 
 
 def test_window_in_ms_rounds_up_to_whole_ms():
@@ -167,4 +170,5 @@ def test_a_group_that_processed_nothing_leaves_every_record_unconsumed():
     nothing = sink([])
     found = c.analyze(nothing, LOG, {}, EVENTS.iloc[0:0])
     assert found.metrics == {"reprocessed": 0, "skipped": 0, "unconsumed": 15, "poll_skips": 0,
-                             "nonmonotonic_polls": 0, "processed": 0, "rebalances": 0}
+                             "nonmonotonic_polls": 0, "processed": 0, "rebalances": 0,
+                             "client_hangs": 0}
