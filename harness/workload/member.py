@@ -22,8 +22,8 @@ SIGTERM stops it gracefully after the batch in hand (the strategy's commit, then
 group). Exit codes: 0 stopped, 2 the broker does not support the group protocol, 4 a fatal client error.
 A loop turn that takes longer than STALL (every client call in it has a timeout well under it) writes every
 thread's Python stack to the member's log, so a member found hung says where it was. A client call given a
-timeout that has not returned GRACE seconds past it is the client hanging, not the member: a watchdog thread
-says so in the sink (a `hung` event naming the call; the supervisor then reports the member's kill as the
+timeout that has not returned GRACE seconds past it, in the member's running time, is the client hanging, not
+the member: a watchdog thread says so in the sink (a `hung` event naming the call; the supervisor then reports the member's kill as the
 client's hang, not as the run's error). librdkafka 2.16.0's send_offsets_to_transaction did, forever, after its
 group coordinator was dropped by a re-bootstrap (librdkafka #5456, #5511).
 """
@@ -49,6 +49,7 @@ TIMEOUT = 30.0  # seconds for a client call given a timeout (init_transactions, 
 STALL = 75.0  # seconds a loop turn may take before the member's stacks go to its log
 TXN_TIMEOUT_MS = 20000  # the member producer's transaction.timeout.ms: the bound of a call given -1
 GRACE = 30.0  # seconds past its timeout a client call may take before it is said to hang
+TICK = 1.0  # seconds between the watchdog's looks
 # Errors that say the broker lacks the group protocol asked for (KIP-848's ConsumerGroupHeartbeat).
 _UNSUPPORTED = {KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION}
 
@@ -64,12 +65,36 @@ def consumer_config(client: dict, group: str, member: str, strategy: str, protoc
     return {**conf, **config}
 
 
-def overdue(call: tuple[str, float, float] | None, now: float) -> str:
-    """What to say of `call` (its name, when it began and its timeout, monotonic seconds) at `now`: '' while it
-    may still return."""
-    if call is None or now - call[1] <= call[2] + GRACE:
+def overdue(name: str, timeout: float, waited: float) -> str:
+    """What to say of client call `name`, given `timeout` seconds, that has waited `waited` seconds of the
+    member's running time: '' while it may still return."""
+    if waited <= timeout + GRACE:
         return ""
-    return f"{call[0]} has not returned after {now - call[1]:.0f} s (its timeout {call[2]:g} s)"
+    return f"{name} has not returned after {waited:.0f} s (its timeout {timeout:g} s)"
+
+
+class Watch:
+    """The watchdog's view of the client call in progress. Its time is the watchdog's own ticks, counted only
+    while the member runs: a member frozen (SIGSTOP, a consumer-pause) is not its client taking time, and a tick
+    late on a loaded machine only delays the claim."""
+
+    def __init__(self):
+        self.call: tuple | None = None  # (name, when it began, timeout): a new tuple per call
+        self.waited = 0.0
+        self.told: tuple | None = None
+
+    def tick(self, calling: tuple | None, seconds: float) -> str:
+        """One tick of `seconds` with `calling` in progress (None: none); what to say of it, once per call."""
+        if calling is not self.call:
+            self.call, self.waited = calling, 0.0
+        elif calling is not None:
+            self.waited += seconds
+        if calling is None or calling is self.told:
+            return ""
+        said = overdue(calling[0], calling[2], self.waited)
+        if said:
+            self.told = calling
+        return said
 
 
 class Abandoned(Exception):
@@ -97,7 +122,7 @@ class Member:
         if self.strategy == "transactional":
             self.producer = Producer({**cfg["client"], "transactional.id": cfg["transactional_id"],
                                       "transaction.timeout.ms": TXN_TIMEOUT_MS, "client.id": self.name})
-        self.calling: tuple[str, float, float] | None = None  # the client call in progress (overdue())
+        self.calling: tuple[str, float, float] | None = None  # the client call in progress (Watch)
         self.done = threading.Event()
         threading.Thread(target=self._watch, name="watchdog", daemon=True).start()
         if self.producer is not None:
@@ -112,14 +137,12 @@ class Member:
             self.calling = None
 
     def _watch(self) -> None:
-        """Says once per call, in the sink (its own connection) and with every thread's stack in the log, that a
-        client call is overdue(). confluent-kafka lets go of the GIL while librdkafka blocks, so this runs."""
-        sink, told = None, None
-        while not self.done.wait(1.0):
-            call = self.calling
-            said = overdue(call, time.monotonic())
-            if said and call is not told:
-                told = call
+        """Says in the sink (its own connection), and with every thread's stack in the log, that a client call is
+        overdue (Watch). confluent-kafka lets go of the GIL while librdkafka blocks, so this runs."""
+        watch, sink = Watch(), None
+        while not self.done.wait(TICK):
+            said = watch.tick(self.calling, TICK)
+            if said:
                 sink = sink or Sink(self.cfg["sink"], self.name)
                 sink.event("hung", detail=said)
                 print(f"member {self.name}: the client hangs: {said}", file=sys.stderr, flush=True)

@@ -123,11 +123,30 @@ def test_a_stop_ends_the_retrying_and_leaves_the_transaction(tmp_path):
 
 
 def test_a_call_is_overdue_only_past_its_timeout_and_the_grace():
-    call = ("send_offsets_to_transaction", 100.0, 20.0)
-    assert members.overdue(None, 1e9) == ""
-    assert members.overdue(call, 100.0 + 20.0 + members.GRACE) == ""  # may still return
-    said = members.overdue(call, 100.0 + 20.0 + members.GRACE + 1.0)
+    assert members.overdue("send_offsets_to_transaction", 20.0, 20.0 + members.GRACE) == ""  # may still return
+    said = members.overdue("send_offsets_to_transaction", 20.0, 20.0 + members.GRACE + 1.0)
     assert said == "send_offsets_to_transaction has not returned after 51 s (its timeout 20 s)"
+
+
+def test_the_watchdog_counts_its_own_ticks_says_a_hang_once_and_starts_again_for_the_next_call():
+    watch, call = members.Watch(), ("commit_transaction", 100.0, 20.0)
+    said = [watch.tick(call, 1.0) for _ in range(52)]  # the first tick sees the call begin: 51 s waited after
+    assert said[:51] == [""] * 51
+    assert said[51] == "commit_transaction has not returned after 51 s (its timeout 20 s)"
+    assert watch.tick(call, 1.0) == ""  # said once per call
+    again = ("commit_transaction", 160.0, 20.0)  # the next call, even of the same name, waits from 0
+    assert [watch.tick(again, 1.0) for _ in range(10)] == [""] * 10
+    assert watch.tick(None, 1.0) == "" and watch.waited == 0.0
+
+
+def test_a_frozen_member_is_not_its_client_taking_time():
+    """A SIGSTOPped member's watchdog does not run: the pause is one late tick, never the pause's length."""
+    watch, call = members.Watch(), ("send_offsets_to_transaction", 0.0, 20.0)
+    watch.tick(call, 1.0)
+    for _ in range(10):
+        watch.tick(call, 1.0)
+    # a 60 s consumer-pause: no tick while frozen; the tick that spans it counts as one
+    assert watch.tick(call, 1.0) == "" and watch.waited == 11.0
 
 
 def test_the_call_in_progress_is_known_while_it_runs_and_forgotten_after(tmp_path):
