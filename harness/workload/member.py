@@ -23,9 +23,9 @@ group). Exit codes: 0 stopped, 2 the broker does not support the group protocol,
 A loop turn that takes longer than STALL (every client call in it has a timeout well under it) writes every
 thread's Python stack to the member's log, so a member found hung says where it was. A client call given a
 timeout that has not returned GRACE seconds past it, in the member's running time, is the client hanging, not
-the member: a watchdog thread says so in the sink (a `hung` event naming the call; the supervisor then reports the member's kill as the
-client's hang, not as the run's error). librdkafka 2.16.0's send_offsets_to_transaction did, forever, after its
-group coordinator was dropped by a re-bootstrap (librdkafka #5456, #5511).
+the member: a watchdog thread says so in the sink (a `hung` event naming the call; the supervisor then reports
+the member's kill as the client's hang, not as the run's error). librdkafka 2.16.0's send_offsets_to_transaction
+did, forever, after its group coordinator was dropped by a re-bootstrap (librdkafka #5456, #5511).
 """
 
 from __future__ import annotations

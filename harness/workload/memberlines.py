@@ -4,9 +4,10 @@ that applies them to the sink (workload/sink.py) under the member's name. One li
 space-separated; the member writes each line whole (one write(2), under PIPE_BUF) and before the offset commit
 that follows it, as the Python member (workload/member.py) writes its row before committing:
 
-    e AT EVENT PARTITIONS DETAIL    an event (start, assign, revoke, lost, commit-failed, abort, stop, error): AT the
-                                    member's wall clock in epoch ms, PARTITIONS `-` (none) or a JSON list with
-                                    no space ([0,2], [] for none), DETAIL the rest of the line (may be empty)
+    e AT EVENT PARTITIONS DETAIL    an event (start, assign, revoke, lost, commit-failed, abort, hung, stop,
+                                    error): AT the member's wall clock in epoch ms, PARTITIONS `-` (none) or a
+                                    JSON list with no space ([0,2], [] for none), DETAIL the rest of the line (may
+                                    be empty)
     h FIRST_N COUNT                 the batch in hand: COUNT records, the first its n FIRST_N (Sink.hold)
     p COMMITTED P OFFSET VALUE SESSION N AT
                                     a record processed (Sink.processed): COMMITTED before | after | auto, VALUE
@@ -49,7 +50,7 @@ from .sink import Sink
 
 COMMITTED = ("before", "after", "auto")
 ATOMIC = "atomic"  # a `p` line of an atomic batch (b COUNT)
-EVENTS = ("start", "assign", "revoke", "lost", "commit-failed", "abort", "stop", "error")
+EVENTS = ("start", "assign", "revoke", "lost", "commit-failed", "abort", "hung", "stop", "error")
 READ = 1 << 16
 
 

@@ -36,6 +36,8 @@ from tests.fakeclock import FakeClock
     ("e 2 commit-failed [3] CommitFailedException: the group rebalanced",
      Event(2.0, "commit-failed", [3], "CommitFailedException: the group rebalanced")),
     ("e 3 abort [0,1] TimeoutException: x", Event(3.0, "abort", [0, 1], "TimeoutException: x")),  # transactional
+    ("e 4 hung - commitTransaction has not returned after 91 s (its timeout 60 s)",  # the member's watchdog
+     Event(4.0, "hung", None, "commitTransaction has not returned after 91 s (its timeout 60 s)")),
     ("h 200 100", Hold(200, 100)),
     ("p after 1 17 5 3 201 1700000000000.125", Processed("after", (1, 17, 5, 3, 201, 1700000000000.125))),
     ("p before 0 0 - 1 0 5.0", Processed("before", (0, 0, None, 1, 0, 5.0))),

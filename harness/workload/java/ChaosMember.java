@@ -21,6 +21,9 @@
 // the broker lacks the group protocol (UnsupportedVersionException); 4: any other error from the client, or no
 // answer from the harness (idempotent-sink: NoAnswer).
 // The client's own log (log4j, WARN) goes to stderr, which the harness keeps as the member's log.
+// A client call given a timeout (max.block.ms, default.api.timeout.ms) that has not returned GRACE_S past it, in the
+// member's running time, is the client hanging: a watchdog thread says so (a `hung` event naming the call, every
+// thread's stack in the log), as member.py's does, and the harness reports the member's kill as the client's hang.
 
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
@@ -71,6 +74,64 @@ public class ChaosMember {
     int session = 0;  // a new one at every assignment change and every seek the member makes itself
     long n = 0;  // the member's processing counter
     RuntimeException broken;  // a failure inside the rebalance listener (no answer), raised after its poll()
+    long maxBlockMs = 60_000, apiTimeoutMs = 60_000;  // the producer's and the consumer's bounds on a call
+
+    /** The client call in progress (a new object per call), for the watchdog. */
+    record Call(String name, long timeoutMs) {
+    }
+
+    static volatile Call calling;
+    static final long GRACE_S = 30;
+
+    static <T> T watched(String name, long timeoutMs, java.util.function.Supplier<T> call) {
+        calling = new Call(name, timeoutMs);
+        try {
+            return call.get();
+        } finally {
+            calling = null;
+        }
+    }
+
+    static void watchedRun(String name, long timeoutMs, Runnable call) {
+        watched(name, timeoutMs, () -> {
+            call.run();
+            return null;
+        });
+    }
+
+    /** member.py's Watch: the call's time is this thread's own ticks, counted only while the member runs (a
+     *  SIGSTOPped member's pause is not its client taking time); a hang is said once per call. */
+    void watch() {
+        Call seen = null, told = null;
+        long waited = 0;
+        while (true) {
+            try {
+                Thread.sleep(1000);
+            } catch (InterruptedException e) {
+                return;
+            }
+            Call c = calling;
+            if (c != seen) {
+                seen = c;
+                waited = 0;
+            } else if (c != null) {
+                waited++;
+            }
+            if (c != null && c != told && waited > c.timeoutMs() / 1000 + GRACE_S) {
+                told = c;
+                String said = c.name() + " has not returned after " + waited + " s (its timeout " + c.timeoutMs() / 1000
+                        + " s)";
+                event("hung", null, said);
+                System.err.println("member " + name + ": the client hangs: " + said);
+                Thread.getAllStackTraces().forEach((thread, stack) -> {
+                    System.err.println(thread);
+                    for (StackTraceElement frame : stack) {
+                        System.err.println("    at " + frame);
+                    }
+                });
+            }
+        }
+    }
 
     ChaosMember(Map<String, Object> task) {
         name = (String) task.get("member");
@@ -197,11 +258,17 @@ public class ChaosMember {
         if (strategy.equals("idempotent-sink")) {
             listen();
         }
+        apiTimeoutMs = Long.parseLong(props.getProperty("default.api.timeout.ms", "60000"));
+        Thread watchdog = new Thread(this::watch, "watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
         try {
             consumer = new KafkaConsumer<>(props);
             if (strategy.equals("transactional")) {  // as member.py's: init aborts what a predecessor left open
-                producer = new KafkaProducer<>(producerProperties(props.getProperty("bootstrap.servers")));
-                producer.initTransactions();
+                Properties pp = producerProperties(props.getProperty("bootstrap.servers"));
+                maxBlockMs = Long.parseLong(pp.getProperty("max.block.ms", "60000"));
+                producer = new KafkaProducer<>(pp);
+                watchedRun("initTransactions", maxBlockMs, producer::initTransactions);
             }
         } catch (Exception e) {
             return failed(e);
@@ -326,14 +393,15 @@ public class ChaosMember {
             for (ProducerRecord<byte[], byte[]> r : out) {
                 producer.send(r);
             }
-            producer.sendOffsetsToTransaction(next, consumer.groupMetadata());
-            producer.commitTransaction();
+            watchedRun("sendOffsetsToTransaction", maxBlockMs,
+                    () -> producer.sendOffsetsToTransaction(next, consumer.groupMetadata()));
+            watchedRun("commitTransaction", maxBlockMs, producer::commitTransaction);
         } catch (org.apache.kafka.common.KafkaException e) {
             if (endsMember(e)) {
                 throw e;
             }
             event("abort", next.keySet(), words(e));
-            producer.abortTransaction();
+            watchedRun("abortTransaction", maxBlockMs, producer::abortTransaction);
             rewind(next.keySet());
         }
     }
@@ -342,7 +410,8 @@ public class ChaosMember {
     void rewind(java.util.Set<TopicPartition> parts) {
         session++;
         try {
-            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(parts);
+            Map<TopicPartition, OffsetAndMetadata> committed = watched("committed", apiTimeoutMs,
+                    () -> consumer.committed(parts));
             for (TopicPartition tp : parts) {
                 OffsetAndMetadata at = committed.get(tp);
                 if (at == null) {
@@ -373,7 +442,7 @@ public class ChaosMember {
         Map<TopicPartition, OffsetAndMetadata> next = next(batch);
         for (int attempt = 0; ; attempt++) {
             try {
-                consumer.commitSync(next);
+                watchedRun("commitSync", apiTimeoutMs, () -> consumer.commitSync(next));
                 return true;
             } catch (WakeupException e) {
                 if (attempt > 0) {
