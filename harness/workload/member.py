@@ -75,7 +75,7 @@ def overdue(name: str, timeout: float, waited: float) -> str:
 
 class Watch:
     """The watchdog's view of the client call in progress. Its time is the watchdog's own ticks, counted only
-    while the member runs: a member frozen (SIGSTOP, a consumer-pause) is not its client taking time, and a tick
+    while the member runs: a member frozen (SIGSTOP, by a fault) is not its client taking time, and a tick
     late on a loaded machine only delays the claim."""
 
     def __init__(self):
