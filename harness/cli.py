@@ -672,7 +672,7 @@ def explore(experiment: Path | None, budget: str | None, max_tries: int | None, 
     and written as an ordinary experiment (findings/<id>/experiment.yaml) that `kafka-chaos run` replays.
     Ctrl-C keeps what was learned; --resume continues.
     """
-    from .explore.folder import ExplorationFolder
+    from .explore.folder import ExplorationFolder, known_shown
     from .explore.session import explore as exploring, start
     from .explore.check import check_explore
     from .preflight import prepare_clients
@@ -732,6 +732,9 @@ def explore(experiment: Path | None, budget: str | None, max_tries: int | None, 
     say(kinds_tried(done.tries, spec.explore.kinds))
     for f in done.findings.values():
         say(f"  {f['id']}: {' · '.join(f['signature'])}; replay: kafka-chaos run {folder.path / f['experiment']}")
+    for ref, tries in known_shown(done.tries).items():
+        say(f"  known bug {ref} (no finding: explore.known) shown by {len(tries)} tr{'y' if len(tries) == 1 else 'ies'}"
+            f": {', '.join(str(t) for t in tries)}")
     _exit(Exit.FAILED if done.findings else Exit.OK)
 
 

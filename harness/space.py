@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -231,6 +232,38 @@ def _pair(value, what: str, number=_number) -> tuple:
     return low, high
 
 
+class KnownBug(Strict):
+    """A bug already written up that an exploration's tries may show again (README, Explore: known bugs). A try
+    mark (`VARIANT: METRIC`, signature.py) it explains is journaled with its reference and is no finding: a
+    nightly exploration of a client with an open upstream bug then still fails on anything else."""
+
+    ref: str = Field(min_length=1, description="where it is written up: an upstream issue (librdkafka #5511, "
+                                               "KAFKA-12345) or a file of experiments/known-bugs/")
+    marks: list[str] = Field(min_length=1, description="the marks it explains: `VARIANT: METRIC` patterns, * and ? "
+                                                       "as in file names (e.g. '*: client_hangs')")
+    evidence: str | None = Field(None, description="a regular expression the marked variant's entry of "
+                                                   "summary.json (as JSON, keys sorted) must hold for the bug to "
+                                                   "explain its marks, e.g. the call a client hung in")
+
+    @field_validator("marks")
+    @classmethod
+    def _marks(cls, marks: list[str]) -> list[str]:
+        for mark in marks:
+            if ": " not in mark or not all(part.strip() for part in mark.split(": ", 1)):
+                raise ValueError(f"{mark!r} is not `VARIANT: METRIC` (a pattern of each, e.g. '*: client_hangs')")
+        return marks
+
+    @field_validator("evidence")
+    @classmethod
+    def _evidence(cls, evidence: str | None) -> str | None:
+        if evidence is not None:
+            try:
+                re.compile(evidence)
+            except re.error as e:
+                raise ValueError(f"{evidence!r} is not a regular expression: {e}") from None
+        return evidence
+
+
 class ExploreSpec(Strict):
     """The fault space of `kafka-chaos explore` (README, Explore)."""
 
@@ -243,6 +276,8 @@ class ExploreSpec(Strict):
     messages: Annotated[int, Field(ge=1)] | None = Field(None, description="a try's workload size (default workload.messages)")
     mutate: float = Field(0.5, ge=0, le=1, description="share of tries drawn as a mutation of a corpus entry, once "
                                                       "the corpus has one")
+    known: list[KnownBug] | None = Field(None, description="bugs already written up: the marks each explains are "
+                                                          "no finding (KnownBug)")
 
     _settings: dict[str, dict[str, Setting]] = PrivateAttr(default_factory=dict)
 

@@ -2,7 +2,7 @@
 
 The section's own checks (space.py) run when the file loads; these need the experiment as a whole: a kind it
 cannot take (the kind's own problem), a value it names that the experiment refuses (a broker it does not have),
-more faults a try than its window lets start, and, generically, a space from which no schedule plans (the
+more faults a try than its window lets start, a known bug's mark that no try could ever have, and, generically, a space from which no schedule plans (the
 faults always meet on one broker: the overlap rule). check_explore is the explore command's whole preflight:
 preflight.py's checks of a run but the schedule, the backend's faults, and these.
 """
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import random
+from fnmatch import fnmatchcase
 from pathlib import Path
 
+from ..analysis.metrics import KEYS
 from ..faults.registry import KINDS
 from ..preflight import check_cluster, check_consumer_configs, check_producer_configs, check_spark_master
 from ..schedule import ScheduleError
@@ -36,6 +38,21 @@ def _probe(spec: ExperimentSpec, kind: str, name: str, value) -> str:
         first = str(e).splitlines()[0].split(": ", 1)[1]  # "<name> (explored try): faults.0.target: ..."
         return first.replace("faults.0.", f"explore.kinds.{kind}.", 1).replace("faults.0:", f"explore.kinds.{kind}:", 1)
     return ""
+
+
+def check_known(spec: ExperimentSpec, path: Path) -> None:
+    """SpecError when a known bug's mark pattern names no variant of the experiment or nothing a try's signature
+    holds (a metric, `client_fatal NAME` or `unknown`): a typo would explain nothing, silently."""
+    names = [variant.name for variant in spec.variants]
+    for i, bug in enumerate(spec.explore.known or ()):
+        for pattern in bug.marks:
+            variant, what = pattern.split(": ", 1)
+            if not any(fnmatchcase(name, variant) for name in names):
+                raise SpecError(f"{path}: explore.known.{i}.marks: {pattern!r} names no variant of the experiment "
+                                f"(variants: {', '.join(names)})")
+            if not what.startswith("client_fatal ") and not any(fnmatchcase(mark, what) for mark in (*KEYS, "unknown")):
+                raise SpecError(f"{path}: explore.known.{i}.marks: {pattern!r}: {what!r} matches no metric, "
+                                "`client_fatal NAME` or `unknown` (a mark is `VARIANT: METRIC`; see README, Words)")
 
 
 def check_space(spec: ExperimentSpec, path: Path) -> None:
@@ -90,4 +107,5 @@ def check_explore(experiment: Path, spark_master: str | None) -> ExperimentSpec:
     check_consumer_configs(spec, experiment)
     check_cluster(spec, experiment, set(spec.explore.kinds), f"{experiment}: explore.kinds")
     check_space(spec, experiment)
+    check_known(spec, experiment)
     return spec

@@ -13,6 +13,10 @@ run once, at most `shrink_runs`) and the minimal schedule is run `rate_runs` mor
 when no new try starts; an investigation begun before it ends is finished (at most shrink_runs + rate_runs
 runs of the finding's variants): a finding without its minimal schedule and rate would be half a finding.
 
+A mark a known bug of the space explains (explore.known: an upstream bug already written up) is journaled with
+its reference and is no finding; the rest of the try's marks are its signature. The first try of each known bug
+keeps its folder, as evidence that it still shows.
+
 A try that could not run (status error: the cluster, Spark or the harness failed) is infrastructure, never
 a finding; three in a row end the exploration (InfraError). Everything here is pure but for the runner and
 the folder, both passed in: the tests give a fake runner with a planted bug.
@@ -33,7 +37,7 @@ from ..shrink import shrink
 from ..status import COMPLETE, ERROR
 from .corpus import Corpus
 from .generate import experiment_doc, next_schedule
-from .signature import not_as_planned, signature
+from .signature import explained, not_as_planned, signature
 
 INFRA_IN_A_ROW = 3  # tries in a row that could not run: the exploration stops (exit 3)
 
@@ -109,6 +113,7 @@ class Exploration:
         self.elapsed_before = max((r.get("at_s", 0.0) + r.get("seconds", 0.0) for r in self.tries), default=0.0)
         self.started = self.clock()
         self.infra_in_a_row = 0
+        self.known_seen = {ref for row in self.tries for ref in row.get("known", {})}
 
     # -- time ------------------------------------------------------------------------------------------
     def at(self) -> float:
@@ -156,10 +161,14 @@ class Exploration:
                 raise InfraError(f"{INFRA_IN_A_ROW} tries in a row could not run; the last: {outcome.reason}")
             return
         self.infra_in_a_row = 0
-        sig = tuple(signature(outcome.summary or {}))
+        sig, known = explained(outcome.summary or {}, self.spec.explore.known or ())
         new = self.corpus.consider(number, faults, outcome.events)
         row.update(verdict=(outcome.summary or {}).get("verdict"), signature=list(sig),
                    events=sorted(outcome.events), new_events=sorted(new))
+        first_known = set(known) - self.known_seen
+        if known:
+            row["known"] = known
+            self.known_seen |= first_known
         if not_as_planned(outcome.summary or {}):  # journaled and shown as it is, but no finding: see there
             row.update(finding=None, reason="a drawn fault could not be applied: not a finding")
             self._journal(row)
@@ -171,7 +180,7 @@ class Exploration:
         self._journal(row)
         if sig and finding is None:
             self._investigate(sig, row)
-        elif not self.keep_all and outcome.folder:
+        elif not self.keep_all and not first_known and outcome.folder:
             self.folder.prune(outcome.folder)
 
     def _journal(self, row: dict) -> None:

@@ -10,8 +10,10 @@ Pure: the caller reads the summary, the logs and the delivery log's error counts
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
 
 from ..verdict import ALLOWED, FAIL, PASS, UNKNOWN, status_of
 
@@ -50,6 +52,25 @@ def not_as_planned(summary: dict) -> bool:
                                         variants.get(mark[:-len(": unknown")], {}).get("expectations", [])
                                         if status_of(check) not in (PASS, ALLOWED)] == ["faults_not_applied"]
         for mark in marks)
+
+
+def explained(summary: dict, known: Sequence) -> tuple[tuple[str, ...], dict[str, list[str]]]:
+    """The signature's marks no known bug explains, and {ref: the marks it explains}. A known bug (space.KnownBug:
+    ref, marks, evidence) explains a mark its patterns match when its evidence, if it has one, is found in the
+    marked variant's summary entry (as JSON, keys sorted); a mark of the run (`run: STATUS`) is never explained."""
+    variants = summary.get("variants") or {}
+    left, by_ref = [], {}
+    for mark in signature(summary):
+        name = mark.split(": ", 1)[0]
+        for bug in known:
+            if name in variants and any(fnmatchcase(mark, pattern) for pattern in bug.marks) and (
+                    bug.evidence is None
+                    or re.search(bug.evidence, json.dumps(variants[name], sort_keys=True, default=str))):
+                by_ref.setdefault(bug.ref, []).append(mark)
+                break
+        else:
+            left.append(mark)
+    return tuple(left), by_ref
 
 
 # What varies between two occurrences of one event, each replaced by a placeholder (in this order: a UUID holds

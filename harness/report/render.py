@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from ..aggregate import RANKED
 from ..analysis.metrics import BY_KEY, FIGURES, METRICS, applies, not_measured, not_measured_text
+from ..explore.folder import known_shown
 from .. import verdict as v
 from ..status import COMPLETE, INTERRUPTED
 from . import charts
@@ -358,8 +359,11 @@ def render_exploration(view: dict) -> str:
         css, line = "fail", f"NOTHING RAN: all {infra} tries could not run"
     else:
         css, line = "pass", f"NOTHING FOUND in {len(tries) - infra} tries ({minutes} min)"
+    known = known_shown(tries)
+    if known:
+        line += "; known bugs shown (no finding): " + ", ".join(f"{ref} ({len(t)})" for ref, t in known.items())
     return _env().get_template("explore.html.j2").render(
-        x=view["facts"], tries=tries, findings=findings, headline=line, headline_class=css, infra=infra,
+        x=view["facts"], tries=tries, findings=findings, headline=line, headline_class=css, infra=infra, known=known,
         events=len(events), minutes=minutes, rebuilds=sum(1 for t in tries if t.get("rebuilt")),
         fault_text=fault_text,
         by_try=charts.trend("distinct events and findings by try", [str(t["try"]) for t in tries], points_try),

@@ -10,6 +10,7 @@ import yaml
 from harness.exits import InfraError
 from harness.explore.folder import ExplorationFolder
 from harness.explore.search import Exploration, Outcome
+from harness.report import write_exploration_report
 from harness.schedule import plan
 from harness.spec import ExperimentSpec, load_spec
 from harness.status import COMPLETE, ERROR
@@ -187,3 +188,60 @@ def test_a_journal_cut_short_by_a_kill_loses_only_its_last_line(tmp_path):
     journal = x.folder.path / "tries.jsonl"
     journal.write_text(journal.read_text() + '{"try": 4, "fau')  # the kill landed mid-write
     assert [t["try"] for t in x.folder.tries()] == [1, 2, 3]
+
+
+class HangingRunner(FakeRunner):
+    """The planted bug also hangs a member in a call the summary names, and each run has a folder."""
+
+    def __call__(self, faults, seed, variants, purpose) -> Outcome:
+        out = super().__call__(faults, seed, variants, purpose)
+        on = out.summary["variants"].get("on")
+        if on and on["verdict"] == "fail":
+            on["consumer"] = {"hung_in_call": {"m0.0": "send_offsets_to_transaction has not returned after 51 s"}}
+            on["expectations"].append({"metric": "client_hangs", "status": "fail"})
+        return Outcome(out.status, out.summary, out.events, out.seconds, out.workload_seconds,
+                       folder=f"/runs/{purpose}", reason=out.reason)
+
+
+def known_exploration(tmp_path, known, pruned):
+    clock = FakeClock()
+    runner = HangingRunner(clock)
+    doc = {**EXPERIMENT, "explore": {**EXPERIMENT["explore"], "known": known}}
+    spec = ExperimentSpec.model_validate(doc)
+    folder = ExplorationFolder.create(tmp_path, spec.name, {"seed": 7, "guided": True}, yaml.safe_dump(doc))
+    folder.prune = pruned.append
+    x = Exploration(spec, runner, folder, 7, clock=clock, max_tries=40)
+    x.execute()
+    return x, runner
+
+
+def test_marks_a_known_bug_explains_are_journaled_with_it_and_no_finding(tmp_path):
+    pruned = []
+    known = [{"ref": "librdkafka #5511", "marks": ["*: client_hangs", "on: dup*"],
+              "evidence": r"send_offsets_to_transaction has not returned"}]
+    x, runner = known_exploration(tmp_path, known, pruned)
+    shown = [t for t in x.tries if t.get("known")]
+    assert shown and x.findings == {}
+    assert all(t["known"] == {"librdkafka #5511": ["on: client_hangs", "on: duplicates"]} and t["signature"] == []
+               and t["finding"] is None and t["verdict"] == "fail" for t in shown)
+    assert all(p.startswith("try") for p, _, _ in runner.calls)  # nothing shrunk or rated for it
+    assert f"/runs/try {shown[0]['try']}" not in pruned  # the first try that showed it keeps its folder
+    assert all(f"/runs/try {t['try']}" in pruned for t in shown[1:]) and len(shown) > 1
+    page = write_exploration_report(x.folder).read_text()
+    assert "known bugs shown (no finding): librdkafka #5511 (" in page and 'id="known"' in page
+    resumed = Exploration(x.spec, runner, ExplorationFolder.open(x.folder.path), 7, clock=FakeClock(), max_tries=0)
+    assert resumed.known_seen == {"librdkafka #5511"} and resumed._pending() == []
+
+
+@pytest.mark.parametrize("known, left", [
+    # the evidence is not in the variant's summary: the bug explains nothing
+    ([{"ref": "x #1", "marks": ["*: client_hangs", "*: duplicates"], "evidence": "commit_transaction"}],
+     ["on: client_hangs", "on: duplicates"]),
+    # it explains the hang only: the duplicates are still a finding, shrunk and rated by themselves
+    ([{"ref": "x #1", "marks": ["*: client_hangs"]}], ["on: duplicates"]),
+    # another variant's marks
+    ([{"ref": "x #1", "marks": ["other: *"]}], ["on: client_hangs", "on: duplicates"]),
+])
+def test_marks_no_known_bug_explains_are_still_a_finding(tmp_path, known, left):
+    x, _ = known_exploration(tmp_path, known, [])
+    assert [f["signature"] for f in x.findings.values()] == [left]

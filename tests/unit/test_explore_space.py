@@ -55,6 +55,12 @@ def with_space(explore, **fields) -> dict:
     ({"kinds": {"latency": {}}, "messages": 0}, "explore.messages", "greater than or equal to 1"),
     ({"kinds": {"latency": {}}, "mutate": 1.5}, "explore.mutate", "less than or equal to 1"),
     ({"kinds": {"latency": {}}, "bogus": 1}, "explore.bogus", "unknown field"),
+    ({"kinds": {"latency": {}}, "known": [{"ref": "x #1", "marks": ["client_hangs"]}]}, "explore.known.0.marks",
+     "'client_hangs' is not `VARIANT: METRIC`"),
+    ({"kinds": {"latency": {}}, "known": [{"ref": "x #1", "marks": ["*: lost"], "evidence": "call("}]},
+     "explore.known.0.evidence", "'call(' is not a regular expression"),
+    ({"kinds": {"latency": {}}, "known": [{"ref": "", "marks": ["*: lost"]}]}, "explore.known.0.ref", "at least 1"),
+    ({"kinds": {"latency": {}}, "known": [{"ref": "x #1", "marks": []}]}, "explore.known.0.marks", "at least 1"),
 ])
 def test_a_bad_space_is_refused_naming_the_field(tmp_path, explore, where, says):
     message = error_of(tmp_path, with_space(explore))
@@ -183,6 +189,21 @@ def test_check_explore_refuses_a_file_without_a_space_and_a_kind_the_backend_can
         check_explore(path, None)
     path = write(tmp_path, with_space({"kinds": {"latency": {}, "broker-kill": {}}}))
     assert check_explore(path, None).explore.kinds == {"latency": {}, "broker-kill": {}}
+
+
+@pytest.mark.parametrize("marks, says", [
+    (["b: lost"], "explore.known.0.marks: 'b: lost' names no variant of the experiment (variants: a)"),
+    (["*: client_hang"], "explore.known.0.marks: '*: client_hang': 'client_hang' matches no metric"),
+])
+def test_a_known_bug_whose_marks_no_try_could_have_is_refused(tmp_path, marks, says):
+    path = write(tmp_path, with_space({"kinds": {"latency": {}}, "known": [{"ref": "x #1", "marks": marks}]}))
+    with pytest.raises(SpecError) as e:
+        check_explore(path, None)
+    assert f"exp.yaml: {says}" in str(e.value)
+    taken = [["a: lost"], ["?: client_*"], ["a: client_fatal ProducerFencedException"], ["*: unknown"]]
+    for ok in taken:
+        path = write(tmp_path, with_space({"kinds": {"latency": {}}, "known": [{"ref": "x #1", "marks": ok}]}))
+        assert check_explore(path, None).explore.known[0].marks == ok
 
 
 def test_kafka_chaos_run_on_a_file_with_a_bad_space_exits_2_naming_it(tmp_path, signal_handlers_restored):
