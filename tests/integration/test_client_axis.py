@@ -4,7 +4,6 @@
 The version is installed into the user's cache by pip on first use; where it cannot be (no package
 registry reachable), the tests skip and say why."""
 
-import json
 import signal
 import subprocess
 import sys

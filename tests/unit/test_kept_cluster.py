@@ -16,7 +16,7 @@ from harness.exits import InfraError
 from harness.procs import RUN_ENV, tag_run
 from harness.report import write_aggregate_report
 from harness.runfolder import SeriesFolder
-from harness.spec import ExperimentSpec, ExternalClusterSpec, LocalClusterSpec
+from harness.spec import ExternalClusterSpec, LocalClusterSpec
 from tests.unit.test_aggregate import run
 from tests.unit.test_repeat import SPEC, fake_runs
 

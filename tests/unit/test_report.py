@@ -249,7 +249,7 @@ def test_the_finding_comes_first_in_words_with_one_picture_and_the_verdict_in_on
     folder, summary, _ = make_run(tmp_path)
     html = unescape(html_of(folder))
     finding = html[html.index('id="finding"'):html.index('id="checks"')]
-    off, on = summary["variants"]["off"], summary["variants"]["on"]
+    off = summary["variants"]["off"]
     assert (f"<b>off</b>: {off['sent']:,} sent, {off['acked']:,} confirmed, {off['received']:,} received; "
             f"{off['duplicates']:,} duplicates in {off['jump_back_runs']} jump-backs of up to {off['max_jump_back']:,}; "
             "nothing lost") in finding
