@@ -243,3 +243,51 @@ def test_a_tries_events_take_in_its_consumer_group_members_logs(tmp_path):
     spec = SimpleNamespace(variants=[SimpleNamespace(name="v"), SimpleNamespace(name="w")])
     assert ClusterRunner._events(None, spec, folder, {}, []) == {
         "client Sender: retrying", "client ConsumerCoordinator: commit failed", "client COMMITFAIL: failed"}
+
+
+def _summary(variant: str, client: str, failed: list[str], **fields) -> dict:
+    entry = {"client": client, "verdict": "fail", **fields,
+             "expectations": [{"metric": m, "status": "fail"} for m in failed]}
+    return {"status": "complete", "verdict": "fail", "variants": {variant: entry}}
+
+
+def test_the_shipped_known_bugs_explain_their_own_marks_and_nothing_else():
+    """The known bugs of the shipped spaces (explore.known), against summaries shaped as the runs that showed them
+    write them: each explains its own marks with its evidence, and leaves the same marks without it."""
+    from pathlib import Path
+
+    from harness.explore.signature import explained
+    from harness.spec import load_spec
+
+    root = Path(__file__).resolve().parents[2] / "experiments" / "explore"
+    consumers = load_spec(root / "kafka-consumers.yaml").explore.known
+    hung = {"m0.0": "send_offsets_to_transaction has not returned after 51 s (its timeout 20 s)"}
+    marks = ["client_hangs", "unconsumed"]
+    shown = _summary("classic-transactional", "confluent-kafka 2.16.1, librdkafka 2.16.0", marks,
+                     consumer={"strategy": "transactional", "hung_in_call": hung})
+    left, by = explained(shown, consumers)
+    assert left == () and list(by) == ["librdkafka #5511 (experiments/known-bugs/librdkafka-5511.md)"]
+    other = _summary("classic-transactional", "confluent-kafka 2.16.1, librdkafka 2.16.0", marks,
+                     consumer={"hung_in_call": {"m0.0": "commit_transaction has not returned after 51 s"}})
+    assert explained(other, consumers) == (("classic-transactional: client_hangs",
+                                            "classic-transactional: unconsumed"), {})
+    sink = _summary("consumer-idempotent-sink", "confluent-kafka 2.16.1", ["client_hangs"],
+                    consumer={"hung_in_call": hung})
+    assert explained(sink, consumers)[0] == ("consumer-idempotent-sink: client_hangs",)  # not a transactional member
+
+    python = load_spec(root / "kafka-python.yaml").explore.known
+    expired = _summary("transactional", "kafka-python 3.0.12", ["failed_committed", "lost_committed"])
+    assert explained(expired, python)[0] == ()
+    fenced = _summary("transactional", "kafka-python 3.0.12", [], client_fatal="ProducerFencedError")
+    fenced["variants"]["transactional"].update(verdict="unknown", expectations=[  # as the run that showed it
+        {"metric": "producer_failed", "status": "unknown"}])
+    assert signature(fenced) == ("transactional: client_fatal ProducerFencedError", "transactional: unknown")
+    assert explained(fenced, python)[0] == ()
+    # another client; and 2.x commits no transaction whose sends failed (its fenced producer is the lost request's)
+    for summary, client in ((expired, "kafka-clients 4.1.0"), (fenced, "aiokafka 0.14.0"),
+                            (expired, "kafka-python 2.2.0")):
+        summary = copy.deepcopy(summary)
+        summary["variants"]["transactional"]["client"] = client
+        assert explained(summary, python)[0] == signature(summary) != (), client
+    duplicated = _summary("transactional", "kafka-python 3.0.12", ["duplicates"])
+    assert explained(duplicated, python) == (("transactional: duplicates",), {})

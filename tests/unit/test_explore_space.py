@@ -216,13 +216,14 @@ def test_kafka_chaos_run_on_a_file_with_a_bad_space_exits_2_naming_it(tmp_path, 
                          ids=lambda p: p.stem)
 def test_every_shipped_space_can_run_on_its_backend(path):
     """What check_explore asks of a shipped space that needs no distribution: every kind injectable by its
-    backend, every value one its experiment takes, a plannable schedule drawable."""
+    backend, every value one its experiment takes, a plannable schedule drawable, known bugs' marks it can have."""
     from harness.cluster import unsupported_faults
-    from harness.explore.check import check_space
+    from harness.explore.check import check_known, check_space
 
     spec = load_spec(path)
     assert spec.explore is not None and spec.faults == []
     assert unsupported_faults(spec.cluster, set(spec.explore.kinds)) == []
     check_space(spec, path)
+    check_known(spec, path)
     rng = random.Random(0)  # and every kind it names is drawn (none silently never runs)
     assert {f["kind"] for _ in range(300) for f in draw(spec, rng)} == set(spec.explore.kinds)
