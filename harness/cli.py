@@ -672,7 +672,8 @@ def explore(experiment: Path | None, budget: str | None, max_tries: int | None, 
     and written as an ordinary experiment (findings/<id>/experiment.yaml) that `kafka-chaos run` replays.
     Ctrl-C keeps what was learned; --resume continues.
     """
-    from .explore.folder import ExplorationFolder, known_shown
+    from .explore.folder import ExplorationFolder
+    from .report.render import known_shown
     from .explore.session import explore as exploring, start
     from .explore.check import check_explore
     from .preflight import prepare_clients

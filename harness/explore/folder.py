@@ -26,15 +26,6 @@ from pathlib import Path
 
 from ..runfolder import LOGS, RunFolderError, _new_path, _write_atomic
 
-def known_shown(tries: list[dict]) -> dict[str, list[int]]:
-    """{a known bug's ref: the tries whose marks it explained (a journal row's `known`)}, in the order shown."""
-    out: dict[str, list[int]] = {}
-    for row in tries:
-        for ref in row.get("known", {}):
-            out.setdefault(ref, []).append(row["try"])
-    return out
-
-
 MARKER = "exploration.json"
 TRIES = "tries.jsonl"
 FINDINGS = "findings.jsonl"

@@ -22,7 +22,6 @@ from markupsafe import Markup
 
 from ..aggregate import RANKED
 from ..analysis.metrics import BY_KEY, FIGURES, METRICS, applies, not_measured, not_measured_text
-from ..explore.folder import known_shown
 from .. import verdict as v
 from ..status import COMPLETE, INTERRUPTED
 from . import charts
@@ -335,6 +334,15 @@ def fault_text(fault: dict) -> str:
         target = ", ".join(f"{k} {val}" for k, val in target.items())
     return (f"{fault.get('kind')} at {fault.get('at')} s" + (f" for {length} s" if length is not None else "")
             + f" on {target}" + (f" ({settings})" if settings else ""))
+
+
+def known_shown(tries: list[dict]) -> dict[str, list[int]]:
+    """{a known bug's ref: the tries whose marks it explained (a exploration journal row's `known`)}, in the order shown."""
+    out: dict[str, list[int]] = {}
+    for row in tries:
+        for ref in row.get("known", {}):
+            out.setdefault(ref, []).append(row["try"])
+    return out
 
 
 def render_exploration(view: dict) -> str:

@@ -4,7 +4,10 @@ the child's lines, so acks.parquet, every metric, the report and JUnit are the s
 child only sends and tells what became of each send.
 
     run -> child   {json}               the task, first line: topic, partitions, messages, rate, chunk (sends per
-                                        chunk), flush_timeout (s), bootstrap (the cluster's address), settings
+                                        chunk), flush_timeout (s), hang_grace (s: a Python child's call that
+                                        waits without a timeout, still waiting this long past all the client's
+                                        own timeouts together, hangs: cut short, the workload ends with it as
+                                        its error), bootstrap (the cluster's address), settings
                                         (the variant's producer settings, in the implementation's own names,
                                         passed to it as they are), transactions (null, or for a transactional
                                         variant {"size": S, "aborts": [K, ...], "planned": T}: transactions of
@@ -126,6 +129,7 @@ class ToldMany:  # B N, then N (index, offset, ns) triples
 
 
 FRAME = np.dtype("<i8")
+HANG_GRACE = 30.0  # the task's hang_grace; as long as a consumer group member's watchdog gives (member.py)
 
 
 @dataclass(frozen=True)
@@ -424,7 +428,8 @@ class ForeignProducer:
         transactions = {"size": size, "aborts": list(aborts or []), "planned": planned or -(-messages // size)} \
             if txlog is not None else None
         self.task = {"topic": topic, "partitions": partitions, "messages": messages, "rate": rate, "chunk": CHUNK,
-                     "flush_timeout": flush_timeout, "bootstrap": bootstrap, "settings": settings,
+                     "flush_timeout": flush_timeout, "hang_grace": HANG_GRACE, "bootstrap": bootstrap,
+                     "settings": settings,
                      "transactions": transactions}
         self.log = DeliveryLog(acks, partitions, offsets_told)
         self.txlog = txlog

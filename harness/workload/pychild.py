@@ -158,6 +158,34 @@ class Stopped(BaseException):
     """SIGTERM during a call that blocks without a timeout (kafka-python's commit and abort): it is cut short."""
 
 
+class Hung(Stopped):
+    """A call that waits without a timeout of its own (kafka-python's flush, commit and abort; aiokafka's) still
+    waiting HANG["grace"] seconds past all the client's own timeouts together: the client hangs. The child's
+    watchdog cuts it short as a SIGTERM would, and the workload ends with the hang as its error (the run: the
+    producer failed for good, its producer_error says where it hung). Without it a client that waits for ever
+    holds the run for ever: kafka-python 3.0.12's commit_transaction() did, after its coordinator's connection
+    failed (2026-11-30)."""
+
+
+# The watch over calls that wait without a timeout: after (s; 0: no watch) and grace, set from the task (watch());
+# pending: the hang the watchdog saw, raised in the main thread by its SIGUSR1 (hung_now).
+HANG = {"after": 0.0, "grace": 0.0, "pending": ""}
+
+
+def watch(task: dict, defaults: dict[str, int]) -> None:
+    """HANG's bound for this task: the client's timeouts (`defaults`: their names and the implementation's
+    defaults, ms, each overridden by the task's settings) together, and the task's hang_grace (none: no watch)."""
+    grace = task.get("hang_grace") or 0.0
+    timeouts = [task["settings"].get(name, default) for name, default in defaults.items()]
+    HANG["grace"] = grace
+    HANG["after"] = sum(t for t in timeouts if isinstance(t, (int, float)) and t > 0) / 1000 + grace if grace else 0.0
+
+
+def hang_words(name: str) -> str:
+    return (f"the client hangs: {name}() has not returned after {HANG['after']:g} s (all its own timeouts "
+            f"together, and {HANG['grace']:g} s more)")
+
+
 class Transactions:
     """A transactional task's plan (transactions of `size` sends, those in `aborts` aborted on purpose) and the
     one in progress; each transaction's end becomes a `t` line."""
@@ -204,6 +232,9 @@ class Transactions:
                     raised = yield call
                     if raised is not None:
                         raise raised
+            except Hung:  # never to be committed: aborted at its timeout by the coordinator
+                self.ended("aborted", "error", "Hung")
+                raise
             except Stopped:  # never to be committed, as one left open
                 self.ended("aborted", "interrupted")
                 raise
@@ -224,6 +255,9 @@ class Transactions:
                     self.ended("aborted", "error", error_name(raised))
                     return True
                 failed(again)
+        except Hung:
+            self.ended("unknown", "error", "Hung")
+            raise
         except Stopped:
             self.ended("unknown", "interrupted")
             raise
@@ -267,8 +301,8 @@ def drive(steps, call) -> bool:
             try:
                 call(name)
                 raised = None
-            except Stopped:
-                steps.throw(Stopped)  # says so, and raises it again
+            except Stopped as e:
+                steps.throw(e)  # says so, and raises it again
             except Exception as e:
                 raised = e
             name = steps.send(raised)
@@ -284,8 +318,8 @@ async def drive_async(steps, call) -> bool:
             try:
                 await call(name)
                 raised = None
-            except Stopped:
-                steps.throw(Stopped)
+            except Stopped as e:
+                steps.throw(e)
             except Exception as e:
                 raised = e
             name = steps.send(raised)
@@ -493,13 +527,37 @@ def terminated(stop: threading.Event) -> None:
         raise Stopped
 
 
-def blocking(call):
-    """call(), cut short by a SIGTERM (Stopped)."""
+def hung_now() -> None:
+    """SIGUSR1, from the watchdog: the call it saw hang is cut short (Hung), if it is still waiting."""
+    hang, HANG["pending"] = HANG["pending"], ""
+    if BLOCKED[0] and hang:
+        BLOCKED[0] = False
+        raise Hung(hang)
+
+
+def blocking(call, name: str = ""):
+    """call(), cut short by a SIGTERM (Stopped) or, named, by the watchdog once it hangs (Hung): a timer that, if
+    the call is still waiting HANG["after"] seconds on, dumps every thread's stack to the client log and signals
+    the main thread."""
+    def overdue():
+        if BLOCKED[0]:
+            HANG["pending"] = hang_words(name)
+            print(HANG["pending"], file=sys.stderr, flush=True)
+            import faulthandler
+            faulthandler.dump_traceback(sys.stderr, all_threads=True)
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+    timer = threading.Timer(HANG["after"], overdue) if name and HANG["after"] else None
     BLOCKED[0] = True
     try:
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         return call()
     finally:
         BLOCKED[0] = False
+        if timer is not None:
+            timer.cancel()
 
 
 class Commands:
@@ -575,6 +633,7 @@ class KafkaPython:
         from kafka import KafkaProducer
         r = Result()
         tx = Transactions(task["transactions"], lines) if task.get("transactions") else None
+        watch(task, {"delivery_timeout_ms": 120000, "request_timeout_ms": 30000, "transaction_timeout_ms": 60000})
 
         def start():
             producer = KafkaProducer(bootstrap_servers=task["bootstrap"], **task["settings"])
@@ -712,7 +771,7 @@ class KafkaPython:
                         paused.held.append((None, f"r {i % parts} {i // parts} {error_name(e)}"))
                 sends += 1
             line = drive(tx.zombie_steps(number, sends, lambda: self.held_fatal(zombie), paused.session),
-                         lambda name: blocking(getattr(zombie, f"{name}_transaction")))
+                         lambda name: blocking(getattr(zombie, f"{name}_transaction"), f"{name}_transaction"))
             with switch:
                 paused.held.append((None, line))
 
@@ -769,6 +828,8 @@ class KafkaPython:
             if answer(lines, "handed", "flush", stop, commands, last) and not r.error:
                 producer.flush(timeout=task["flush_timeout"])
                 clean = True
+        except Hung as e:  # its transaction's `t` line says so; the hang ends the workload
+            r.error = said(e)
         except Stopped:  # in a commit or an abort: its transaction's `t` line says so
             pass
         except Exception as e:  # flush's KafkaTimeoutError: what is still out ends unknown, as librdkafka's would
@@ -805,7 +866,8 @@ class KafkaPython:
         """Transactions.end_steps()'s rules; kafka-python's flush, commit and abort wait without a timeout (until the
         coordinator answers, or aborts the transaction at transaction_timeout_ms): a SIGTERM cuts them short."""
         calls = {"flush": producer.flush, "commit": producer.commit_transaction, "abort": producer.abort_transaction}
-        return drive(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: blocking(calls[name]))
+        return drive(tx.end_steps(lambda e: self.failed(producer, r, e)),
+                     lambda name: blocking(calls[name], "flush" if name == "flush" else f"{name}_transaction"))
 
     @staticmethod
     def failed(producer, r: Result, e: BaseException | None = None) -> bool:
@@ -860,6 +922,8 @@ class AioKafka:
 
         loop.add_signal_handler(signal.SIGTERM, on_term)
         tx = Transactions(task["transactions"], lines) if task.get("transactions") else None
+        # aiokafka has no delivery timeout; a producer without a transactional_id none for transactions
+        watch(task, {"request_timeout_ms": 40000, **({"transaction_timeout_ms": 60000} if tx is not None else {})})
         async def started_now():
             """A started instance, connected and the topic's partitions known (sending starts at once); as started(),
             a client that cannot reach the cluster yet tries again for flush_timeout. None: it could not (r says
@@ -1029,7 +1093,7 @@ class AioKafka:
             if not stop.is_set():
                 line = await drive_async(tx.zombie_steps(number, sends, lambda: self.held_fatal(zombie),
                                                          paused.session),
-                                         lambda name: cut(getattr(zombie, f"{name}_transaction")))
+                                         lambda name: cut(getattr(zombie, f"{name}_transaction"), f"{name}_transaction"))
             paused.held.append((None, line))
 
         async def resume(_=None, flush: bool = True) -> bool:
@@ -1065,10 +1129,16 @@ class AioKafka:
                 self.failed(producer, r, e)
                 return False
 
-        async def cut(call):
-            """await call(), cut short by a SIGTERM (Stopped)."""
+        async def cut(call, name: str = ""):
+            """await call(), cut short by a SIGTERM (Stopped) or, named, once it hangs (Hung)."""
             sending[0] = True
             try:
+                if name and HANG["after"]:
+                    try:
+                        return await asyncio.wait_for(call(), HANG["after"])
+                    except TimeoutError:
+                        print(hang_words(name), file=sys.stderr, flush=True)
+                        raise Hung(hang_words(name)) from None
                 return await call()
             except asyncio.CancelledError:
                 me.uncancel()
@@ -1080,7 +1150,8 @@ class AioKafka:
             """Transactions.end_steps()'s rules; aiokafka's calls wait without a timeout too."""
             calls = {"flush": producer.flush, "commit": producer.commit_transaction,
                      "abort": producer.abort_transaction}
-            return await drive_async(tx.end_steps(lambda e: self.failed(producer, r, e)), lambda name: cut(calls[name]))
+            return await drive_async(tx.end_steps(lambda e: self.failed(producer, r, e)),
+                                     lambda name: cut(calls[name], "flush" if name == "flush" else f"{name}_transaction"))
 
         clean = False
         steps = {"tick": lambda _: asyncio.sleep(0), "failed": failed_now, "restart": restart, "pause": pause,
@@ -1101,6 +1172,8 @@ class AioKafka:
                 finally:
                     sending[0] = False
                 clean = True
+        except Hung as e:  # its transaction's `t` line says so; the hang ends the workload
+            r.error = said(e)
         except Stopped:  # in a transactional call: its transaction's `t` line says so
             pass
         except (Exception, asyncio.CancelledError) as e:  # flush's timeout: what is still out ends unknown
@@ -1183,6 +1256,7 @@ def main(argv: list[str]) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: terminated(stop))
+    signal.signal(signal.SIGUSR1, lambda *_: hung_now())
     task = json.loads(sys.stdin.readline())
     print(f"client {impl} {client.version()}", flush=True)
     lines = Lines()

@@ -289,5 +289,12 @@ def test_the_shipped_known_bugs_explain_their_own_marks_and_nothing_else():
         summary = copy.deepcopy(summary)
         summary["variants"]["transactional"]["client"] = client
         assert explained(summary, python)[0] == signature(summary) != (), client
+    hung = _summary("transactional", "kafka-python 3.0.12", [],
+                    producer_error="the client hangs: commit_transaction() has not returned after 240 s")
+    hung["variants"]["transactional"].update(verdict="unknown", expectations=[
+        {"metric": "producer_failed", "status": "unknown"}])
+    assert explained(hung, python)[0] == ()
+    hung["variants"]["transactional"]["producer_error"] = "KafkaTimeoutError: Batch expired"  # not a hang
+    assert explained(hung, python)[0] == ("transactional: unknown",)
     duplicated = _summary("transactional", "kafka-python 3.0.12", ["duplicates"])
     assert explained(duplicated, python) == (("transactional: duplicates",), {})

@@ -572,7 +572,8 @@ def test_the_task_says_where_and_what_to_send_in_the_implementations_own_setting
     p = producer(tmp_path, "ok")
     task = json.loads(json.dumps(p.task))
     assert task == {"topic": "t", "partitions": 2, "messages": 8, "rate": None, "chunk": CHUNK, "flush_timeout": 5.0,
-                    "bootstrap": "127.0.0.1:9", "settings": {"acks": "all"}, "transactions": None}
+                    "hang_grace": 30.0, "bootstrap": "127.0.0.1:9", "settings": {"acks": "all"},
+                    "transactions": None}
 
 
 # -- the Java client: its jars come from KAFKA_HOME ----------------------------------------------------------------
@@ -843,13 +844,13 @@ FAKE_KAFKA = textwrap.dedent('''
 ''')
 
 
-def fake_child(tmp_path, mode, messages=10, txlog=None, size=0, aborts=None, stop=None, faults=None):
+def fake_child(tmp_path, mode, messages=10, txlog=None, size=0, aborts=None, stop=None, faults=None, settings=None):
     from harness.workload.foreignenv import PYCHILD
     folder = tmp_path / "site"
     (folder / "kafka").mkdir(parents=True)
     (folder / "kafka" / "__init__.py").write_text(FAKE_KAFKA)
     env = ForeignEnv("kafka-python", "9.0.0", (sys.executable, "-I", str(PYCHILD), "kafka-python", str(folder)))
-    settings = {"mode": mode, **({"transactional_id": "x"} if txlog is not None else {})}
+    settings = {"mode": mode, **({"transactional_id": "x"} if txlog is not None else {}), **(settings or {})}
     return ForeignProducer(env, "127.0.0.1:9", "t", 2, messages, settings, tmp_path / "acks.parquet", True,
                            tmp_path / "producer.log", None, 5.0, stop or threading.Event(), None, txlog, size,
                            aborts, faults)
@@ -935,6 +936,24 @@ def test_a_stop_cuts_a_commit_short_and_its_outcome_is_unknown(tmp_path):
     result = p.run(before_flush=lambda: None)
     assert result.interrupted and result.sent == 20 == result.acked + result.unknown
     assert transactions(tmp_path) == [(0, "committed", None, None, 10), (1, "unknown", "interrupted", None, 10)]
+
+
+def test_a_commit_that_never_returns_is_cut_short_as_the_clients_hang_and_ends_the_workload(tmp_path, monkeypatch):
+    """The child's watchdog: a call that waits without a timeout still waiting hang_grace past all the client's own
+    timeouts (here 1 ms each, and a grace of 0.3 s) is cut short; its transaction's outcome is unknown (error Hung),
+    the workload ends with the hang as its error, not as a stop, and every thread's stack is in the client log."""
+    from harness.workload import foreignproc
+    monkeypatch.setattr(foreignproc, "HANG_GRACE", 0.3)
+    timeouts = {"delivery_timeout_ms": 1, "request_timeout_ms": 1, "transaction_timeout_ms": 1}
+    p = fake_child(tmp_path, "hang", messages=40, txlog=TransactionsLog(tmp_path / "transactions.parquet"),
+                   size=10, aborts=[], settings=timeouts)
+    result = p.run(before_flush=lambda: None)
+    assert not result.interrupted and result.fatal == "" and result.sent == 20 == result.acked + result.unknown
+    assert result.error == ("the client hangs: commit_transaction() has not returned after 0.303 s (all its own "
+                            "timeouts together, and 0.3 s more)")
+    assert transactions(tmp_path) == [(0, "committed", None, None, 10), (1, "unknown", "error", "Hung", 10)]
+    log = (tmp_path / "producer.log").read_text()
+    assert "commit hangs" in log and "in commit_transaction" in log  # the stacks, the main thread's in the call
 
 
 def served_before_flush(faults, *asks):
