@@ -1,4 +1,5 @@
-"""What a run says before it starts, so its numbers are read right: Tansu's known wrong answers."""
+"""What a run says before it starts, so its numbers are read right (Tansu's known wrong answers), and a workload it
+refuses to judge."""
 
 import yaml
 
@@ -32,3 +33,19 @@ def test_nothing_is_said_on_kafka_or_without_transactions(tmp_path):
     assert warnings_for(s, plan(s, 1)) == []
     s = spec(tmp_path, TANSU, VARIANTS[:1])
     assert warnings_for(s, plan(s, 1)) == []
+
+
+def test_a_producer_stopped_by_something_else_than_the_run_is_never_judged():
+    from harness.run import stopped_by_another
+    from harness.workload.producer import ProduceResult
+
+    cut = ProduceResult(5000, 4000, 0, 1000, 990.0, interrupted=True)
+    assert stopped_by_another(cut, stopping=False, planned=100_000) == (
+        "the producer stopped after 5,000 of 100,000 sends though the run did not ask it to (its process was "
+        "signalled from outside the run?); see its client log")
+    assert stopped_by_another(cut, stopping=True, planned=100_000) == ""  # the run asked (Ctrl-C, a dead broker)
+    failed = ProduceResult(5000, 4000, 0, 1000, 990.0, interrupted=True, error="the client hangs: ...")
+    assert stopped_by_another(failed, stopping=False, planned=100_000) == ""  # an error says why: judged as such
+    whole = ProduceResult(100_000, 100_000, 0, 0, 9.0, interrupted=False)
+    assert stopped_by_another(whole, stopping=False, planned=100_000) == ""
+    assert stopped_by_another(None, stopping=False, planned=100_000) == ""
