@@ -169,7 +169,7 @@ class Exploration:
         if known:
             row["known"] = known
             self.known_seen |= first_known
-        if not_as_planned(outcome.summary or {}):  # journaled and shown as it is, but no finding: see there
+        if not_as_planned(outcome.summary or {}, sig):  # journaled and shown as it is, but no finding: see there
             row.update(finding=None, reason="a drawn fault could not be applied: not a finding")
             self._journal(row)
             if not self.keep_all and outcome.folder:

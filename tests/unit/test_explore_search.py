@@ -245,3 +245,36 @@ def test_marks_a_known_bug_explains_are_journaled_with_it_and_no_finding(tmp_pat
 def test_marks_no_known_bug_explains_are_still_a_finding(tmp_path, known, left):
     x, _ = known_exploration(tmp_path, known, [])
     assert [f["signature"] for f in x.findings.values()] == [left]
+
+
+class KnownAndUnappliedRunner(FakeRunner):
+    """Every try: variant other shows a known bug (duplicates); a try with a slow close leaves variant on unknown
+    only because a drawn fault could not be applied."""
+
+    def __call__(self, faults, seed, variants, purpose) -> Outcome:
+        out = super().__call__(faults, seed, variants, purpose)
+        entries = out.summary["variants"]
+        if "other" in entries:
+            entries["other"].update(verdict="fail", expectations=[{"metric": "duplicates", "status": "fail"}])
+        if "on" in entries and "slow-close" in {f["kind"] for f in faults}:
+            entries["on"].update(verdict="unknown", expectations=[
+                {"metric": "duplicates", "status": "pass"}, {"metric": "faults_not_applied", "status": "unknown"}])
+        return out
+
+
+def test_a_fault_not_applied_beside_a_known_bug_is_still_no_finding(tmp_path):
+    global BUG
+    saved, BUG = BUG, {"nonexistent-kind"}  # no planted bug of its own
+    try:
+        clock = FakeClock()
+        doc = {**EXPERIMENT, "explore": {**EXPERIMENT["explore"], "known": [{"ref": "x #1", "marks": ["other: *"]}]}}
+        spec = ExperimentSpec.model_validate(doc)
+        folder = ExplorationFolder.create(tmp_path, spec.name, {"seed": 7, "guided": True}, yaml.safe_dump(doc))
+        x = Exploration(spec, KnownAndUnappliedRunner(clock), folder, 7, clock=clock, max_tries=20)
+        x.execute()
+    finally:
+        BUG = saved
+    unapplied = [t for t in x.tries if t["signature"] == ["on: unknown"]]
+    assert unapplied and all("could not be applied" in t["reason"] and t["known"] == {"x #1": ["other: duplicates"]}
+                             for t in unapplied)
+    assert x.findings == {}
