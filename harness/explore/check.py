@@ -2,9 +2,10 @@
 
 The section's own checks (space.py) run when the file loads; these need the experiment as a whole: a kind it
 cannot take (the kind's own problem), a value it names that the experiment refuses (a broker it does not have),
-more faults a try than its window lets start, a known bug's mark that no try could ever have, and, generically, a space from which no schedule plans (the
-faults always meet on one broker: the overlap rule). check_explore is the explore command's whole preflight:
-preflight.py's checks of a run but the schedule, the backend's faults, and these.
+more faults a try than its window lets start, a known bug's mark that no try could ever have, and, generically,
+a space from which no schedule plans (the faults always meet on one broker: the overlap rule). check_explore is
+the explore command's whole preflight: preflight.py's checks of a run but the schedule, the backend's faults, and
+these.
 """
 
 from __future__ import annotations

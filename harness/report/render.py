@@ -337,7 +337,8 @@ def fault_text(fault: dict) -> str:
 
 
 def known_shown(tries: list[dict]) -> dict[str, list[int]]:
-    """{a known bug's ref: the tries whose marks it explained (a exploration journal row's `known`)}, in the order shown."""
+    """{a known bug's ref: the tries whose marks it explained (an exploration journal row's `known`)}, in the
+    order first shown."""
     out: dict[str, list[int]] = {}
     for row in tries:
         for ref in row.get("known", {}):
@@ -371,8 +372,8 @@ def render_exploration(view: dict) -> str:
     if known:
         line += "; known bugs shown (no finding): " + ", ".join(f"{ref} ({len(t)})" for ref, t in known.items())
     return _env().get_template("explore.html.j2").render(
-        x=view["facts"], tries=tries, findings=findings, headline=line, headline_class=css, infra=infra, known=known,
-        events=len(events), minutes=minutes, rebuilds=sum(1 for t in tries if t.get("rebuilt")),
+        x=view["facts"], tries=tries, findings=findings, headline=line, headline_class=css, infra=infra,
+        known=known, events=len(events), minutes=minutes, rebuilds=sum(1 for t in tries if t.get("rebuilt")),
         fault_text=fault_text,
         by_try=charts.trend("distinct events and findings by try", [str(t["try"]) for t in tries], points_try),
         by_time=charts.timeline("distinct events and findings by seconds of exploration", 0.0,
