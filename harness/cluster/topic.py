@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from ..exits import InfraError
@@ -18,12 +18,23 @@ def create_topic(client: dict, name: str, partitions: int, replication_factor: i
 
     admin = admin_client(client)
     conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
-    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=conf)],
-                                  operation_timeout=timeout)
-    try:
-        futures[name].result(timeout)
-    except KafkaException as e:
-        raise InfraError(f"could not create topic {name}: {e.args[0].str()}") from e
+    deadline, retried = time.monotonic() + timeout, False
+    while True:
+        futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=conf)],
+                                      operation_timeout=timeout)
+        try:
+            futures[name].result(timeout)
+            break
+        except KafkaException as e:
+            error = e.args[0]
+            if error.code() == KafkaError.TOPIC_ALREADY_EXISTS and retried:  # the first try's creation went through
+                break
+            # librdkafka (2.10+) re-bootstraps when every connection failed and fails what was in flight on the
+            # brokers it drops (_DESTROY_BROKER, "Broker handle destroyed"): asked again, as any retriable error
+            if not (error.retriable() or error.code() == KafkaError._DESTROY_BROKER) or time.monotonic() > deadline:
+                raise InfraError(f"could not create topic {name}: {error.str()}") from e
+            retried = True
+            time.sleep(0.5)
     wait_until_replicated(client, name, partitions, timeout=timeout, what="after creation", admin=admin)
 
 
